@@ -1,0 +1,1 @@
+"""Isolation plug-ins: bwrap (default where it works), unshare (fallback), none (opt-in)."""
