@@ -1,0 +1,204 @@
+"""The public artifact contract between compile time and run time.
+
+`harness` and `adapters` import from `compiler` only this module: the shapes of
+`generated/manifest.json` and of the job files, and the helpers that find one
+trial's job by id. Everything here is a frozen pydantic model that forbids unknown
+keys, so a job file written by a newer compiler is refused rather than half-read.
+
+A job is one fully resolved trial: everything the runner needs, nothing to look up
+in `specs/`. Paths inside a job are relative to the project root (the folder that
+holds `generated/`), slash-separated, and never absolute, so `generated/` can be
+moved with its project and compiling twice gives byte-identical files.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+SCHEMA_VERSION = 1
+"""Version of manifest.json and job files; bump on a change an older reader would misread."""
+
+
+class Frozen(BaseModel):
+    """Base of every contract model: immutable, unknown keys refused."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class Canaries(Frozen):
+    """Commands that prove a level's provisions before the agent starts."""
+
+    absent: tuple[str, ...] = Field(default=(), description="Command names that must NOT be found on the agent's PATH.")
+    must_fail: tuple[str, ...] = Field(default=(), description="Shell commands that must exit non-zero in the agent's environment (e.g. a network probe under network: off).")
+    must_pass: tuple[str, ...] = Field(default=(), description="Shell commands that must exit zero in the agent's environment (e.g. the tool answers --version).")
+
+
+class McpServer(Frozen):
+    """An MCP server a level provides; the adapter translates it for its agent."""
+
+    command: tuple[str, ...] = Field(description="argv that starts the server (stdio transport).")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the server process.")
+
+
+class Provisions(Frozen):
+    """What a cell provides, merged over its levels in factor order (later levels win)."""
+
+    path: tuple[str, ...] = Field(default=(), description="Project-relative folders whose executables go on PATH through the tracing shim.")
+    trace: tuple[str, ...] = Field(default=(), description="Command names whose invocations are traced into trace.jsonl.")
+    serve: tuple[str, ...] = Field(default=(), description="Subcommands that start a long-lived session whose stdin/stdout is teed line by line into the trace.")
+    files: dict[str, str] = Field(default_factory=dict, description="Workspace-relative destination -> project-relative source file copied into the workspace.")
+    home_files: dict[str, str] = Field(default_factory=dict, description="HOME-relative destination -> project-relative source file copied into the fresh HOME.")
+    links: dict[str, str] = Field(default_factory=dict, description="Workspace-relative name -> project-relative folder linked read-only (never counted as an edit).")
+    skill_dir: str | None = Field(default=None, description="Project-relative guide/skill folder handed to the adapter as BENCH_SKILL_DIR.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the agent.")
+    network: bool = Field(default=False, description="Whether the agent may reach the network beyond its model endpoint.")
+    setup: tuple[str, ...] = Field(default=(), description="Shell commands run in the workspace before the agent (not traced, not counted as edits).")
+    state_dir: bool = Field(default=False, description="Whether the treatment keeps a state directory that persists across the steps of a run.")
+    state_setup: tuple[str, ...] = Field(default=(), description="Shell commands that seed the state directory ($BENCH_STATE_DIR); they must write only there.")
+    mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description="MCP servers by name.")
+    adapter: dict[str, Any] = Field(default_factory=dict, description="Options the adapter must translate for its agent (e.g. web: true).")
+    canaries: Canaries = Field(default_factory=Canaries, description="Canaries run before the agent.")
+
+
+class Cell(Frozen):
+    """One combination of levels, e.g. bin/none/off."""
+
+    name: str = Field(description="Levels joined by '/' in factor order.")
+    levels: dict[str, str] = Field(description="Factor -> level, in factor order.")
+    control: bool = Field(default=False, description="True for the project's control cell.")
+    provisions: Provisions = Field(default_factory=Provisions, description="Merged provisions of the cell's levels.")
+
+
+class AgentSpec(Frozen):
+    """A named adapter plus its arguments."""
+
+    id: str = Field(description="Agent id (slug), unique in the project.")
+    adapter: str = Field(description="Built-in adapter short name, a dotted path 'pkg.mod', or 'command' for a shell command.")
+    command: str | None = Field(default=None, description="Shell command for adapter 'command' (seed 000's --agent-cmd).")
+    args: dict[str, Any] = Field(default_factory=dict, description="Adapter arguments, passed as JSON in BENCH_AGENT_ARGS.")
+    model: str | None = Field(default=None, description="Model id recorded in run.json (and passed in args).")
+    version: str | None = Field(default=None, description="Agent version label recorded in run.json.")
+    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the adapter process.")
+    requires: tuple[str, ...] = Field(default=(), description="Executables/resources a worker must have to run this agent.")
+
+
+class CheckSpec(Frozen):
+    """One deterministic check, resolved to a built-in kind with concrete parameters."""
+
+    id: str = Field(description="Check id, unique within its scenario.")
+    kind: str = Field(description="Built-in check kind the engine runs (user kinds are resolved to 'command').")
+    layer: str = Field(default="agent", description="What a failure implicates: 'agent' or a named product layer.")
+    authority: str | None = Field(default=None, description="Named authority whose validity this check reports, if any.")
+    severity: Literal["error", "warning"] = Field(default="error", description="Findings of an error-severity lint check make a passing run not usable.")
+    timeout_s: float = Field(default=60.0, description="Wall-clock limit for the check.")
+    source_kind: str | None = Field(default=None, description="The user kind this check was declared as, if any.")
+    params: dict[str, Any] = Field(default_factory=dict, description="Kind-specific parameters (validated at compile time).")
+
+
+class Negative(Frozen):
+    """A named overlay that must fail exactly the checks it names."""
+
+    name: str = Field(description="Negative name (folder name under negatives/).")
+    fails: tuple[str, ...] = Field(description="Ids of the checks the overlay must fail, and only those.")
+    dir: str | None = Field(default=None, description="Project-relative overlay folder.")
+    patch: str | None = Field(default=None, description="Project-relative unified diff applied instead of (or after) the overlay.")
+
+
+class Step(Frozen):
+    """One agent session of a multi-session scenario."""
+
+    name: str = Field(description="Step label used in artifacts.")
+    prompt: str = Field(description="Rendered prompt for this session.")
+    evidence: dict[str, str] = Field(default_factory=dict, description="Workspace-relative path -> project-relative source, present only during this step.")
+    fresh_repo: bool = Field(default=False, description="Reset the working tree to the cell's starting state before this step.")
+
+
+class ScenarioJob(Frozen):
+    """A scenario as the runner and grader need it."""
+
+    id: str = Field(description="Scenario id (= folder name).")
+    root: str = Field(description="Project-relative scenario folder.")
+    family: str = Field(description="Family of related scenarios (they share a split).")
+    language: str | None = Field(default=None, description="Language of the entry, one the project supports.")
+    split: Literal["train", "test"] | None = Field(default=None, description="train or test.")
+    source: str | None = Field(default=None, description="Provenance of the requirement.")
+    reference_note: str | None = Field(default=None, description="Provenance of the reference solution.")
+    seed: str = Field(description="Project-relative seed folder (the initial workspace).")
+    reference: str | None = Field(default=None, description="Project-relative reference overlay; never shown to agents.")
+    grader: str | None = Field(default=None, description="Project-relative folder of grader-only files overlaid after the agent is gone.")
+    negatives: tuple[Negative, ...] = Field(default=(), description="Negatives.")
+    entry: tuple[str, ...] = Field(default=(), description="Workspace-relative entry files checked by authorities.")
+    watch: tuple[str, ...] = Field(default=(), description="Workspace-relative files snapshotted after each write (defaults to entry).")
+    writable: tuple[str, ...] = Field(default=("**",), description="Globs the agent may change; any other change is an unsafe edit.")
+    runtime_only: tuple[str, ...] = Field(default=(), description="Claims only a live runtime could verify: reported, never passed.")
+    stability_risk: bool = Field(default=False, description="Finishing safely needs the tool's stability checks, not only validity.")
+    prompt: str = Field(description="Rendered prompt (the first step's prompt for multi-step scenarios).")
+    steps: tuple[Step, ...] = Field(default=(), description="Sessions of a multi-session scenario; empty for a single session.")
+    checks: tuple[CheckSpec, ...] = Field(description="Checks, in declaration order.")
+    expectations: tuple[dict[str, Any], ...] = Field(default=(), description="Declarative expectations (the grader defines their shape).")
+    notable_exits: tuple[int, ...] = Field(default=(3, 4), description="Tool exit codes reported as findings (candidate owner/environment gaps).")
+    forbid_words: tuple[str, ...] = Field(default=(), description="Words the prompt must not contain.")
+    state_setup: tuple[str, ...] = Field(default=(), description="Scenario-level commands that seed the treatment's state directory.")
+
+
+class Limits(Frozen):
+    """Per-trial resource limits."""
+
+    timeout_s: float = Field(default=600.0, description="Agent wall-clock limit per session.")
+    output_bytes: int = Field(default=10_000_000, description="Cap on the agent's captured stdout+stderr.")
+    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
+    pids: int | None = Field(default=None, description="Process-count limit.")
+    file_size_mb: int | None = Field(default=None, description="Largest file the agent may write.")
+    workspace_mb: int | None = Field(default=None, description="Total workspace size limit.")
+    check_timeout_s: float = Field(default=60.0, description="Default per-check wall-clock limit.")
+
+
+class Options(Frozen):
+    """Matrix options that shape how a trial runs."""
+
+    env_pass: tuple[str, ...] = Field(default=(), description="Host environment variables passed into the scrubbed environment.")
+    infra_retries: int = Field(default=2, description="Retries of an adapter that exits 75.")
+    isolation: str = Field(default="auto", description="Isolation plug-in name: auto, bwrap, unshare, none, or a dotted path.")
+    skill_dir: str | None = Field(default=None, description="Project-relative guide folder for levels that use one.")
+    wiki_dir: str | None = Field(default=None, description="Project-relative knowledge folder for levels that link one.")
+
+
+class Job(Frozen):
+    """One fully resolved trial."""
+
+    schema_version: int = Field(default=SCHEMA_VERSION, description="Contract version.")
+    id: str = Field(description="<matrix>/<cell>/<agent>/<scenario>/tNN")
+    hash: str = Field(description="Content hash of everything but the trial number; a changed spec changes it.")
+    matrix: str = Field(description="Matrix id.")
+    trial: int = Field(description="1-based trial number.")
+    version: str | None = Field(default=None, description="Tool version label in a version comparison.")
+    scenario: ScenarioJob
+    cell: Cell
+    agent: AgentSpec
+    limits: Limits = Field(default_factory=Limits)
+    options: Options = Field(default_factory=Options)
+
+
+def job_id(matrix: str, cell: str, agent: str, scenario: str, trial: int) -> str:
+    """The stable id of one trial."""
+    return f"{matrix}/{cell}/{agent}/{scenario}/t{trial:02d}"
+
+
+class JobId(Frozen):
+    """A parsed job id."""
+
+    matrix: str
+    cell: str
+    agent: str
+    scenario: str
+    trial: int
+
+
+def parse_job_id(value: str) -> JobId:
+    """Split a job id; the cell is whatever lies between the matrix and the agent."""
+    parts = value.split("/")
+    if len(parts) < 5 or not parts[-1].startswith("t") or not parts[-1][1:].isdigit():
+        raise ValueError(f"not a job id: {value!r} (expected <matrix>/<cell>/<agent>/<scenario>/tNN)")
+    return JobId(matrix=parts[0], cell="/".join(parts[1:-3]), agent=parts[-3], scenario=parts[-2], trial=int(parts[-1][1:]))

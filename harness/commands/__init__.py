@@ -1,0 +1,1 @@
+"""Subcommands of the assay CLI, one module each (see harness.cli)."""

@@ -1,0 +1,212 @@
+"""The run-time artifact contract: run.json (runner) and grade.json (grader).
+
+A run directory holds one trial. `run.json` is written last and atomically by the
+runner, so its presence means the trial finished (or failed as data); `grade.json`
+is written beside it by the grader and may be rewritten by a regrade. Metrics are
+split by owner as in seed 002: the runner records what only the run knows, the
+grader derives the rest, and `merge_metrics` recombines them field by field so a
+real zero stays zero.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from enum import Enum
+from pathlib import Path
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel, ConfigDict, Field
+
+RUN_SCHEMA = 1
+GRADE_SCHEMA = 1
+RUN_FILE = "run.json"
+GRADE_FILE = "grade.json"
+VERSIONS_FILE = "versions.json"
+
+
+class Record(BaseModel):
+    """Base of run-time records: unknown keys refused so a future writer is noticed."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class RunStatus(str, Enum):
+    """How a run counts in aggregation."""
+
+    GRADED = "graded"
+    FAILED_TO_RUN = "failed_to_run"
+    UNGRADEABLE = "ungradeable"
+
+
+class RunnerMetrics(Record):
+    """The runner's half of a run's measurements (from the agent process)."""
+
+    turns: int | None = Field(default=None, description="Model turns (rows of usage.jsonl).")
+    input_tokens: int | None = Field(default=None, description="Input tokens, uncached.")
+    output_tokens: int | None = Field(default=None, description="Output tokens.")
+    cache_read_tokens: int | None = Field(default=None, description="Cache-read input tokens.")
+    cache_write_tokens: int | None = Field(default=None, description="Cache-write input tokens.")
+    reasoning_tokens: int | None = Field(default=None, description="Reasoning tokens (subset of output where reported).")
+    peak_context: int | None = Field(default=None, description="Largest context of any turn.")
+    context_limit: int | None = Field(default=None, description="The model's context limit, when reported.")
+    cost_usd: float | None = Field(default=None, description="Cost from usage and the pinned price table.")
+    duration_s: float | None = Field(default=None, description="Agent wall-clock seconds, summed over steps.")
+
+
+class CanaryResult(Record):
+    """One canary's outcome."""
+
+    kind: Literal["absent", "must_fail", "must_pass", "network"] = Field(description="Which canary.")
+    command: str = Field(description="What was run or looked up.")
+    ok: bool = Field(description="True when the canary held.")
+    detail: str = Field(default="", description="Why it failed, or what it printed.")
+
+
+class StepRecord(Record):
+    """One agent session of a multi-step run."""
+
+    name: str = Field(description="Step label.")
+    started_at: float = Field(description="Epoch seconds.")
+    ended_at: float = Field(description="Epoch seconds.")
+    exit_code: int | None = Field(description="Adapter exit code; None when it never ran to an exit.")
+    error: str | None = Field(default=None, description="Why the step failed to run.")
+    metrics: RunnerMetrics = Field(default_factory=RunnerMetrics, description="Runner metrics of this session.")
+
+
+class RunRecord(Record):
+    """run.json: what the runner knows about one trial."""
+
+    schema_version: int = Field(default=RUN_SCHEMA, description="Record version.")
+    job_id: str = Field(description="The job id.")
+    job_hash: str = Field(description="The job's content hash (resume key with the trial).")
+    matrix: str
+    scenario: str
+    cell: str
+    levels: dict[str, str] = Field(description="Factor -> level.")
+    control: bool = Field(default=False, description="True when the cell is the project's control.")
+    agent: str = Field(description="Agent id.")
+    trial: int
+    version: str | None = Field(default=None, description="Tool version label in a version comparison.")
+    model: str | None = Field(default=None, description="Model id.")
+    agent_version: str | None = Field(default=None, description="Installed agent CLI version.")
+    agent_command: str = Field(default="", description="What was executed as the adapter.")
+    exit_code: int | None = Field(default=None, description="Final adapter exit code; None if it never exited on its own.")
+    timed_out: bool = Field(default=False, description="The agent hit its wall-clock limit.")
+    limits_hit: tuple[str, ...] = Field(default=(), description="Limits that were hit (timeout, output, memory, pids, file_size, workspace).")
+    started_at: float = Field(description="Epoch seconds.")
+    ended_at: float = Field(description="Epoch seconds.")
+    environment: dict[str, str] = Field(default_factory=dict, description="OS, Python, assay, tool version, isolation used.")
+    isolation: str = Field(default="none", description="Isolation plug-in that ran the agent.")
+    infra_retries: int = Field(default=0, description="Retries after exit 75.")
+    canaries: tuple[CanaryResult, ...] = Field(default=(), description="Canary outcomes.")
+    invalid: str | None = Field(default=None, description="Why the run is excluded from rates (failed canary, unexpected context...).")
+    error: str | None = Field(default=None, description="Why the run failed to run (crash, capture failure); not a graded failure.")
+    traceback: str | None = Field(default=None, description="Harness traceback for a failed run.")
+    interrupted: bool = Field(default=False, description="Stopped by Ctrl-C; rerun on resume.")
+    concurrent: bool = Field(default=False, description="Shared the machine with sibling conditions; wall-clock not comparable to serial runs.")
+    unsafe_edits: tuple[str, ...] = Field(default=(), description="Files changed outside writable.")
+    metrics: RunnerMetrics = Field(default_factory=RunnerMetrics, description="The runner's half of the metrics.")
+    steps: tuple[StepRecord, ...] = Field(default=(), description="Per-step records of a multi-step run.")
+    extra: dict[str, Any] = Field(default_factory=dict, description="Free-form runner details (paths of optional artifacts, notes).")
+
+
+class CheckOutcome(Record):
+    """One check's verdict."""
+
+    id: str
+    kind: str
+    layer: str
+    outcome: Literal["pass", "fail", "error", "unavailable"]
+    message: str = ""
+    authority: str | None = None
+    duration_s: float = 0.0
+
+
+class Grade(Record):
+    """grade.json: the grader's verdict on one run. Later issues add fields additively."""
+
+    schema_version: int = Field(default=GRADE_SCHEMA, description="Record version.")
+    status: RunStatus
+    passed: bool = Field(default=False, description="Every check passed (meaningful only when graded).")
+    usable: bool = Field(default=False, description="Passed with no error-severity lint finding.")
+    error: str | None = Field(default=None, description="Why the run is failed_to_run or ungradeable.")
+    invalid: str | None = Field(default=None, description="Copied from the run: why it is excluded.")
+    checks: tuple[CheckOutcome, ...] = ()
+    failed_layers: tuple[str, ...] = ()
+    grader_hash: str = Field(default="", description="Hash of grader code version + checks + grader files.")
+    graded_at: float = Field(default=0.0, description="Epoch seconds.")
+    metrics: dict[str, float] = Field(default_factory=dict, description="The grader's half of the metrics.")
+    details: dict[str, Any] = Field(default_factory=dict, description="Grader sections not yet typed (tool use, friction, ...).")
+
+
+class FutureSchemaError(ValueError):
+    """A record written by a newer assay than this one."""
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so a reader sees the old content or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_record(path: Path, record: BaseModel) -> None:
+    """Serialise a record as sorted, indented JSON, atomically."""
+    data = record.model_dump(mode="json")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_record(path: Path, model: type[M], current: int) -> M:
+    """Read a record, refusing one from a newer schema with a clear message."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    version = data.get("schema_version", 0)
+    if isinstance(version, int) and version > current:
+        raise FutureSchemaError(
+            f"{path}: schema_version {version} is newer than this assay understands ({current}); upgrade assay"
+        )
+    return model.model_validate(data)
+
+
+def read_run(run_dir: Path) -> RunRecord:
+    """Read a run directory's run.json."""
+    return read_record(run_dir / RUN_FILE, RunRecord, RUN_SCHEMA)
+
+
+def read_grade(run_dir: Path) -> Grade | None:
+    """Read a run directory's grade.json, or None when it is not graded yet."""
+    path = run_dir / GRADE_FILE
+    if not path.exists():
+        return None
+    return read_record(path, Grade, GRADE_SCHEMA)
+
+
+_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps"})
+
+
+def find_runs(root: Path) -> list[Path]:
+    """Every run directory under root, found by manifest rather than by depth, sorted.
+
+    A run directory's own artifact folders are not descended into: a workspace may hold
+    anything, including a file an agent named run.json.
+    """
+    found: list[Path] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        if RUN_FILE in filenames:
+            found.append(Path(dirpath))
+            dirnames[:] = []
+            continue
+        dirnames[:] = [d for d in dirnames if d not in _NOT_RUNS]
+    return sorted(found)
