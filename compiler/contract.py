@@ -356,25 +356,26 @@ def load_job(generated_dir: Path | str, job: str) -> Job:
 def iter_jobs(generated_dir: Path | str, *, matrix: str | None = None, cells: Iterable[str] | None = None,
               agents: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
               trials: int | None = None) -> Iterator[Job]:
-    """Every compiled trial, filtered; matrix None = the default matrix; trials N = t01..tNN only.
+    """Every compiled trial, filtered; matrix None = every matrix; trials N = t01..tNN only.
 
-    Order: scenarios sorted, then the matrix's expansion order, then trial number.
+    Order: matrices sorted, scenarios sorted, then the matrix's expansion order, then trial.
+    Raises KeyError for a matrix that was not compiled.
     """
     gen = Path(generated_dir)
     manifest = load_manifest(gen)
-    mid = matrix or manifest.default_matrix
-    if mid is None or mid not in manifest.matrices:
-        raise KeyError(f"unknown matrix {mid!r}; compiled: {', '.join(sorted(manifest.matrices)) or 'none'}")
-    entry = manifest.matrices[mid]
+    if matrix is not None and matrix not in manifest.matrices:
+        raise KeyError(f"unknown matrix {matrix!r}; compiled: {', '.join(sorted(manifest.matrices)) or 'none'}")
     want_cells = set(cells) if cells is not None else None
     want_agents = set(agents) if agents is not None else None
     want_scen = set(scenarios) if scenarios is not None else None
-    for sid in sorted(entry.files):
-        if want_scen is not None and sid not in want_scen:
-            continue
-        jf = load_job_file(gen, mid, sid)
-        for v in jf.variants:
-            if (want_cells is not None and v.cell not in want_cells) or (want_agents is not None and v.agent not in want_agents):
+    for mid in sorted(manifest.matrices) if matrix is None else [matrix]:
+        for sid in sorted(manifest.matrices[mid].files):
+            if want_scen is not None and sid not in want_scen:
                 continue
-            for t in range(1, min(v.trials, trials if trials is not None else v.trials) + 1):
-                yield jf.job(v, t)
+            jf = load_job_file(gen, mid, sid)
+            for v in jf.variants:
+                if (want_cells is not None and v.cell not in want_cells) or (
+                        want_agents is not None and v.agent not in want_agents):
+                    continue
+                for t in range(1, min(v.trials, trials if trials is not None else v.trials) + 1):
+                    yield jf.job(v, t)
