@@ -186,6 +186,10 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     pdoc = projects[0]
     project: ProjectDoc | None = model_of(c, pdoc, ProjectDoc)
     if project is None:
+        # Without a project the cross-file rules cannot run; each file's own shape still can.
+        for kind, docs in by_kind.items():
+            for doc in docs if kind != "project" else ():
+                c.extend(rawcheck.check(doc, KINDS[kind]) if doc.data.get("extends") is None else [])
         c.raise_if_any()
     assert project is not None
     levels = _levels(c, pdoc, project)
