@@ -2,62 +2,26 @@
 
 A run's job.json freezes the checks it was run with; grading after a check changed must
 use the changed one, so with a project the grader takes the scenario as currently
-compiled in `generated/jobs/` (any job of that scenario: checks are per scenario). Without
-a project, or before anything is compiled, it grades by the run's own job.json.
+compiled in `generated/` (manifest + job files). Without a project, or before anything
+is compiled, it grades by the run's own job.json.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-from dataclasses import dataclass
 from functools import cache
 from pathlib import Path, PurePosixPath
 
-from pydantic import ValidationError
+from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_job_file, load_manifest
 
-from compiler.contract import Job, ScenarioJob
-
-GENERATED_JOBS = Path("generated") / "jobs"
+GENERATED = Path("generated")
 _CODE = ("harness/grade", "harness/checks")
 _CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py", "harness/records.py")
 
 
 class UnknownScenario(Exception):
-    """The project's compiled jobs do not know the run's scenario."""
-
-
-@dataclass(frozen=True)
-class Compiled:
-    """Scenarios as currently compiled, by id (empty when nothing is compiled)."""
-
-    scenarios: dict[str, ScenarioJob]
-    compiled: bool
-
-
-def _stamp(root: Path) -> tuple[float, int]:
-    files = list(root.rglob("*.json")) if root.is_dir() else []
-    return (max((f.stat().st_mtime for f in files), default=0.0), len(files))
-
-
-def compiled(project: Path) -> Compiled:
-    """Every scenario of the project's compiled jobs (re-read when generated/ changes)."""
-    root = project / GENERATED_JOBS
-    return _compiled(root.resolve(), _stamp(root))
-
-
-@cache
-def _compiled(root: Path, stamp: tuple[float, int]) -> Compiled:
-    found: dict[str, ScenarioJob] = {}
-    if not root.is_dir():
-        return Compiled({}, False)
-    for path in sorted(root.rglob("*.json")):
-        try:
-            job = Job.model_validate_json(path.read_text(encoding="utf-8"))
-        except (ValidationError, OSError, ValueError):
-            continue  # hash files and foreign JSON sit beside the jobs
-        found.setdefault(job.scenario.id, job.scenario)
-    return Compiled(found, bool(found))
+    """The project's compiled manifest does not know the run's scenario."""
 
 
 def as_project(path: Path | None) -> Path | None:
@@ -72,15 +36,29 @@ def as_project(path: Path | None) -> Path | None:
 
 
 def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
-    """The scenario to grade by: the project's current compile, else the run's own."""
-    if project is None:
+    """The scenario to grade by: the project's current compile, else the run's own job.json.
+
+    The run's own matrix is preferred; a scenario compiled only under another matrix is
+    the same scenario (checks are per scenario). Nothing compiled: the run's job stands.
+    """
+    if project is None or not (project / GENERATED / MANIFEST_FILE).is_file():
         return job.scenario
-    state = compiled(project)
-    if not state.compiled:
-        return job.scenario
-    if job.scenario.id not in state.scenarios:
-        raise UnknownScenario(f"scenario {job.scenario.id!r} is not in the project's compiled jobs")
-    return state.scenarios[job.scenario.id]
+    gen = project / GENERATED
+    manifest = _manifest(gen.resolve(), (gen / MANIFEST_FILE).stat().st_mtime_ns)
+    sid = job.scenario.id
+    if sid not in manifest.scenarios:
+        raise UnknownScenario(f"scenario {sid!r} is not in the project's compiled manifest")
+    matrices = [job.matrix] if job.matrix in manifest.matrices else []
+    matrices += sorted(m for m in manifest.matrices if m != job.matrix)
+    for mid in matrices:
+        if sid in manifest.matrices[mid].files:
+            return load_job_file(gen, mid, sid).scenario
+    return job.scenario
+
+
+@cache
+def _manifest(gen: Path, mtime_ns: int) -> Manifest:
+    return load_manifest(gen)
 
 
 def project_dir(project: Path | None, relative: str | None) -> Path | None:
