@@ -158,3 +158,16 @@ def _bench_cell(matrix: str, cell: str) -> object:
 for _s in _MANIFEST.get("sessions", []) or []:  # type: ignore[union-attr]
     if isinstance(_s, dict) and isinstance(_s.get("name"), str) and isinstance(_s.get("cell"), str):
         nox.session(name=_s["name"])(_bench_cell(str(_s["matrix"]), _s["cell"]))
+
+
+AGENT_CLIS = ("claude_code", "codex", "mini_swe_agent", "aider")
+
+
+@nox.session
+def agents(session: nox.Session) -> None:
+    """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
+    tests against the scripted model server (-- extra pytest args)."""
+    py = _install(session)
+    session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
+    session.run(py, "-m", "pytest", "-m", "agents", "-p", "no:cacheprovider", "tests/adapters",
+                *session.posargs)
