@@ -23,7 +23,7 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
@@ -241,9 +241,10 @@ class Run:
 
 
 def run_cli(argv: list[str], *, env: dict[str, str], cwd: Path, stdin: str | None,
-            log_dir: Path, name: str) -> Run:
+            log_dir: Path, name: str, stop_when: Callable[[str], bool] | None = None) -> Run:
     """Run the CLI, tee stdout to `<log_dir>/<name>.stdout` line by line with arrival times,
-    stderr to `<name>.stderr`. No timeout here: the runner owns limits and kills the tree."""
+    stderr to `<name>.stderr`. `stop_when(line)` returning True terminates the CLI (e.g. on
+    endless provider retries). No timeout here: the runner owns limits and kills the tree."""
     out_path, err_path = log_dir / f"{name}.stdout", log_dir / f"{name}.stderr"
     lines: list[tuple[float, str]] = []
     with err_path.open("w", encoding="utf-8") as err, out_path.open("w", encoding="utf-8") as out:
@@ -259,6 +260,8 @@ def run_cli(argv: list[str], *, env: dict[str, str], cwd: Path, stdin: str | Non
             lines.append((time.time(), line.rstrip("\n")))
             out.write(line)
             out.flush()
+            if stop_when is not None and stop_when(line) and proc.poll() is None:
+                proc.terminate()
         code = proc.wait()
     return Run(code, lines, err_path.read_text(encoding="utf-8", errors="replace"))
 

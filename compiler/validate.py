@@ -18,7 +18,7 @@ from compiler.errors import Collector, Loc
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
 from compiler.resolved import MatrixIn, Validated
-from compiler.specs import KINDS, AgentDoc, CheckKindDoc, MatrixDoc, ProjectDoc
+from compiler.specs import KINDS, AgentDoc, CheckKindDoc, ExpectationDoc, MatrixDoc, PricesDoc, ProjectDoc
 from compiler.specs.base import SLUG
 from compiler.yamlio import Doc, Path_, dotted
 
@@ -233,6 +233,12 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         limits = Limits(**(spec.limits.model_dump(exclude_none=True) if spec.limits else {}))
         options = Options(**(spec.options.model_dump(exclude_none=True) if spec.options else {}))
         matrices[ident] = MatrixIn(spec, merged, limits, options)
+
+    # Read by the grader at grade time; validated here so a typo is a positioned spec error.
+    for doc in _by_id(c, by_kind["expectation"], "expectation").values():
+        model_of(c, doc, ExpectationDoc)
+    for doc in by_kind["prices"]:
+        model_of(c, doc, PricesDoc)
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, levels)

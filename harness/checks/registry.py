@@ -20,6 +20,12 @@ KINDS: dict[str, str] = {
     "answer": "harness.checks.answer:AnswerCheck",
     "file-exists": "harness.checks.file_exists:FileExistsCheck",
     "unchanged": "harness.checks.unchanged:UnchangedCheck",
+    # Kinds that read the run (its trace, event log, transcript, snapshots), added by the grader.
+    "trace": "harness.checks.trace:TraceCheck",
+    "events": "harness.checks.events:EventsCheck",
+    "transcript": "harness.checks.transcript:TranscriptCheck",
+    "snapshot": "harness.checks.snapshot:SnapshotCheck",
+    "judge": "harness.checks.judge:JudgeCheck",
 }
 
 

@@ -45,7 +45,7 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
     assert len(usage) == 3
     assert totals(usage) == server_totals(server.records())
     events = result.transcript()
-    assert [e.input for e in events if e.type == "tool_call"][0] == {
+    assert next(e.input for e in events if e.type == "tool_call") == {
         "command": "printf 'hi\\n' > hello.txt"}
     assert [e.exit_code for e in events if e.type == "tool_result"][:2] == [0, 0]
     info = result.info()
