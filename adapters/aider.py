@@ -32,6 +32,8 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field
+
 from adapters._common import (
     AdapterError,
     AgentArgs,
@@ -59,7 +61,7 @@ _BAD_REQUEST = ("BadRequestError", "ContextWindowExceeded", "NotFoundError")
 class AiderArgs(AgentArgs):
     """aider's BENCH_AGENT_ARGS."""
 
-    files: list[str] = []
+    files: list[str] = Field(default_factory=list)
     """Workspace files added to the chat."""
     edit_format: str = "diff"
     """aider --edit-format."""
