@@ -16,7 +16,6 @@ from compiler.contract import Job, JobFile, Manifest
 from compiler.specs import KINDS
 from compiler.specs.checks import BUILTIN, UserCheck
 
-SPEC_NAMES = {"project": "project", "agent": "agent", "check-kind": "check-kind", "matrix": "matrix", "scenario": "scenario"}
 ARTIFACTS: dict[str, type[BaseModel]] = {"manifest": Manifest, "job-file": JobFile, "job": Job}
 
 
@@ -54,7 +53,7 @@ def spec_schemas() -> dict[str, dict[str, Any]]:
                     defs.setdefault(name, d)
             schema["properties"]["checks"] = {"anyOf": [{"type": "array", "items": {"anyOf": [*builtin, user]}}, {"type": "null"}],
                                               "description": schema["properties"]["checks"].get("description", "")}
-        out[SPEC_NAMES[kind]] = schema
+        out[kind] = schema
     return out
 
 
