@@ -155,8 +155,8 @@ def run_metrics(run: RunRecord, grade: Grade | None) -> dict[str, float]:
         for name, value in grade.metrics.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 out.setdefault(name, float(value))
-        usage = getattr(grade, "usage", None)
-        if usage is not None and getattr(usage, "present", False):
+        usage = grade.usage
+        if usage.present:
             for field_name, metric in USAGE_METRICS:
                 value = getattr(usage, field_name, None)
                 if isinstance(value, int | float) and not isinstance(value, bool):
@@ -164,14 +164,14 @@ def run_metrics(run: RunRecord, grade: Grade | None) -> dict[str, float]:
                         out[metric] = float(value)  # priced by the grader from the pinned table
                     else:
                         out.setdefault(metric, float(value))
-        snapshots = getattr(grade, "snapshots", None)
-        if snapshots is not None and getattr(snapshots, "count", 0):
+        snapshots = grade.snapshots
+        if snapshots.count:
             out.setdefault("snapshots", float(snapshots.count))
             out.setdefault("snapshot_regressions", float(len(snapshots.regressions)))
             if snapshots.first_valid is not None:
                 out.setdefault("first_valid_snapshot", float(snapshots.first_valid))
-        tool_use = getattr(grade, "tool_use", None)
-        if tool_use is not None and getattr(tool_use, "present", False):
+        tool_use = grade.tool_use
+        if tool_use.present:
             out.setdefault("tool_invocations", float(tool_use.invocations))
             out.setdefault("tool_failures", float(tool_use.failures))
             out.setdefault("tool_est_output_tokens", float(tool_use.est_output_tokens))
@@ -278,7 +278,7 @@ def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -
             usable=graded and grade.usable if grade else False,
             reason=reason,
             exit_code=run.exit_code,
-            infra_retries=max(run.infra_retries, getattr(grade, "infra_retries", 0) or 0),
+            infra_retries=max(run.infra_retries, grade.infra_retries if grade else 0),
             metrics=run_metrics(run, grade),
             grade=grade,
             sections=sections,
