@@ -136,6 +136,12 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
             allowed = ", ".join(str(a) for a in err.constraint)
             out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
                                     f"one of: {allowed}"))
+        elif err.is_logic_error and (unallowed := [e for e in _flatten(err.child_errors)
+                                                   if e.code == cerberus.errors.UNALLOWED_VALUE.code]):
+            allowed = ", ".join(str(a) for a in unallowed[0].constraint)
+            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
+                                    f"one of: {allowed}, or another type: "
+                                    + " or ".join(_type_name(r.get("type", "any")) for r in err.constraint if "allowed" not in r)))
         elif err.is_logic_error:
             kinds = [_type_name(r.get("type", "any")) for r in err.constraint]
             out.append(SpecError.at(doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {_describe(err.value)}"))

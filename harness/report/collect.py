@@ -14,12 +14,24 @@ import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
 from harness.errors import UsageError
-from harness.records import GRADE_FILE, RUN_FILE, Grade, RunRecord, RunStatus, read_grade, read_run
+from harness.records import (
+    GRADE_FILE,
+    GRADE_SCHEMA,
+    RUN_FILE,
+    RUN_SCHEMA,
+    Grade,
+    RunRecord,
+    RunStatus,
+    read_grade,
+    read_record,
+)
+
+M = TypeVar("M", bound=BaseModel)
 
 JOB_FILE = "job.json"
 ARTIFACTS = ("diff.patch", "transcript.jsonl", "agent.log")
@@ -74,19 +86,31 @@ class RunFacts:
         return self.metrics.get("cost_usd")
 
 
-def walk_runs(root: Path) -> Iterator[tuple[Path, frozenset[str]]]:
+def walk_runs(root: Path) -> Iterator[tuple[str, frozenset[str]]]:
     """Yield (run dir, its file names) in sorted order, not descending into run artifacts."""
     for dirpath, dirnames, filenames in os.walk(root):
         if RUN_FILE in filenames:
             dirnames[:] = []
-            yield Path(dirpath), frozenset(filenames)
+            yield dirpath, frozenset(filenames)
             continue
         dirnames[:] = sorted(d for d in dirnames if d not in _NOT_RUNS and not d.startswith("."))
 
 
+def _read(path: str, model: type[M], current: int) -> M:
+    """Parse a record with pydantic's JSON parser (the hot path); the contract reader explains failures."""
+    try:
+        with open(path, "rb") as fh:
+            record = model.model_validate_json(fh.read())
+    except ValidationError:
+        return read_record(Path(path), model, current)  # raises FutureSchemaError or the validation error
+    if getattr(record, "schema_version", 0) > current:
+        return read_record(Path(path), model, current)
+    return record
+
+
 def grade_section(grade: Grade, name: str) -> Any:
     """A grade section whether the grader typed it as a field or left it in `details`."""
-    value = getattr(grade, name, None)
+    value = getattr(grade, name) if name in type(grade).model_fields else None
     if value is None:
         value = grade.details.get(name)
     if isinstance(value, BaseModel):
@@ -99,7 +123,7 @@ def grade_section(grade: Grade, name: str) -> Any:
 def run_metrics(run: RunRecord, grade: Grade | None) -> dict[str, float]:
     """Runner and grader halves merged field by field (a real zero stays zero), plus total tokens."""
     out: dict[str, float] = {}
-    for name, value in run.metrics.model_dump().items():
+    for name, value in run.metrics.__dict__.items():
         if isinstance(value, int | float) and not isinstance(value, bool):
             out[name] = float(value)
     if grade is not None:
@@ -130,12 +154,12 @@ class ScenarioInfo:
     def __init__(self) -> None:
         self._known: dict[str, tuple[str | None, str | None]] = {}
 
-    def lookup(self, scenario: str, run_dir: Path, files: frozenset[str]) -> tuple[str | None, str | None]:
+    def lookup(self, scenario: str, run_dir: str, files: frozenset[str]) -> tuple[str | None, str | None]:
         found = self._known.get(scenario)
         if found is not None or JOB_FILE not in files:
             return found or (None, None)
         try:
-            job = json.loads((run_dir / JOB_FILE).read_text(encoding="utf-8"))
+            job = json.loads(Path(run_dir, JOB_FILE).read_text(encoding="utf-8"))
             spec = job.get("scenario", {}) if isinstance(job, dict) else {}
             family, split = spec.get("family"), spec.get("split")
             found = (family if isinstance(family, str) else None, split if isinstance(split, str) else None)
@@ -168,14 +192,15 @@ def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -
     if regrade and grader is None:
         raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
     info = ScenarioInfo()
+    prefix = len(str(root).rstrip(os.sep)) + 1
     for run_dir, files in walk_runs(root):
-        run = read_run(run_dir)
-        grade = read_grade(run_dir) if GRADE_FILE in files else None
+        run = _read(os.path.join(run_dir, RUN_FILE), RunRecord, RUN_SCHEMA)
+        grade = _read(os.path.join(run_dir, GRADE_FILE), Grade, GRADE_SCHEMA) if GRADE_FILE in files else None
         change: RegradeChange | None = None
         if grader is not None and (regrade or grade is None):
             before = grade
-            grader(run_dir, project=project or root, regrade=regrade)
-            grade = read_grade(run_dir)
+            grader(Path(run_dir), project=project or root, regrade=regrade)
+            grade = read_grade(Path(run_dir))
             if before is not None and grade is not None:
                 change = RegradeChange(before.passed, before.usable, _flips(before, grade))
         status, reason = _status(run, grade)
@@ -188,7 +213,7 @@ def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -
                     sections[name] = value
         graded = status == "graded" and grade is not None
         yield RunFacts(
-            dir=run_dir.relative_to(root).as_posix(),
+            dir=run_dir[prefix:].replace(os.sep, "/"),
             version=run.version,
             scenario=run.scenario,
             agent=run.agent,

@@ -169,3 +169,27 @@ def test_socket_in_bound_folder_is_reachable_so_only_gateway_dirs_are_bound(tria
     finally:
         listener.close()
     assert out.stdout.strip() == "ok", out.stderr
+
+
+def test_overlay_changes_and_materialize(trial: Trial, tmp_path: Path) -> None:
+    from harness.isolation import overlay
+
+    seed = tmp_path / "seed2"
+    (seed / "keep").mkdir(parents=True)
+    (seed / "gone").mkdir()
+    (seed / "a.txt").write_text("a")
+    (seed / "b.txt").write_text("b")
+    (seed / "keep" / "k.txt").write_text("k")
+    (seed / "gone" / "g.txt").write_text("g")
+    ov = overlay.prepare(seed, tmp_path / "scratch", trial.root / "run" / "ws2")
+    spec = trial.spec(["/bin/sh", "-c", f"cd {ov.dest} && echo A > a.txt && rm b.txt && rm -r gone && echo n > keep/n.txt"])
+    out = trial.run(SandboxSpec(**{**spec.__dict__, "overlays": (ov,)}))
+    assert out.returncode == 0, out.stderr
+    found = overlay.changes(ov.upper)
+    assert set(found.written) == {"a.txt", "keep/n.txt"}
+    assert set(found.deleted) == {"b.txt", "gone"}
+    merged = tmp_path / "merged"
+    overlay.materialize(seed, ov.upper, merged)
+    files = sorted(p.relative_to(merged).as_posix() for p in merged.rglob("*") if p.is_file())
+    assert files == ["a.txt", "keep/k.txt", "keep/n.txt"]
+    assert (merged / "a.txt").read_text() == "A\n"
