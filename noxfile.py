@@ -133,6 +133,13 @@ def bench_compile(session: nox.Session) -> None:
     session.run(py, "benchmarks/bench_compile.py", *session.posargs)
 
 
+@nox.session(name="bench-grade")
+def bench_grade(session: nox.Session) -> None:
+    """Grading benchmark: runs graded per second on the example suite; check subprocesses vs harness."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_grade.py", *session.posargs)
+
+
 _MANIFEST = _manifest()
 _DEFAULT = _MANIFEST.get("default_matrix")
 
@@ -171,6 +178,40 @@ def agents(session: nox.Session) -> None:
     session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
     session.run(py, "-m", "pytest", "-m", "agents", "-p", "no:cacheprovider", "tests/adapters",
                 *session.posargs)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Report over a run tree: report.md, summary.json, report.html, junit.xml
+    (-- <run-tree> [--regrade] [--format md,html,json,junit] [--out DIR]; default tree runs/<default matrix>)."""
+    py = _install(session)
+    args = list(session.posargs)
+    if not args or args[0].startswith("-"):
+        if not isinstance(_DEFAULT, str):
+            session.error("give a run tree: nox -s report -- runs/<matrix>")
+        args.insert(0, str(ROOT / "runs" / _DEFAULT))
+    session.run(py, "-m", "harness", "report", *args)
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The browser-marked tests in headless Chromium (installs Debian's chromium when missing and
+    apt-get is usable as root; set ASSAY_NO_APT=1 to skip that). Screenshot: build/test-artifacts/."""
+    import shutil
+
+    py = _install(session)
+    has_chromium = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
+    if not has_chromium and shutil.which("apt-get") and os.geteuid() == 0 and not os.environ.get("ASSAY_NO_APT"):
+        session.run("apt-get", "update", external=True)
+        session.run("apt-get", "install", "-y", "chromium", external=True)
+    session.run(py, "-m", "pytest", "-m", "browser", "-p", "no:cacheprovider", "-rs", "tests", *session.posargs)
+
+
+@nox.session(name="bench-report")
+def bench_report(session: nox.Session) -> None:
+    """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_report.py", *session.posargs)
 
 
 @nox.session

@@ -59,9 +59,18 @@ def cerberus_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+class _Validator(cerberus.Validator):  # type: ignore[misc]
+    """cerberus with YAML's integers: `true` is a boolean, never the integer 1 (as in pydantic strict)."""
+
+    types_mapping = {  # noqa: RUF012  (cerberus reads it from the class)
+        **cerberus.Validator.types_mapping,
+        "integer": cerberus.TypeDefinition("integer", (int,), (bool,)),
+    }
+
+
 @cache
 def _validator(model: type[BaseModel]) -> cerberus.Validator:
-    return cerberus.Validator(cerberus_schema(model), allow_unknown=False)
+    return _Validator(cerberus_schema(model), allow_unknown=False)
 
 
 def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
@@ -136,6 +145,12 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
             allowed = ", ".join(str(a) for a in err.constraint)
             out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
                                     f"one of: {allowed}"))
+        elif err.is_logic_error and (unallowed := [e for e in _flatten(err.child_errors)
+                                                   if e.code == cerberus.errors.UNALLOWED_VALUE.code]):
+            allowed = ", ".join(str(a) for a in unallowed[0].constraint)
+            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
+                                    f"one of: {allowed}, or another type: "
+                                    + " or ".join(_type_name(r.get("type", "any")) for r in err.constraint if "allowed" not in r)))
         elif err.is_logic_error:
             kinds = [_type_name(r.get("type", "any")) for r in err.constraint]
             out.append(SpecError.at(doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {_describe(err.value)}"))

@@ -46,6 +46,7 @@ class Validated:
     agent_flags: dict[str, tuple[bool, str]]
     """agent id -> (runnable, reason)."""
     kinds: dict[str, CheckKindDoc]
+    kind_docs: dict[str, Doc]
     matrices: dict[str, MatrixIn]
     scenarios: dict[str, ScenarioIn]
     fingerprint: str

@@ -92,6 +92,7 @@ def cross_file(c: Collector, v: Validated) -> None:
     if len(control) != len(v.levels) or any(lv not in v.levels[f] for f, lv in zip(v.levels, control, strict=False)):
         c.add(pdoc.loc(("control",)), "control", "E227", f"control '{v.project.control}' is not a cell",
               f"levels in factor order: {'/'.join(v.levels)}")
+    _level_paths(c, v)
     defaults = [m for m in v.matrices.values() if m.spec.default]
     for extra in defaults[1:]:
         c.add(extra.doc.loc(("default",)), "default", "E271", f"a second default matrix (first: {defaults[0].spec.id})")
@@ -99,6 +100,26 @@ def cross_file(c: Collector, v: Validated) -> None:
         _matrix(c, m, v)
     _families(c, v)
     _forbidden(c, v)
+
+
+def _level_paths(c: Collector, v: Validated) -> None:
+    """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
+    from compiler.scenarios import rel_path
+
+    doc = v.project_doc
+    raw_factors = doc.data.get("factors") or {}
+    for factor, levels in raw_factors.items():
+        for level, body in (levels or {}).items():
+            if not isinstance(body, dict):
+                continue
+            base = ("factors", factor, level)
+            for i, p in enumerate(body.get("path") or []):
+                rel_path(c, doc, (*base, "path", i), p)
+            for key in ("files", "home_files", "links"):
+                for dest, src in (body.get(key) or {}).items():
+                    rel_path(c, doc, (*base, key, dest), src)
+            if body.get("skill_dir"):
+                rel_path(c, doc, (*base, "skill_dir"), body["skill_dir"])
 
 
 def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:

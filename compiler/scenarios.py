@@ -112,6 +112,7 @@ def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindD
             params["exit"] = 0
         return CheckSpec(id=spec.id, kind=kind, layer=spec.layer or "agent", authority=spec.authority,
                          severity=spec.severity or "error", timeout_s=spec.timeout_s or 60.0, params=params)
+    before = len(c.errors)
     given = dict(params.pop("with", {}) or {})
     for k in list(params):
         given.setdefault(k, params.pop(k))
@@ -126,6 +127,8 @@ def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindD
     for extra in given:
         c.add(doc.loc((*path, "with", extra), key=True), dotted((*path, "with", extra)), "E101",
               f"unknown parameter '{extra}' of check kind '{kind}'", did_you_mean(extra, user.params))
+    if len(c.errors) > before:
+        return None  # the template would only repeat the missing-parameter errors
     run = _render(c, doc, path, user.run, {**ctx, **values, "params": values})
     result = user.result.model_dump(exclude_none=True)
     count = result.get("count")

@@ -18,7 +18,7 @@ from compiler.errors import Collector, Loc
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
 from compiler.resolved import MatrixIn, Validated
-from compiler.specs import KINDS, AgentDoc, CheckKindDoc, MatrixDoc, ProjectDoc
+from compiler.specs import KINDS, AgentDoc, CheckKindDoc, ExpectationDoc, MatrixDoc, PricesDoc, ProjectDoc
 from compiler.specs.base import SLUG
 from compiler.yamlio import Doc, Path_, dotted
 
@@ -186,15 +186,21 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     pdoc = projects[0]
     project: ProjectDoc | None = model_of(c, pdoc, ProjectDoc)
     if project is None:
+        # Without a project the cross-file rules cannot run; each file's own shape still can.
+        for kind, docs in by_kind.items():
+            for doc in docs if kind != "project" else ():
+                c.extend(rawcheck.check(doc, KINDS[kind]) if doc.data.get("extends") is None else [])
         c.raise_if_any()
     assert project is not None
     levels = _levels(c, pdoc, project)
 
     kinds: dict[str, CheckKindDoc] = {}
+    kind_docs: dict[str, Doc] = {}
     for ident, doc in _by_id(c, by_kind["check-kind"], "check kind").items():
         spec = model_of(c, doc, CheckKindDoc)
         if spec is not None:
             kinds[ident] = spec
+            kind_docs[ident] = doc
             rules.check_kind(c, doc, spec, project)
 
     agents: dict[str, AgentSpec] = {}
@@ -228,11 +234,17 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         options = Options(**(spec.options.model_dump(exclude_none=True) if spec.options else {}))
         matrices[ident] = MatrixIn(spec, merged, limits, options)
 
+    # Read by the grader at grade time; validated here so a typo is a positioned spec error.
+    for doc in _by_id(c, by_kind["expectation"], "expectation").values():
+        model_of(c, doc, ExpectationDoc)
+    for doc in by_kind["prices"]:
+        model_of(c, doc, PricesDoc)
+
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, levels)
 
     result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
-                       agent_docs=agent_docs, agent_flags=flags, kinds=kinds, matrices=matrices,
+                       agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
                        scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes))
     rules.cross_file(c, result)
     c.raise_if_any()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from compiler.specs.agent import AgentDoc
 from compiler.specs.base import SpecModel
 from compiler.specs.checks import CheckKindDoc
+from compiler.specs.grading import ExpectationDoc, PricesDoc
 from compiler.specs.matrix import MatrixDoc
 from compiler.specs.project import ProjectDoc
 from compiler.specs.scenario import ScenarioDoc
@@ -15,7 +16,9 @@ KINDS: dict[str, type[SpecModel]] = {
     "check-kind": CheckKindDoc,
     "matrix": MatrixDoc,
     "scenario": ScenarioDoc,
+    "expectation": ExpectationDoc,
+    "prices": PricesDoc,
 }
 """Every spec kind by its `kind:` value."""
 
-__all__ = ["KINDS", "AgentDoc", "CheckKindDoc", "MatrixDoc", "ProjectDoc", "ScenarioDoc", "SpecModel"]
+__all__ = ["KINDS", "AgentDoc", "CheckKindDoc", "ExpectationDoc", "MatrixDoc", "PricesDoc", "ProjectDoc", "ScenarioDoc", "SpecModel"]

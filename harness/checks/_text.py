@@ -3,8 +3,9 @@
 Parameters: `file` (a path or list of paths) or `files` (a glob or list of globs, `**`
 spans folders); `text` (a string or a list of alternatives, matched literally) or
 `regex` (a pattern or a list of alternatives, multiline); `ignore_case`; `min`, `max`
-(occurrences summed over all files and alternatives). A named file that is missing, or
-globs that match nothing, fail the check: there is no text to judge.
+(occurrences summed over all files and alternatives). Without `file` and `files` the
+scenario's entry files are searched, as seed 000's "source text" checks do. A named file
+that is missing, or globs that match nothing, fail the check: there is no text to judge.
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from compiler.contract import CheckSpec
-from harness.checks.base import CheckError, as_list, glob_files, inside, param
+from harness.checks.base import CheckContext, CheckError, as_list, glob_files, inside, param
 
 
 class Hits(NamedTuple):
@@ -38,12 +39,18 @@ def patterns(spec: CheckSpec) -> list[re.Pattern[str]]:
         raise CheckError(f"check {spec.id!r}: bad regex: {exc}") from None
 
 
-def files(spec: CheckSpec, workspace: Path) -> tuple[list[Path], str | None]:
+def files(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> tuple[list[Path], str | None]:
     """The files to search and, when there are none, why."""
     named = [str(f) for f in as_list(param(spec, "file"))]
     globs = [str(g) for g in as_list(param(spec, "files"))]
-    if bool(named) == bool(globs):
-        raise CheckError(f"check {spec.id!r} ({spec.kind}) needs exactly one of file or files")
+    if named and globs:
+        raise CheckError(f"check {spec.id!r} ({spec.kind}) takes file or files, not both")
+    if not named and not globs:
+        if ctx.scenario is None or not ctx.scenario.entry:
+            raise CheckError(
+                f"check {spec.id!r} ({spec.kind}) needs file or files (the scenario has no entry)"
+            )
+        named = list(ctx.scenario.entry)
     found: list[Path] = []
     for name in named:
         path = inside(workspace, name)
@@ -57,10 +64,10 @@ def files(spec: CheckSpec, workspace: Path) -> tuple[list[Path], str | None]:
     return sorted(set(found)), None
 
 
-def search(spec: CheckSpec, workspace: Path) -> Hits:
+def search(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Hits:
     """Count every occurrence of every alternative in every file."""
     compiled = patterns(spec)
-    paths, missing = files(spec, workspace)
+    paths, missing = files(spec, workspace, ctx)
     if missing is not None:
         return Hits(0, [], missing)
     count = 0

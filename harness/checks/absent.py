@@ -15,7 +15,7 @@ class AbsentCheck:
     name = "absent"
 
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
-        hits = _text.search(spec, workspace)
+        hits = _text.search(spec, workspace, ctx)
         if hits.missing is not None:
             return Verdict(False, hits.missing)
         high = int(param(spec, "max", 0))

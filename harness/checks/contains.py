@@ -15,7 +15,7 @@ class ContainsCheck:
     name = "contains"
 
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
-        hits = _text.search(spec, workspace)
+        hits = _text.search(spec, workspace, ctx)
         if hits.missing is not None:
             return Verdict(False, hits.missing)
         low = int(param(spec, "min", 1))

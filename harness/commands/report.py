@@ -14,7 +14,7 @@ if TYPE_CHECKING:
     from harness.report.summary import Summary
 
 HELP = "report rates, paired uplift and diagnostics over a run tree"
-FORMATS = ("md", "json", "junit")
+FORMATS = ("md", "json", "html", "junit")
 FILES = {"md": "report.md", "json": "summary.json", "html": "report.html", "junit": "junit.xml"}
 
 
@@ -58,10 +58,15 @@ def write_reports(summary: Summary, out: Path, formats: tuple[str, ...]) -> list
             write_summary(path, summary)
         elif fmt == "md":
             write_atomic(path, render_markdown(summary))
+        elif fmt == "html":
+            from harness.report.render_html import render_html
+
+            write_atomic(path, render_html(summary, links_from=out))
         else:
             from harness.report.junit import render_junit
 
             write_atomic(path, render_junit(summary))
+        path.chmod(0o644)  # reports are for reading by anyone; the atomic writer creates them 0600
         written.append(path)
     return written
 

@@ -193,7 +193,8 @@ def _judge(
         wrap=_no_network if _netns_prefix() else None,
         extra={"run": view, "judge": judge},
     )
-    raw = run_checks(view.checks, workspace, ctx)
+    # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
+    raw = [derive.scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
     outcomes = derive.authority_outcomes(raw)
     counted = [o for o in outcomes if not (o.kind in EXCUSED_UNAVAILABLE and o.outcome == "unavailable")]
     passed = all(o.outcome == "pass" for o in counted)

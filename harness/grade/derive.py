@@ -6,6 +6,7 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
+from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec, Job
@@ -27,6 +28,19 @@ EVENT_METRICS = {
 }
 _COUNT = re.compile(r"^(\d+) found")
 _CODE = re.compile(r"\b[A-Z]{1,4}\d{2,4}\b")
+
+
+def scrub(text: str, scratch: Path) -> str:
+    """Replace a scratch folder's path in a message by `$WORKSPACE`."""
+    for form in {str(scratch.resolve()), str(scratch)}:
+        text = text.replace(form, "$WORKSPACE")
+    return text
+
+
+def scrub_outcome(outcome: CheckOutcome, scratch: Path) -> CheckOutcome:
+    """A check outcome whose message does not name the scratch copy."""
+    cleaned = scrub(outcome.message, scratch)
+    return outcome if cleaned == outcome.message else outcome.model_copy(update={"message": cleaned})
 
 
 def authority_outcomes(outcomes: Sequence[CheckOutcome]) -> list[CheckOutcome]:

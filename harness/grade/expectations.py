@@ -31,7 +31,7 @@ from harness.gradeschema import ExpectationOutcome, Friction
 
 EXPECTATIONS_DIR = Path("specs") / "expectations"
 PREDICATES = ("trace", "transcript", "events", "snapshot", "friction", "all", "any", "not")
-_META = frozenset({"id", "description", "when", "kind", "meta"})
+_META = frozenset({"id", "name", "ref", "description", "when", "kind", "meta"})
 
 
 @dataclass(frozen=True)
@@ -57,15 +57,17 @@ def library(project: Path | None) -> dict[str, dict[str, Any]]:
 
 
 def resolve(entries: tuple[dict[str, Any], ...], lib: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Inline expectations as they are; references (an id and nothing else) from the library."""
+    """Inline expectations as they are; references (`{name: id}` as the compiler writes them,
+    or an `id` / `ref` with no predicate) from the library, with the entry's keys on top."""
     out: list[dict[str, Any]] = []
     for entry in entries:
-        ref = entry.get("ref") or (entry.get("id") if not set(entry) & set(PREDICATES) else None)
-        out.append(
-            {**lib[str(ref)], **{k: v for k, v in entry.items() if k not in ("ref",)}}
-            if ref in lib
-            else entry
-        )
+        predicate_given = bool(set(entry) & set(PREDICATES))
+        ref = entry.get("ref") or (None if predicate_given else entry.get("name") or entry.get("id"))
+        if ref is not None and str(ref) in lib:
+            merged = {**lib[str(ref)], **{k: v for k, v in entry.items() if k not in ("ref", "name")}}
+            out.append(merged)
+        else:
+            out.append(dict(entry) if ref is None else {"id": str(ref), **entry})
     return out
 
 
@@ -126,7 +128,7 @@ def evaluate(entries: list[dict[str, Any]], ev: Evidence) -> tuple[ExpectationOu
     """One verdict per applicable expectation, in declaration order."""
     out: list[ExpectationOutcome] = []
     for n, spec in enumerate(entries):
-        ident = str(spec.get("id") or f"expectation-{n + 1}")
+        ident = str(spec.get("id") or spec.get("name") or f"expectation-{n + 1}")
         if not applies(spec.get("when"), ev.view):
             continue
         description = str(spec.get("description", ""))

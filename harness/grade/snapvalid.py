@@ -17,6 +17,7 @@ from typing import Any
 
 from compiler.contract import CheckSpec
 from harness.checks.base import CheckContext, CheckError
+from harness.grade.derive import scrub_outcome
 from harness.grade.view import RunView
 from harness.gradeschema import SnapshotVerdict
 
@@ -80,7 +81,7 @@ def validity(
             digest = hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()
             if digest not in memo:
                 _materialise(tree, state)
-                outcomes = [run_check(j, tree, ctx) for j in judges]
+                outcomes = [scrub_outcome(run_check(j, tree, ctx), tree) for j in judges]
                 if all(o.outcome == "pass" for o in outcomes):
                     memo[digest] = (True, "")
                 elif any(o.outcome in ("error", "unavailable") for o in outcomes):

@@ -67,6 +67,27 @@ class GroupAcc:
         if cost is not None:
             self.cost.add(cost)
 
+    def merge(self, other: GroupAcc) -> None:
+        """Pool another group's runs into this one (pooled rows are unions of cells)."""
+        for name in (
+            "runs",
+            "graded",
+            "failed_to_run",
+            "ungradeable",
+            "invalid",
+            "ungraded",
+            "passed",
+            "usable",
+        ):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+        self.tokens.merge(other.tokens)
+        self.cost.merge(other.cost)
+        for name, m in other.metrics.items():
+            mine = self.metrics.get(name)
+            if mine is None:
+                mine = self.metrics[name] = Moments()
+            mine.merge(m)
+
     def counts(self) -> Counts:
         return Counts(
             runs=self.runs,
@@ -102,5 +123,5 @@ class GroupAcc:
             usable=rate(self.usable, self.graded),
             cost=self.cost_model(),
             metrics={name: metric_stat(m) for name, m in sorted(self.metrics.items()) if m.n},
-            trial_variance=self.pass_moments.stddev**2 if self.pass_moments.n > 1 else None,
+            trial_variance=self.pass_moments.stddev**2 if by == "cell" and self.pass_moments.n > 1 else None,
         )

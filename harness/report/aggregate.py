@@ -32,7 +32,8 @@ class Aggregator:
     """Consumes runs one at a time; memory grows with cells, plus one small tuple per run."""
 
     def __init__(self) -> None:
-        self.groups: dict[GroupKey, GroupAcc] = defaultdict(GroupAcc)
+        self.cells: dict[tuple[str | None, str, str, str], GroupAcc] = defaultdict(GroupAcc)
+        self.scenario_tags: dict[str, tuple[str, str]] = {}
         self.pairs = Pairs()
         self.diag = DiagAcc()
         self.levels: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -51,11 +52,9 @@ class Aggregator:
         if run.control:
             self.control_cells.add(run.condition)
         v, a, c = run.version, run.agent, run.condition
-        self.groups[("cell", run.scenario, v, a, c)].add(run)
-        self.groups[("condition", "", v, a, c)].add(run)
-        self.groups[("condition", "", v, "*", c)].add(run)
-        self.groups[("split", run.split or "(none)", v, a, c)].add(run)
-        self.groups[("family", run.family or "(none)", v, a, c)].add(run)
+        self.cells[(v, run.scenario, a, c)].add(run)
+        if run.scenario not in self.scenario_tags or (run.split or run.family):
+            self.scenario_tags[run.scenario] = (run.split or "(none)", run.family or "(none)")
         if run.status == "graded":
             self.pairs.add(
                 (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
@@ -102,6 +101,21 @@ class Aggregator:
 
         return sorted(self.levels, key=weight)
 
+    def pooled(self) -> dict[GroupKey, GroupAcc]:
+        """Cells, plus condition / split / family rows pooled from them (each a union of cells)."""
+        groups: dict[GroupKey, GroupAcc] = defaultdict(GroupAcc)
+        for (v, scenario, a, c), acc in self.cells.items():
+            split, family = self.scenario_tags.get(scenario, ("(none)", "(none)"))
+            groups[("cell", scenario, v, a, c)] = acc
+            for key in (
+                ("condition", "", v, a, c),
+                ("condition", "", v, "*", c),
+                ("split", split, v, a, c),
+                ("family", family, v, a, c),
+            ):
+                groups[key].merge(acc)
+        return groups
+
     def summary(self, root: Path, *, regraded: bool = False) -> Summary:
         control, note = self._control()
         conditions = self.conditions(control)
@@ -119,11 +133,12 @@ class Aggregator:
 
         cells: list[Group] = []
         groups: list[Group] = []
-        for k in sorted(self.groups, key=sort_key):
+        pooled = self.pooled()
+        for k in sorted(pooled, key=sort_key):
             by, key, v, a, c = k
             if a == "*" and not multi_agent:
                 continue
-            g = self.groups[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
+            g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
             (cells if by == "cell" else groups).append(g)
         uplifts = self.pairs.uplifts(control, conditions) if control else []
         deltas: list[VersionDelta] = []
@@ -137,10 +152,8 @@ class Aggregator:
             }
             drift = self.pairs.drift(control, baseline, candidate, rates)
         totals = GroupAcc()
-        for k, acc in self.groups.items():
-            if k[0] == "cell":
-                for name in ("runs", "graded", "failed_to_run", "ungradeable", "invalid", "ungraded"):
-                    setattr(totals, name, getattr(totals, name) + getattr(acc, name))
+        for acc in self.cells.values():
+            totals.merge(acc)
         condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
         header = Header(
             root=str(root),

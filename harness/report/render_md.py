@@ -38,6 +38,7 @@ def context(summary: Summary) -> dict[str, Any]:
     return {
         "s": summary,
         "h": summary.header,
+        "hv": bool(summary.header.versions),
         "headline": [u for u in summary.uplifts if u.scenario is None],
         "scenario_uplift": {
             (u.version, u.agent, u.condition, u.scenario): u for u in summary.uplifts if u.scenario

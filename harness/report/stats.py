@@ -165,6 +165,27 @@ class Moments:
         self.low = min(self.low, x)
         self.high = max(self.high, x)
 
+    def merge(self, other: Moments) -> None:
+        """Fold another accumulator in (Chan et al.'s parallel update), as if its values were added here."""
+        if other.n == 0:
+            return
+        if self.n == 0:
+            self.n, self.mean, self.m2, self.low, self.high = (
+                other.n,
+                other.mean,
+                other.m2,
+                other.low,
+                other.high,
+            )
+            return
+        n = self.n + other.n
+        delta = other.mean - self.mean
+        self.mean += delta * other.n / n
+        self.m2 += other.m2 + delta * delta * self.n * other.n / n
+        self.n = n
+        self.low = min(self.low, other.low)
+        self.high = max(self.high, other.high)
+
     @property
     def stddev(self) -> float:
         """Sample standard deviation (n - 1); 0 for a single value."""

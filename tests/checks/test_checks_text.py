@@ -5,7 +5,7 @@ from typing import Any
 
 from checks_util import write
 
-from compiler.contract import CheckSpec
+from compiler.contract import CheckSpec, ScenarioJob
 from harness.checks import CheckContext, run_check
 from harness.records import CheckOutcome
 
@@ -63,7 +63,29 @@ def test_bad_parameters_are_errors(ws: Path) -> None:
     escape = check("contains", ws, file="../outside.py", text="x")
     assert escape.outcome == "error" and "stay inside" in escape.message
     neither = check("absent", ws, text="x")
-    assert neither.outcome == "error" and "file or files" in neither.message
+    assert neither.outcome == "error" and "needs file or files" in neither.message
+    both_files = check("absent", ws, file="app/main.py", files="*.py", text="x")
+    assert both_files.outcome == "error" and "not both" in both_files.message
+
+
+def test_default_is_the_scenario_entry(ws: Path) -> None:
+    """Seed 000's contains/absent read the entry's source text: no file parameter."""
+    write(ws, SRC)
+    scenario = ScenarioJob(
+        id="s",
+        root="scenarios/s",
+        family="f",
+        seed="scenarios/s/seed",
+        prompt="p",
+        checks=(),
+        entry=("app/main.py", "app/util.py"),
+    )
+    ctx = CheckContext(scenario=scenario)
+    spec = CheckSpec(id="t", kind="contains", params={"text": ["TODO"]})
+    assert run_check(spec, ws, ctx).outcome == "pass"
+    spec = CheckSpec(id="t", kind="absent", params={"text": ["def handler("]})
+    out = run_check(spec, ws, ctx)
+    assert out.outcome == "fail" and "app/main.py:1" in out.message
 
 
 def test_absent(ws: Path) -> None:

@@ -46,12 +46,24 @@ def test_expectations_verdicts(tmp_path: Path) -> None:
         {"id": "no-triple-failure"},
         {"id": "lint-when-risky"},
         {"id": "explained"},
-        {"id": "inline-any", "any": [{"trace": {"subcommand": "fmt"}}, {"friction": {"help_lookups": {"min": 1}}}]},
+        {
+            "id": "inline-any",
+            "any": [{"trace": {"subcommand": "fmt"}}, {"friction": {"help_lookups": {"min": 1}}}],
+        },
     )
     scen = scenario([command("ok", "true")], expectations=exps, stability_risk=True)
-    failing = [call(2, "mytool", "check", exit=1), call(3, "mytool", "check", exit=1), call(4, "mytool", "check", exit=1)]
-    bad = make_run(tmp_path / "bad", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=failing,
-                   snapshots=[(5, "app/main.py", VALID_PY)])
+    failing = [
+        call(2, "mytool", "check", exit=1),
+        call(3, "mytool", "check", exit=1),
+        call(4, "mytool", "check", exit=1),
+    ]
+    bad = make_run(
+        tmp_path / "bad",
+        make_job(scen),
+        workspace={"app/main.py": VALID_PY},
+        trace=failing,
+        snapshots=[(5, "app/main.py", VALID_PY)],
+    )
     assert _outcomes(bad, project) == {
         "check-after-last-write": "fail",
         "no-triple-failure": "fail",
@@ -60,9 +72,14 @@ def test_expectations_verdicts(tmp_path: Path) -> None:
         "inline-any": "fail",
     }
     good_trace = [call(1, "mytool", "--help"), call(2, "mytool", "lint"), call(6, "mytool", "check")]
-    good = make_run(tmp_path / "good", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=good_trace,
-                    snapshots=[(5, "app/main.py", VALID_PY)],
-                    transcript=[{"role": "assistant", "text": "Changed it because the test said so."}])
+    good = make_run(
+        tmp_path / "good",
+        make_job(scen),
+        workspace={"app/main.py": VALID_PY},
+        trace=good_trace,
+        snapshots=[(5, "app/main.py", VALID_PY)],
+        transcript=[{"role": "assistant", "text": "Changed it because the test said so."}],
+    )
     assert set(_outcomes(good, project).values()) == {"pass"}
 
 

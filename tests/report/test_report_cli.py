@@ -63,7 +63,7 @@ def test_report_command_errors(tmp_path: Path) -> None:
     (tmp_path / "empty").mkdir()
     assert assay("report", tmp_path / "empty").returncode == 3
     bad = assay("report", small_tree(tmp_path / "t"), "--format", "pdf")
-    assert bad.returncode == 2 and "valid: md, json" in bad.stderr
+    assert bad.returncode == 2 and "valid: md, json, html, junit" in bad.stderr
 
 
 def test_future_summary_is_refused(tmp_path: Path) -> None:

@@ -97,3 +97,17 @@ def test_power_textbook() -> None:
     assert runs_needed(0.5, d) <= 93 < runs_needed(0.5, d - 0.005)  # type: ignore[operator]
     assert detectable_uplift(0.5, 3) is None
     assert detectable_uplift(1.0, 100) is None
+
+
+def test_moments_merge_equals_one_pass() -> None:
+    xs = [3.0, 1.0, 4.0, 1.0, 5.0, 9.0, 2.0, 6.0, 5.0, 3.0]
+    whole, left, right, empty = Moments(), Moments(), Moments(), Moments()
+    for i, x in enumerate(xs):
+        whole.add(x)
+        (left if i < 4 else right).add(x)
+    left.merge(right)
+    left.merge(empty)
+    empty.merge(left)
+    for m in (left, empty):
+        assert (m.n, m.low, m.high) == (whole.n, whole.low, whole.high)
+        assert m.mean == pytest.approx(whole.mean) and m.stddev == pytest.approx(whole.stddev)
