@@ -133,6 +133,13 @@ def bench_compile(session: nox.Session) -> None:
     session.run(py, "benchmarks/bench_compile.py", *session.posargs)
 
 
+@nox.session(name="bench-grade")
+def bench_grade(session: nox.Session) -> None:
+    """Grading benchmark: runs graded per second on the example suite; check subprocesses vs harness."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_grade.py", *session.posargs)
+
+
 _MANIFEST = _manifest()
 _DEFAULT = _MANIFEST.get("default_matrix")
 

@@ -20,6 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--regrade", action="store_true", help="grade again runs that already have a grade.json"
     )
+    parser.add_argument("--parallel", "-j", type=int, default=1, help="grade in N worker processes (default 1)")
     parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
 
 
@@ -47,7 +48,9 @@ def execute(args: argparse.Namespace) -> int:
         print(f"[{n}/{total}] {entry.action:8} {verdict:13} {entry.run_dir}{note}", file=sys.stderr)
 
     try:
-        entries = grade_tree(target, project=_project(args.project), regrade=args.regrade, progress=progress)
+        entries = grade_tree(
+            target, project=_project(args.project), regrade=args.regrade, parallel=args.parallel, progress=progress
+        )
     except FutureSchemaError as exc:
         raise UsageError(str(exc)) from None
     if not entries:

@@ -39,7 +39,20 @@ SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities
 _NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps", "repo", "data"})
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
-Regrader = Callable[[Path], object]
+USAGE_METRICS = (
+    ("turns", "turns"),
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_tokens"),
+    ("cache_write", "cache_write_tokens"),
+    ("reasoning", "reasoning_tokens"),
+    ("peak_context", "peak_context"),
+    ("context_limit", "context_limit"),
+    ("peak_context_share", "peak_context_share"),
+    ("tokens_to_first_valid", "tokens_to_first_valid"),
+    ("cost_usd", "cost_usd"),
+)
+"""grade.usage field -> metric name (the runner's names), merged where the runner left a gap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +62,7 @@ class RegradeChange:
     before_passed: bool
     before_usable: bool
     flipped_checks: tuple[str, ...]
+    grader_changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -109,9 +123,20 @@ def _read(path: str, model: type[M], current: int) -> M:
 
 
 def grade_section(grade: Grade, name: str) -> Any:
-    """A grade section whether the grader typed it as a field or left it in `details`."""
+    """A grade section whether the grader typed it as a field or left it in `details`.
+
+    A typed section that only holds its defaults (a tool_use with `present: false`, friction of a run
+    with no trace) is no evidence and reads as absent, so a real zero is told apart from "not measured".
+    """
     value = getattr(grade, name) if name in type(grade).model_fields else None
-    if value is None:
+    if isinstance(value, BaseModel):
+        if name in ("tool_use", "friction"):
+            tool_use = getattr(grade, "tool_use", None)
+            if tool_use is not None and getattr(tool_use, "present", True) is False:
+                value = None
+        if value is not None:
+            return value.model_dump(mode="json", exclude={"present"})
+    if not value:
         value = grade.details.get(name)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -130,6 +155,26 @@ def run_metrics(run: RunRecord, grade: Grade | None) -> dict[str, float]:
         for name, value in grade.metrics.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 out.setdefault(name, float(value))
+        usage = grade.usage
+        if usage.present:
+            for field_name, metric in USAGE_METRICS:
+                value = getattr(usage, field_name, None)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    if metric == "cost_usd":
+                        out[metric] = float(value)  # priced by the grader from the pinned table
+                    else:
+                        out.setdefault(metric, float(value))
+        snapshots = grade.snapshots
+        if snapshots.count:
+            out.setdefault("snapshots", float(snapshots.count))
+            out.setdefault("snapshot_regressions", float(len(snapshots.regressions)))
+            if snapshots.first_valid is not None:
+                out.setdefault("first_valid_snapshot", float(snapshots.first_valid))
+        tool_use = grade.tool_use
+        if tool_use.present:
+            out.setdefault("tool_invocations", float(tool_use.invocations))
+            out.setdefault("tool_failures", float(tool_use.failures))
+            out.setdefault("tool_est_output_tokens", float(tool_use.est_output_tokens))
     kinds = [out[k] for k in TOKEN_KINDS if k in out]
     if kinds:
         out["tokens"] = sum(kinds)
@@ -199,10 +244,15 @@ def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -
         change: RegradeChange | None = None
         if grader is not None and (regrade or grade is None):
             before = grade
-            grader(Path(run_dir), project=project or root, regrade=regrade)
+            grader(Path(run_dir), project=project, regrade=regrade)
             grade = read_grade(Path(run_dir))
             if before is not None and grade is not None:
-                change = RegradeChange(before.passed, before.usable, _flips(before, grade))
+                change = RegradeChange(
+                    before.passed,
+                    before.usable,
+                    _flips(before, grade),
+                    before.grader_hash != grade.grader_hash,
+                )
         status, reason = _status(run, grade)
         family, split = info.lookup(run.scenario, run_dir, files)
         sections: dict[str, Any] = {}
@@ -228,7 +278,7 @@ def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -
             usable=graded and grade.usable if grade else False,
             reason=reason,
             exit_code=run.exit_code,
-            infra_retries=run.infra_retries,
+            infra_retries=max(run.infra_retries, grade.infra_retries if grade else 0),
             metrics=run_metrics(run, grade),
             grade=grade,
             sections=sections,

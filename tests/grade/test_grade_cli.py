@@ -55,3 +55,21 @@ def test_grade_nothing_and_missing(tmp_path: Path) -> None:
     assert _assay("grade", "empty", cwd=tmp_path).returncode == 3
     missing = _assay("grade", "nope", cwd=tmp_path)
     assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_parallel_grading_matches_serial(tmp_path: Path) -> None:
+    from harness.grade import grade_tree
+    from tests.grade.helpers import strip_times
+
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "x = 1\n"})
+    scen = scenario([command("compiles", "python -m py_compile app/main.py")])
+    runs = tmp_path / "runs"
+    for n in range(1, 5):
+        make_run(runs / f"t{n}", make_job(scen, trial=n), workspace={"app/main.py": VALID_PY if n % 2 else BROKEN_PY})
+    serial = grade_tree(runs, project=project, regrade=True)
+    parallel = grade_tree(runs, project=project, regrade=True, parallel=2)
+    assert [e.run_dir for e in serial] == [e.run_dir for e in parallel]
+    assert [strip_times(e.grade.model_dump(mode="json")) for e in serial] == [
+        strip_times(e.grade.model_dump(mode="json")) for e in parallel
+    ]
+    assert [e.grade.passed for e in parallel] == [True, False, True, False]
