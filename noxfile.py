@@ -219,3 +219,19 @@ def bench_report(session: nox.Session) -> None:
     """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
+
+
+@nox.session
+def isolation(session: nox.Session) -> None:
+    """The isolation suite: plug-ins, limits, gateway, path safety and the hostile-agent attacks,
+    under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked."""
+    py = _install(session)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "tests/isolation", "tests/gateway", "tests/pathsafe",
+                *session.posargs)
+
+
+@nox.session(name="bench-isolation")
+def bench_isolation(session: nox.Session) -> None:
+    """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_isolation.py", *session.posargs)
