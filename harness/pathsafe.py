@@ -202,7 +202,7 @@ def collect(outbox: Path, dest: Path, *, append: Iterable[str] = ("trace.jsonl",
         src, target = outbox / entry, dest / entry
         st = os.lstat(src)
         if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
-            if os.listdir(src):  # the agent wrote inside a mount point's shadow: refuse it
+            if any(not stat.S_ISDIR(sub.st_mode) for _, sub in walk(src)):  # written under a mount point's shadow
                 refused.append(entry + "/")
             shutil.rmtree(src)
             continue
