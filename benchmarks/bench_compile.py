@@ -138,7 +138,7 @@ def main() -> int:
         nox = [sys.executable, "-m", "nox", "-l"]
         _run(nox, wide)  # compiles on demand
         listed = subprocess.run(nox, cwd=wide, capture_output=True, text=True, check=True).stdout
-        bench_sessions = sum(1 for line in listed.splitlines() if line.startswith("- bench-") and "compile" not in line) - 1
+        bench_sessions = sum(1 for line in listed.splitlines() if line.startswith("- bench-") and "-> Run cell" in line)
         nox_l = statistics.median(_run(nox, wide) for _ in range(5))
         print(f"suite: {args.scenarios} scenarios x {cells} cells x 4 agents x 5 trials = {jobs} trials")
         print(f"cold compile:        {cold:6.2f} s   (target < 15 s)")
