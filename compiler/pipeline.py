@@ -12,7 +12,6 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
-
 from typing import TYPE_CHECKING
 
 from compiler import load as load_stage
