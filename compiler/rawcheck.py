@@ -59,9 +59,18 @@ def cerberus_schema(model: type[BaseModel]) -> dict[str, Any]:
     return schema
 
 
+class _Validator(cerberus.Validator):  # type: ignore[misc]
+    """cerberus with YAML's integers: `true` is a boolean, never the integer 1 (as in pydantic strict)."""
+
+    types_mapping = {  # noqa: RUF012  (cerberus reads it from the class)
+        **cerberus.Validator.types_mapping,
+        "integer": cerberus.TypeDefinition("integer", (int,), (bool,)),
+    }
+
+
 @cache
 def _validator(model: type[BaseModel]) -> cerberus.Validator:
-    return cerberus.Validator(cerberus_schema(model), allow_unknown=False)
+    return _Validator(cerberus_schema(model), allow_unknown=False)
 
 
 def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
@@ -117,7 +126,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
     if not isinstance(value, dict):
         return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {_describe(value)}")]
     v = _validator(model)
-    if v.validate(value):
+    if v.validate(value, normalize=False):  # nothing to normalize; checking only
         return []
     out: list[SpecError] = []
     for err in _flatten(v._errors):

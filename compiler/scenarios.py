@@ -147,8 +147,7 @@ def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindD
 
 
 def _tree(src: Sources, folder: str, sub: str) -> list[str]:
-    prefix = f"{folder}/{sub}/"
-    return [rel for rel in src.inputs.data if rel.startswith(prefix)]
+    return src.inputs.under(f"{folder}/{sub}")
 
 
 def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, what: str) -> str | None:
@@ -161,7 +160,28 @@ def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, wh
     return data.decode("utf-8", "replace")
 
 
-def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc]) -> ScenarioIn | None:
+def _expectations(c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Expectations inline in the job: a name is replaced by its spec (with `id`), so jobs stay self-contained."""
+    out: list[dict[str, Any]] = []
+    for i, entry in enumerate(spec.expectations or ()):
+        name = entry if isinstance(entry, str) else (entry.get("ref") if isinstance(entry, dict) else None)
+        if name is None:
+            if not isinstance(entry, dict):
+                c.add(doc.loc(("expectations", i)), f"expectations[{i}]", "E103", "an expectation is a name or a map")
+                continue
+            out.append(dict(entry))
+            continue
+        if name not in library:
+            c.add(doc.loc(("expectations", i)), f"expectations[{i}]", "E242", f"unknown expectation '{name}'",
+                  did_you_mean(str(name), library))
+            continue
+        extra = {k: v for k, v in entry.items() if k != "ref"} if isinstance(entry, dict) else {}
+        out.append({**library[name], **extra})
+    return tuple(out)
+
+
+def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc],
+          expectations: dict[str, dict[str, Any]] | None = None) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
     from compiler.validate import model_of
 
@@ -255,20 +275,20 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
         negatives=tuple(negatives), entry=tuple(entry), watch=tuple(spec.watch or entry),
         writable=tuple(spec.writable or ("**",)), runtime_only=tuple(spec.runtime_only or ()),
         stability_risk=bool(spec.stability_risk), prompt=prompt, steps=tuple(steps), checks=tuple(checks),
-        expectations=tuple(e if isinstance(e, dict) else {"name": e} for e in spec.expectations or ()),
+        expectations=_expectations(c, doc, spec, expectations or {}),
         notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
     )
-    return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), prompt_file=prompt_file)
+    return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), files=src.inputs.under(folder), prompt_file=prompt_file)
 
 
 def build_all(c: Collector, docs: dict[str, Doc], src: Sources, project: ProjectDoc,
-              kinds: dict[str, CheckKindDoc], levels: dict[str, dict[str, dict[str, Any]]]) -> dict[str, ScenarioIn]:
+              kinds: dict[str, CheckKindDoc], expectations: dict[str, dict[str, Any]]) -> dict[str, ScenarioIn]:
     """Every scenario that has no errors of its own, by id."""
     out: dict[str, ScenarioIn] = {}
     for ident in sorted(docs):
-        built = build(c, docs[ident], src, project, kinds)
+        built = build(c, docs[ident], src, project, kinds, expectations)
         if built is not None:
             out[ident] = built
     return out

@@ -235,13 +235,16 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         matrices[ident] = MatrixIn(spec, merged, limits, options)
 
     # Read by the grader at grade time; validated here so a typo is a positioned spec error.
-    for doc in _by_id(c, by_kind["expectation"], "expectation").values():
-        model_of(c, doc, ExpectationDoc)
+    expectations: dict[str, dict[str, Any]] = {}
+    for ident, doc in _by_id(c, by_kind["expectation"], "expectation").items():
+        exp = model_of(c, doc, ExpectationDoc)
+        if exp is not None:
+            expectations[ident] = exp.model_dump(by_alias=True, exclude_none=True, exclude={"kind", "meta"})
     for doc in by_kind["prices"]:
         model_of(c, doc, PricesDoc)
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
-    scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, levels)
+    scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations)
 
     result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
                        agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,

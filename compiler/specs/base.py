@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import typing
 from typing import Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
@@ -13,7 +14,14 @@ SLUG = r"^[a-z0-9][a-z0-9_.+-]*$"
 class SpecModel(BaseModel):
     """Base of every spec model (the validated form of one YAML document or part of one)."""
 
-    model_config = ConfigDict(extra="forbid", frozen=True)
+    model_config = ConfigDict(extra="forbid", frozen=True, strict=True)
+
+
+def _lists(tp: Any) -> Any:
+    """tuple[X, ...] -> list[X]: YAML has lists, and spec models are strict."""
+    if typing.get_origin(tp) is tuple:
+        return list[typing.get_args(tp)[0]]  # type: ignore[misc]
+    return tp
 
 
 def partial(model: type[BaseModel], name: str) -> type[SpecModel]:
@@ -24,7 +32,7 @@ def partial(model: type[BaseModel], name: str) -> type[SpecModel]:
     """
     fields: dict[str, Any] = {}
     for fname, info in model.model_fields.items():
-        fields[fname] = (Optional[info.annotation],  # noqa: UP045  (a runtime type, not an annotation)
+        fields[fname] = (Optional[_lists(info.annotation)],  # noqa: UP045  (a runtime type, not an annotation)
                            Field(default=None, description=info.description))
     made: type[SpecModel] = create_model(name, __base__=SpecModel, __doc__=f"Overrides of {model.__name__}.", **fields)
     return made

@@ -89,7 +89,7 @@ class BwrapIsolation:
             if isinstance(entry, Symlink):
                 argv += ["--symlink", entry.target, str(entry.path)]
             elif isinstance(entry, ReadOnly):
-                argv += ["--ro-bind-try", str(entry.path), str(entry.path)]
+                argv += ["--ro-bind-try", str(entry.path), str(entry.target)]
         # bwrap leaves /proc/sys writable under a new net namespace; the sandbox's uid maps to
         # the host's root, so without this it could set host sysctls (core_pattern: an escape).
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]

@@ -58,7 +58,7 @@ def _script(spec: SandboxSpec, root: Path) -> str:
     mkdir, mount, ln = _tool("mkdir"), _tool("mount"), _tool("ln")
     lines = ["set -e", f"{mount} -t tmpfs -o mode=755 assay-root {shlex.quote(r)}"]
     for entry in toolchain():
-        dest = r + str(entry.path)
+        dest = r + str(entry.target if isinstance(entry, ReadOnly) else entry.path)
         if isinstance(entry, Symlink):
             lines.append(f"{ln} -s {shlex.quote(entry.target)} {shlex.quote(dest)}")
         elif isinstance(entry, ReadOnly) and entry.path.exists():

@@ -8,7 +8,11 @@ project folder, the run directory, the host's home, SSH keys, cloud credentials,
 
 from __future__ import annotations
 
+import atexit
+import functools
+import shutil
 import sys
+import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -30,9 +34,15 @@ DEV_NODES = ("null", "zero", "full", "random", "urandom", "tty")
 
 @dataclass(frozen=True)
 class ReadOnly:
-    """A host path shown read-only at the same path."""
+    """A host path shown read-only (at `dest`, by default the same path)."""
 
     path: Path
+    dest: Path | None = None
+
+    @property
+    def target(self) -> Path:
+        """Where it appears inside the sandbox."""
+        return self.dest or self.path
 
 
 @dataclass(frozen=True)
@@ -58,6 +68,34 @@ def _python_roots() -> list[Path]:
     return roots
 
 
+@functools.cache
+def etc_snapshot() -> Path:
+    """A private copy of the minimal /etc, made once per harness process and bound as /etc.
+
+    One bind instead of thirty: each mount costs a sandbox start about 0.2 ms. Symlinks are
+    copied as links (e.g. /etc/alternatives), never followed out of /etc.
+    """
+    from harness.pathsafe import copy_tree
+
+    folder = Path(tempfile.mkdtemp(prefix="assay-etc-"))
+    atexit.register(shutil.rmtree, folder, True)
+    for name in ETC_FILES:
+        src = Path("/etc") / name
+        dest = folder / name
+        if src.is_symlink():
+            target = src.resolve()
+            if target.is_file():  # e.g. resolv.conf -> /run/...: the content, not a dangling link
+                shutil.copyfile(target, dest)
+            elif target.is_dir():
+                copy_tree(target, dest)
+        elif src.is_dir():
+            copy_tree(src, dest)
+        elif src.is_file():
+            shutil.copyfile(src, dest)
+    folder.chmod(0o755)
+    return folder
+
+
 def toolchain(extra: tuple[Path, ...] = ()) -> list[ViewEntry]:
     """The read-only toolchain view, host-specific: what exists here, as it exists here."""
     entries: list[ViewEntry] = []
@@ -67,10 +105,7 @@ def toolchain(extra: tuple[Path, ...] = ()) -> list[ViewEntry]:
             entries.append(Symlink(top, str(top.readlink())))
         elif top.is_dir():
             entries.append(ReadOnly(top))
-    for name in ETC_FILES:
-        path = Path("/etc") / name
-        if (path.exists() or path.is_symlink()) and ReadOnly(path) not in entries:
-            entries.append(ReadOnly(path))
+    entries.append(ReadOnly(etc_snapshot(), Path("/etc")))
     for root in (*_python_roots(), *extra):
         if root.exists():
             entries.append(ReadOnly(root))

@@ -39,7 +39,20 @@ SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities
 _NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps", "repo", "data"})
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
-Regrader = Callable[[Path], object]
+USAGE_METRICS = (
+    ("turns", "turns"),
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_tokens"),
+    ("cache_write", "cache_write_tokens"),
+    ("reasoning", "reasoning_tokens"),
+    ("peak_context", "peak_context"),
+    ("context_limit", "context_limit"),
+    ("peak_context_share", "peak_context_share"),
+    ("tokens_to_first_valid", "tokens_to_first_valid"),
+    ("cost_usd", "cost_usd"),
+)
+"""grade.usage field -> metric name (the runner's names), merged where the runner left a gap."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +62,7 @@ class RegradeChange:
     before_passed: bool
     before_usable: bool
     flipped_checks: tuple[str, ...]
+    grader_changed: bool
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,9 +100,51 @@ class RunFacts:
         return self.metrics.get("cost_usd")
 
 
-def walk_runs(root: Path) -> Iterator[tuple[str, frozenset[str]]]:
+PARALLEL_MIN_RUNS = 5000
+"""Below this many runs (estimated), one process is faster than starting workers."""
+
+
+def _subdirs(path: str) -> list[str]:
+    with os.scandir(path) as entries:
+        return sorted(
+            e.path
+            for e in entries
+            if e.is_dir(follow_symlinks=False) and e.name not in _NOT_RUNS and not e.name.startswith(".")
+        )
+
+
+def partition(root: Path, jobs: int | None) -> list[list[str]]:
+    """Split the tree into up to `jobs` groups of subtrees (round-robin) for parallel collection.
+
+    Descends through single-child folders; a tree whose top holds a run.json, or one estimated
+    under PARALLEL_MIN_RUNS runs when jobs is None, stays one part.
+    """
+    workers = jobs if jobs is not None else min(2, os.cpu_count() or 1)
+    top = str(root)
+    while True:
+        if os.path.exists(os.path.join(top, RUN_FILE)):
+            return [[top]]
+        subs = _subdirs(top)
+        if len(subs) != 1:
+            break
+        top = subs[0]
+    if workers <= 1 or len(subs) < 2:
+        return [[top]]
+    if jobs is None:
+        sample = sum(1 for _ in zip(walk_runs(Path(subs[0])), range(PARALLEL_MIN_RUNS), strict=False))
+        if sample * len(subs) < PARALLEL_MIN_RUNS:
+            return [[top]]
+    return [part for part in (subs[i::workers] for i in range(workers)) if part]
+
+
+def walk_runs(root: Path, starts: list[str] | None = None) -> Iterator[tuple[str, frozenset[str]]]:
     """Yield (run dir, its file names) in sorted order, not descending into run artifacts."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    for start in starts or [str(root)]:
+        yield from _walk(start)
+
+
+def _walk(start: str) -> Iterator[tuple[str, frozenset[str]]]:
+    for dirpath, dirnames, filenames in os.walk(start):
         if RUN_FILE in filenames:
             dirnames[:] = []
             yield dirpath, frozenset(filenames)
@@ -109,9 +165,20 @@ def _read(path: str, model: type[M], current: int) -> M:
 
 
 def grade_section(grade: Grade, name: str) -> Any:
-    """A grade section whether the grader typed it as a field or left it in `details`."""
+    """A grade section whether the grader typed it as a field or left it in `details`.
+
+    A typed section that only holds its defaults (a tool_use with `present: false`, friction of a run
+    with no trace) is no evidence and reads as absent, so a real zero is told apart from "not measured".
+    """
     value = getattr(grade, name) if name in type(grade).model_fields else None
-    if value is None:
+    if isinstance(value, BaseModel):
+        if name in ("tool_use", "friction"):
+            tool_use = getattr(grade, "tool_use", None)
+            if tool_use is not None and getattr(tool_use, "present", True) is False:
+                value = None
+        if value is not None:
+            return value.model_dump(mode="json", exclude={"present"})
+    if not value:
         value = grade.details.get(name)
     if isinstance(value, BaseModel):
         return value.model_dump(mode="json")
@@ -130,6 +197,26 @@ def run_metrics(run: RunRecord, grade: Grade | None) -> dict[str, float]:
         for name, value in grade.metrics.items():
             if isinstance(value, int | float) and not isinstance(value, bool):
                 out.setdefault(name, float(value))
+        usage = grade.usage
+        if usage.present:
+            for field_name, metric in USAGE_METRICS:
+                value = getattr(usage, field_name, None)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    if metric == "cost_usd":
+                        out[metric] = float(value)  # priced by the grader from the pinned table
+                    else:
+                        out.setdefault(metric, float(value))
+        snapshots = grade.snapshots
+        if snapshots.count:
+            out.setdefault("snapshots", float(snapshots.count))
+            out.setdefault("snapshot_regressions", float(len(snapshots.regressions)))
+            if snapshots.first_valid is not None:
+                out.setdefault("first_valid_snapshot", float(snapshots.first_valid))
+        tool_use = grade.tool_use
+        if tool_use.present:
+            out.setdefault("tool_invocations", float(tool_use.invocations))
+            out.setdefault("tool_failures", float(tool_use.failures))
+            out.setdefault("tool_est_output_tokens", float(tool_use.est_output_tokens))
     kinds = [out[k] for k in TOKEN_KINDS if k in out]
     if kinds:
         out["tokens"] = sum(kinds)
@@ -186,23 +273,30 @@ def _flips(before: Grade, after: Grade) -> tuple[str, ...]:
     return tuple(sorted(c.id for c in after.checks if c.id in old and old[c.id] != c.outcome))
 
 
-def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -> Iterator[RunFacts]:
+def collect(
+    root: Path, *, regrade: bool = False, project: Path | None = None, starts: list[str] | None = None
+) -> Iterator[RunFacts]:
     """Yield one RunFacts per run under root; with regrade, grade every run again first."""
     grader = load_grader()
     if regrade and grader is None:
         raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
     info = ScenarioInfo()
     prefix = len(str(root).rstrip(os.sep)) + 1
-    for run_dir, files in walk_runs(root):
+    for run_dir, files in walk_runs(root, starts):
         run = _read(os.path.join(run_dir, RUN_FILE), RunRecord, RUN_SCHEMA)
         grade = _read(os.path.join(run_dir, GRADE_FILE), Grade, GRADE_SCHEMA) if GRADE_FILE in files else None
         change: RegradeChange | None = None
         if grader is not None and (regrade or grade is None):
             before = grade
-            grader(Path(run_dir), project=project or root, regrade=regrade)
+            grader(Path(run_dir), project=project, regrade=regrade)
             grade = read_grade(Path(run_dir))
             if before is not None and grade is not None:
-                change = RegradeChange(before.passed, before.usable, _flips(before, grade))
+                change = RegradeChange(
+                    before.passed,
+                    before.usable,
+                    _flips(before, grade),
+                    before.grader_hash != grade.grader_hash,
+                )
         status, reason = _status(run, grade)
         family, split = info.lookup(run.scenario, run_dir, files)
         sections: dict[str, Any] = {}
@@ -228,7 +322,7 @@ def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -
             usable=graded and grade.usable if grade else False,
             reason=reason,
             exit_code=run.exit_code,
-            infra_retries=run.infra_retries,
+            infra_retries=max(run.infra_retries, grade.infra_retries if grade else 0),
             metrics=run_metrics(run, grade),
             grade=grade,
             sections=sections,

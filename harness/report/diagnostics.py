@@ -34,6 +34,11 @@ class Evidence:
         if len(self.runs) < EVIDENCE_CAP:
             self.runs.append(run_dir)
 
+    def merge(self, other: Evidence) -> None:
+        """Fold in another part's evidence; the kept runs stay the first ones in sorted order."""
+        self.count += other.count
+        self.runs = sorted(self.runs + other.runs)[:EVIDENCE_CAP]
+
     def listing(self) -> list[str]:
         more = self.count - len(self.runs)
         return self.runs + ([f"... and {more} more"] if more > 0 else [])
@@ -71,16 +76,36 @@ def expectation_verdicts(value: Any) -> list[tuple[str, str]]:
     return out
 
 
+def _describe(item: Any) -> str:
+    if isinstance(item, dict) and "exit" in item and "argv" in item:
+        argv = item["argv"]
+        return f"`{' '.join(argv) if isinstance(argv, list) else argv}` exited {item['exit']}"
+    if isinstance(item, dict):
+        return ", ".join(f"{a}={b}" for a, b in sorted(item.items()))
+    return str(item)
+
+
+def _disagreement(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, dict) and "direction" in item:
+            diag = "; ".join(
+                str(item.get(k) or "") for k in ("accepts_diagnostics", "rejects_diagnostics")
+            ).strip("; ")
+            out.append(f"{item['direction']}" + (f" ({diag[:160]})" if diag else ""))
+        elif item:
+            out.append(str(item)[:200])
+    return out
+
+
 def _notable_exits(tool_use: Any) -> list[str]:
     found: list[str] = []
     if isinstance(tool_use, dict):
         for k, v in tool_use.items():
             if "notable" in str(k) and v:
                 items = v if isinstance(v, list) else [v]
-                found.extend(
-                    str(i) if not isinstance(i, dict) else ", ".join(f"{a}={b}" for a, b in sorted(i.items()))
-                    for i in items
-                )
+                found.extend(_describe(i) for i in items)
             elif isinstance(v, dict):
                 found.extend(_notable_exits(v))
     return found
@@ -90,10 +115,11 @@ class DiagAcc:
     """Counters behind the diagnostics, findings and section tables."""
 
     def __init__(self) -> None:
-        self.by_status: dict[str, dict[str, Evidence]] = defaultdict(lambda: defaultdict(Evidence))
+        self.by_status: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.infra = Evidence()
         self.exits: dict[int, Evidence] = defaultdict(Evidence)
         self.regrade = Evidence()
+        self.regrade_changed_grader = Evidence()
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.checks: dict[tuple[str, str], list[int]] = {}
         self.findings: dict[tuple[str, FindingKind, str], Evidence] = defaultdict(Evidence)
@@ -101,18 +127,41 @@ class DiagAcc:
         self.section_runs: Counter[tuple[str | None, str, str, str]] = Counter()
         self.expectations: dict[tuple[str | None, str, str, str], list[int]] = {}
 
+    def merge(self, other: DiagAcc) -> None:
+        """Fold in the counters of another part of the tree."""
+        for status_key, ev in other.by_status.items():
+            self.by_status[status_key].merge(ev)
+        for code, ev in other.exits.items():
+            self.exits[code].merge(ev)
+        for check_key, ev in other.flaky.items():
+            self.flaky[check_key].merge(ev)
+        for finding_key, ev in other.findings.items():
+            self.findings[finding_key].merge(ev)
+        self.infra.merge(other.infra)
+        self.regrade.merge(other.regrade)
+        self.regrade_changed_grader.merge(other.regrade_changed_grader)
+        for table in ("checks", "expectations", "sections"):
+            mine_t, theirs_t = getattr(self, table), getattr(other, table)
+            for key, values in theirs_t.items():
+                acc = mine_t.setdefault(key, [0] * len(values))
+                for i, v in enumerate(values):
+                    acc[i] += v
+        self.section_runs.update(other.section_runs)
+
     def add(self, run: RunFacts) -> None:
         if run.status != "graded":
-            self.by_status[run.status][run.reason or "(no reason recorded)"].add(run.dir)
+            self.by_status[(run.status, run.reason or "(no reason recorded)")].add(run.dir)
         if run.infra_retries or run.exit_code == 75:
             self.infra.add(run.dir)
         if run.exit_code not in (None, 0, 75):
             self.exits[run.exit_code].add(run.dir)
         if run.regrade is not None:
-            if (run.regrade.before_passed, run.regrade.before_usable) != (run.passed, run.usable):
-                self.regrade.add(run.dir)
-            for flipped in run.regrade.flipped_checks:
-                self.flaky[(run.scenario, flipped)].add(run.dir)
+            changed = (run.regrade.before_passed, run.regrade.before_usable) != (run.passed, run.usable)
+            if changed:
+                (self.regrade_changed_grader if run.regrade.grader_changed else self.regrade).add(run.dir)
+            if not run.regrade.grader_changed:
+                for flipped in run.regrade.flipped_checks:
+                    self.flaky[(run.scenario, flipped)].add(run.dir)
         if run.status != "graded" or run.grade is None:
             return
         for check in run.grade.checks:
@@ -131,9 +180,7 @@ class DiagAcc:
         for layer in run.grade.failed_layers:
             if layer != "agent" and not any(c.layer == layer for c in run.grade.checks):
                 self.findings[(layer, "failed-layer", f"{run.scenario}: layer failed")].add(run.dir)
-        disagreement = run.sections.get("disagreement")
-        if disagreement:
-            detail = disagreement if isinstance(disagreement, str) else str(disagreement)[:200]
+        for detail in _disagreement(run.sections.get("disagreement")):
             self.findings[("authorities", "disagreement", f"{run.scenario}: {detail}")].add(run.dir)
         for exit_detail in _notable_exits(run.sections.get("tool_use")):
             self.findings[("tool", "notable-exit", f"{run.scenario}: {exit_detail}")].add(run.dir)
@@ -240,7 +287,7 @@ class DiagAcc:
             "ungraded": "not graded yet (run `assay grade` or `assay report --regrade`)",
         }
         for status in ("invalid", "failed_to_run", "ungradeable", "ungraded"):
-            for reason, ev in sorted(self.by_status.get(status, {}).items()):
+            for (_, reason), ev in sorted(kv for kv in self.by_status.items() if kv[0][0] == status):
                 out.append(
                     Diagnostic(
                         kind=status,
@@ -269,6 +316,16 @@ class DiagAcc:
                     severity="warning",
                     message=f"{self.regrade.count} run(s) got a different verdict when regraded on the same stored workspace",
                     evidence=self.regrade.listing(),
+                )
+            )
+        if self.regrade_changed_grader.count:
+            out.append(
+                Diagnostic(
+                    kind="regrade-changed-grader",
+                    severity="info",
+                    message=f"{self.regrade_changed_grader.count} run(s) changed verdict on regrade after the grader "
+                    "or the checks changed (new grader hash): expected, listed for review",
+                    evidence=self.regrade_changed_grader.listing(),
                 )
             )
         for (scenario, check), ev in sorted(self.flaky.items()):

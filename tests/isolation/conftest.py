@@ -102,3 +102,25 @@ def bwrap_trial(tmp_path: Path) -> Trial:
 
 
 TrialFactory = Callable[[str], Trial]
+
+
+_ATTACKS: dict[str, dict[str, int]] = {}
+
+
+def pytest_runtest_logreport(report: pytest.TestReport) -> None:
+    """Count the hostile-agent tests (test_attack_*) per isolation: tried, blocked."""
+    name = report.nodeid.rsplit("::", 1)[-1]
+    if not name.startswith("test_attack_") or report.when != "call":
+        return
+    iso = name.rsplit("[", 1)[-1].rstrip("]") if "[" in name else "?"
+    counts = _ATTACKS.setdefault(iso, {"tried": 0, "blocked": 0})
+    counts["tried"] += 1
+    counts["blocked"] += int(report.passed)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print attacks tried / blocked per isolation."""
+    for iso, counts in sorted(_ATTACKS.items()):
+        terminalreporter.write_line(
+            f"hostile-agent suite [{iso}]: {counts['tried']} attacks tried, {counts['blocked']} blocked"
+        )

@@ -46,10 +46,14 @@ def add_run(
     family: str | None = None,
     split: str | None = None,
     details: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
     control: bool | None = None,
     grade: bool = True,
 ) -> Path:
-    """One run directory with a run.json and (unless grade=False) a grade.json."""
+    """One run directory with a run.json and (unless grade=False) a grade.json.
+
+    `sections` are typed Grade fields (tool_use, friction, expectations, disagreement, usage...).
+    """
     parts = [version] if version else []
     run_dir = root.joinpath(*parts, scenario, agent, *cell.split("/"), f"trial-{trial:02d}")
     run_dir.mkdir(parents=True)
@@ -103,6 +107,7 @@ def add_run(
             checks=outcomes,
             failed_layers=tuple(sorted({c.layer for c in outcomes if c.outcome == "fail"})),
             details=details or {},
+            **(sections or {}),
         )
         write_record(run_dir / "grade.json", g)
     return run_dir

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 import pytest
 from report_tree import CONTROL, add_run
 from scipy.stats import binomtest
 
+from harness.gradeschema import (
+    Disagreement,
+    ExpectationOutcome,
+    Friction,
+    NotableExit,
+    SubcommandUse,
+    ToolUse,
+)
 from harness.records import FutureSchemaError, RunStatus
 from harness.report import build_summary, read_summary, write_summary
 from harness.report.stats import PairTable, newcombe_paired
@@ -41,13 +50,33 @@ def build_tree(root: Path) -> None:
             checks = [("works", "agent", "pass" if ok else "fail"), ("keeps-api", "agent", "pass")]
             if (scenario, trial) == ("s3", 1):
                 checks.append(("engine-ok", "engine", "fail"))
-            details = {
-                "tool_use": {"invocations": {"check": 2, "lint": 1}, "output_bytes": {"check": 400}},
-                "friction": {"usage_errors": 1 if trial == 1 else 0, "help_lookups": 2},
-                "expectations": {"E01": "pass" if ok else "fail", "E05": "unavailable"},
+            notable = (
+                (NotableExit(index=1, argv=("mytool", "check"), exit=3),)
+                if (scenario, trial) == ("s1", 2)
+                else ()
+            )
+            sections: dict[str, Any] = {
+                "tool_use": ToolUse(
+                    present=True,
+                    invocations=3,
+                    by_subcommand={
+                        "mytool check": SubcommandUse(invocations=2, output_bytes=400, est_output_tokens=100),
+                        "mytool lint": SubcommandUse(invocations=1),
+                    },
+                    notable_exits=notable,
+                ),
+                "friction": Friction(usage_errors=1 if trial == 1 else 0, help_lookups=2),
+                "expectations": (
+                    ExpectationOutcome(id="E01", outcome="pass" if ok else "fail"),
+                    ExpectationOutcome(id="E05", outcome="unavailable"),
+                ),
             }
-            if (scenario, trial) == ("s1", 2):
-                details["tool_use"]["notable_exits"] = [{"command": "mytool check", "exit": 3}]
+            if (scenario, trial) == ("s2", 3):
+                sections["disagreement"] = (
+                    Disagreement(
+                        accepts="mytool", rejects="oracle", direction="mytool accepts, oracle rejects"
+                    ),
+                )
             add_run(
                 root,
                 scenario=scenario,
@@ -58,7 +87,7 @@ def build_tree(root: Path) -> None:
                 split=split,
                 tokens=(2000, 300),
                 checks=checks,
-                details=details,
+                sections=sections,
             )
             add_run(root, scenario=scenario, cell=SKILL, trial=trial, passed=True, family="lint", split=split)
     add_run(
@@ -161,8 +190,10 @@ def test_split_family_tables(summary: Summary) -> None:
 
 def test_sections_and_expectations(summary: Summary) -> None:
     rows = {(r.section, r.key): r for r in summary.sections if r.condition == BIN}
-    assert rows[("tool_use", "invocations.check")].total == 24  # 12 graded runs reporting, 2 each
-    assert rows[("tool_use", "output_bytes.check")].per_run == 400
+    assert rows[("tool_use", "by_subcommand.mytool check.invocations")].total == 24  # 12 graded runs, 2 each
+    assert rows[("tool_use", "by_subcommand.mytool check.output_bytes")].per_run == 400
+    assert ("tool_use", "present") not in rows
+    assert not [r for r in summary.sections if r.condition == CONTROL]  # no trace there: not a zero
     assert rows[("friction", "usage_errors")].total == 3
     e01 = next(e for e in summary.expectations if e.expectation == "E01")
     assert (e01.rate.k, e01.rate.n) == (8, 12)
@@ -185,6 +216,9 @@ def test_diagnostics_and_findings(summary: Summary) -> None:
     layers = {(f.layer, f.kind): f for f in summary.findings}
     assert layers[("engine", "failed-layer")].runs == ["s3/scripted/bin/none/off/trial-01"]
     assert layers[("tool", "notable-exit")].runs == ["s1/scripted/bin/none/off/trial-02"]
+    assert "`mytool check` exited 3" in layers[("tool", "notable-exit")].detail
+    assert layers[("authorities", "disagreement")].runs == ["s2/scripted/bin/none/off/trial-03"]
+    assert "mytool accepts, oracle rejects" in layers[("authorities", "disagreement")].detail
 
 
 def test_summary_roundtrip_and_future_schema(summary: Summary, tmp_path: Path) -> None:
@@ -235,3 +269,13 @@ def test_version_comparison_with_control_drift(tmp_path: Path) -> None:
     assert (drift.baseline.k, drift.candidate.k, drift.pairs) == (2, 1, 4)
     assert drift.value == pytest.approx(-0.25)
     assert (drift.low, drift.high) == pytest.approx(tuple(newcombe_paired(PairTable(1, 0, 1, 2))))
+
+
+def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    build_tree(root)
+    add_run(root, scenario="s3", cell=BIN, trial=9, passed=False, exit_code=75, infra_retries=1)
+    serial = build_summary(root, jobs=1)
+    for jobs in (2, 3):
+        assert build_summary(root, jobs=jobs) == serial
