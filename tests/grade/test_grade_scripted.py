@@ -12,7 +12,17 @@ from typing import Any
 
 import pytest
 
-from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Limits, Options, Provisions, ScenarioJob, job_id
+from compiler.contract import (
+    AgentSpec,
+    Cell,
+    CheckSpec,
+    Job,
+    Limits,
+    Options,
+    Provisions,
+    ScenarioJob,
+    job_id,
+)
 from harness.grade import grade_run
 from harness.records import Grade, RunStatus
 from harness.runner import run_trial
