@@ -133,7 +133,7 @@ def main() -> int:
         wide = tmp / "wide"
         make_project(wide, scenarios=2, cells50=True)
         shutil.copy(REPO / "noxfile.py", wide / "noxfile.py")
-        for pkg in ("compiler", "harness"):
+        for pkg in ("compiler", "harness", "adapters"):
             (wide / pkg).symlink_to(REPO / pkg)
         nox = [sys.executable, "-m", "nox", "-l"]
         _run(nox, wide)  # compiles on demand
