@@ -14,7 +14,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """Options common to run and matrix."""
     parser.add_argument("--runs", default=None, help="run tree root (default: <project>/runs)")
     parser.add_argument("--trials", type=int, default=None, help="keep trials 1..N only")
-    parser.add_argument("--parallel", "-j", type=int, default=1, help="trials at once (default 1)")
+    parser.add_argument(
+        "--parallel", "-j", type=int, default=None, help="trials at once (default: the matrix's, else 1)"
+    )
     parser.add_argument(
         "--executor", default="local", help="executor: local, or pkg.mod:Class (default local)"
     )
@@ -25,9 +27,10 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
 
 
-def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int) -> int:
+def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int, parallel: int | None = None) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
+    args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
     plan = batch.plan(
         jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel > 1
