@@ -255,3 +255,22 @@ def bench_isolation(session: nox.Session) -> None:
     """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_isolation.py", *session.posargs)
+
+
+@nox.session
+def demo(session: nox.Session) -> None:
+    """The embedded demo, offline, no API keys: compile, run the demo matrix (scripted agents x
+    none/none/off and bin/none/off x the example scenarios), write runs/demo/report.{md,html} and
+    summary.json. After `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "compile")
+    session.run(py, "-m", "harness", "matrix", "demo", *session.posargs)
+    session.run(py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo"))
+
+
+@nox.session(name="bench-harness")
+def bench_harness(session: nox.Session) -> None:
+    """Runner benchmark: per-trial overhead (noop agent, one command check; median, p95) and
+    200 concurrent agents sleeping 5 s (-- --inspect PY to measure Inspect AI side by side)."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_runner.py", *session.posargs)
