@@ -5,7 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from harness.grade import JudgeRequest, JudgeVerdict, grade_run
+import pytest
+
+from harness.grade import JudgeConfigError, check_judge_config, grade_run
+from harness.modelserver import Script, ScriptedModelServer, read_log
 from harness.records import RunStatus
 from tests.grade.helpers import (
     BROKEN_PY,
@@ -170,21 +173,9 @@ def test_lint_findings_make_a_pass_unusable(tmp_path: Path) -> None:
     assert (f.check, f.count, f.severity) == ("lint", 2, "error")
 
 
-class _Judge:
-    def __init__(self, answer: JudgeVerdict | Exception) -> None:
-        self.answer = answer
-        self.requests: list[JudgeRequest] = []
-
-    def judge(self, request: JudgeRequest) -> JudgeVerdict:
-        self.requests.append(request)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-
 def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    scen = scenario([COMPILES, check("polite", "judge", rubric="The agent explains its change.")])
+    scen = scenario([COMPILES, check("explains", "judge", rubric="The agent explains its change.")])
     transcript = [{"role": "assistant", "text": "I changed handler to add one."}]
 
     def run(name: str, judge: Any) -> Any:
@@ -195,17 +186,46 @@ def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
 
     off = run("off", None)
     assert {c.id: c.outcome for c in off.checks}[
-        "polite"
+        "explains"
     ] == "unavailable" and off.passed  # excused, never a pass
-    broken = run("broken", _Judge(ConnectionError("endpoint refused")))
-    polite = {c.id: c for c in broken.checks}["polite"]
-    assert polite.outcome == "unavailable" and "endpoint refused" in polite.message
-    assert {c.id: c.outcome for c in broken.checks}["compiles"] == "pass"  # the rest stands
-    judge = _Judge(JudgeVerdict(passed=False, reason="It never explained anything."))
-    no = run("no", judge)
-    assert {c.id: c.message for c in no.checks}["polite"] == "judge: It never explained anything."
-    assert not no.passed and "added one" not in judge.requests[0].transcript
-    assert "add one" in judge.requests[0].transcript and judge.requests[0].rubric.startswith("The agent")
+    answer = '{"passed": false, "reason": "It never said why."}'
+    steps = [{"text": answer}, {"error": {"status": 400, "message": "bad request"}}]
+    script = Script.model_validate({"step_mode": "counter", "tools_required": False, "steps": steps})
+    with ScriptedModelServer(script, log_path=tmp_path / "judge.jsonl") as server:
+        judges = check_judge_config(
+            {
+                "default": {
+                    "provider": "anthropic",
+                    "model": "judge-m",
+                    "base_url": server.url,
+                    "api_key": "k",
+                    "retries": 0,
+                }
+            }
+        )
+        no = run("no", judges)
+        broken = run("broken", judges)
+    said = {c.id: c for c in no.checks}["explains"]
+    assert said.outcome == "fail" and said.message.endswith(": It never said why.") and not no.passed
+    (first, _) = read_log(tmp_path / "judge.jsonl")
+    assert first.input_tokens > 0
+    failed = {c.id: c for c in broken.checks}
+    assert failed["explains"].outcome == "unavailable" and "HTTP 400" in failed["explains"].message
+    assert failed["compiles"].outcome == "pass" and broken.passed  # the rest of the grade stands
+
+
+def test_misconfigured_judge_fails_up_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASSAY_TEST_NO_SUCH_KEY", raising=False)
+    with pytest.raises(JudgeConfigError) as err:
+        check_judge_config(
+            {
+                "a": {"provider": "anthropic", "model": "m", "api_key_env": "ASSAY_TEST_NO_SUCH_KEY"},
+                "b": {"provider": "gemini", "model": "m", "api_key": "k"},
+                "c": {"provider": "openai", "model": "m", "base_url": "ftp://x", "api_key": "k"},
+            }
+        )
+    message = str(err.value)
+    assert "a:" in message and "ASSAY_TEST_NO_SUCH_KEY" in message and "b:" in message and "c:" in message
 
 
 def test_events_metrics_and_check(tmp_path: Path) -> None:
