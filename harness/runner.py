@@ -71,7 +71,13 @@ def _launcher(
     outbox = paths.run_dir / OUTBOX
     outbox.mkdir(exist_ok=True)
     own = [paths.workspace, paths.home, paths.tmp, paths.state]
-    read_only = [p for p in (paths.shim_bin, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
+    # The oracle's copy of the reference (agents.resolve_args) is visible to the oracle only.
+    reference = paths.run_dir / agents.REFERENCE_DIR
+    read_only = [
+        p
+        for p in (paths.shim_bin, paths.skill_dir, paths.agent_cache, reference)
+        if p is not None and p.exists()
+    ]
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -89,7 +95,10 @@ def _launcher(
         mounts=mounts,
         network=job.cell.provisions.network,
         limits=SandboxLimits(
-            memory_mb=lim.memory_mb, pids=lim.pids, file_size_mb=lim.file_size_mb, workspace_mb=lim.workspace_mb
+            memory_mb=lim.memory_mb,
+            pids=lim.pids,
+            file_size_mb=lim.file_size_mb,
+            workspace_mb=lim.workspace_mb,
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
@@ -273,9 +282,10 @@ def run_trial(
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
                 (run_dir / "steps" / f"step-{index:02d}" / "diff.patch").write_bytes(workspace.diff(ws))
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
-            fields["limits_hit"] = tuple(
-                n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit
-            ) + done.limits_hit
+            fields["limits_hit"] = (
+                tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
+                + done.limits_hit
+            )
             if step.error:
                 fields["error"] = step.error
                 break
