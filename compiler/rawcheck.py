@@ -14,9 +14,9 @@ from functools import cache
 from typing import Any, Literal, Union
 
 import cerberus
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from compiler.errors import SpecError, did_you_mean
+from compiler.errors import Collector, SpecError, did_you_mean
 from compiler.yamlio import Doc, Path_, dotted
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -157,3 +157,18 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
         else:
             out.append(SpecError.at(doc.loc(path), where, "E100", f"invalid value ({err.rule}: {err.constraint})"))
     return out
+
+
+def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> Any:
+    """cerberus, then pydantic; None (and errors collected) when the document is invalid."""
+    errors = check(doc, model, data, base)
+    if errors:
+        c.extend(errors)
+        return None
+    try:
+        return model.model_validate(doc.data if data is None else data)
+    except ValidationError as exc:  # cerberus and the model agree by construction; this is a safety net
+        for e in exc.errors():
+            path = (*base, *e["loc"])
+            c.add(doc.loc(path), dotted(path), "E100", e["msg"])
+        return None
