@@ -98,7 +98,10 @@ def _launcher(
         mounts=mounts,
         network=job.cell.provisions.network,
         limits=SandboxLimits(
-            memory_mb=lim.memory_mb, pids=lim.pids, file_size_mb=lim.file_size_mb, workspace_mb=lim.workspace_mb
+            memory_mb=lim.memory_mb,
+            pids=lim.pids,
+            file_size_mb=lim.file_size_mb,
+            workspace_mb=lim.workspace_mb,
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
@@ -286,9 +289,10 @@ def run_trial(
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
                 (run_dir / "steps" / f"step-{index:02d}" / "diff.patch").write_bytes(workspace.diff(ws))
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
-            fields["limits_hit"] = tuple(
-                n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit
-            ) + done.limits_hit
+            fields["limits_hit"] = (
+                tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
+                + done.limits_hit
+            )
             if step.error:
                 fields["error"] = step.error
                 break
