@@ -185,3 +185,22 @@ def test_checks_run_without_network(tmp_path: Path) -> None:
     (outcome,) = grade.checks
     assert outcome.outcome == "fail" and not accepted  # the host's loopback was out of reach
     assert grade.details["network_isolated_checks"] is True
+
+
+def test_metrics_merge_field_by_field(tmp_path: Path) -> None:
+    from harness.records import RunnerMetrics, merge_metrics
+
+    project = _project(tmp_path)
+    run = make_run(
+        tmp_path / "run",
+        make_job(_scen()),
+        workspace={"app/main.py": VALID_PY},
+        trace=[],
+        metrics=RunnerMetrics(turns=4, input_tokens=0),
+    )
+    grade = grade_run(run, project=project)
+    merged = merge_metrics(RunnerMetrics(turns=4, input_tokens=0), grade.metrics)
+    assert merged["tool_calls"] == 0.0 and merged["input_tokens"] == 0  # real zeros stay zero
+    assert merged["turns"] == 4 and merged["cost_usd"] is None  # unmeasured stays None
+    with pytest.raises(ValueError, match="collides"):
+        merge_metrics(RunnerMetrics(), {"turns": 1.0})
