@@ -280,6 +280,10 @@ def run_trial(
         workspace.commit_baseline(ws)
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
         fields["invalid"] = canaries.invalid_reason(canary_results)
+        # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+        # counts every row as the agent's tool use), so their rows are kept aside.
+        if paths.trace.is_file():
+            paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
         sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
         for index, (prompt, name) in enumerate(sessions, start=1):
