@@ -140,15 +140,6 @@ def lint(session: nox.Session) -> None:
     session.run(py, "-m", "mypy", "--strict")
 
 
-@nox.session
-def demo(session: nox.Session) -> None:
-    """The example suite's demo matrix with the scripted agents, then its report (runs/demo/report.md)."""
-    py = _install(session)
-    session.run(py, "-m", "harness", "compile")
-    session.run(py, "-m", "harness", "matrix", "demo", "--parallel", "2", *session.posargs)
-    session.run(py, "-m", "harness", "report", "runs/demo")
-
-
 @nox.session(name="schema-drift")
 def schema_drift(session: nox.Session) -> None:
     """Fail when generated/schema/*.json is stale against the models."""
