@@ -27,6 +27,7 @@ from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
 from harness.records import (
+    GRADE_FILE,
     RUN_FILE,
     CanaryResult,
     RunnerMetrics,
@@ -327,6 +328,8 @@ def run_trial(
     finally:
         gateway_summary = gw.summary() if gw else None
         gateways.close()
+    # The agent could write into its run dir; a verdict there is never its own to write.
+    (run_dir / GRADE_FILE).unlink(missing_ok=True)
     record = RunRecord(
         job_id=job.id,
         job_hash=job.hash,
