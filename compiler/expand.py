@@ -6,7 +6,7 @@ an `include` that violates one is an error, as is a matrix over its job cap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compiler import matrix as gha
@@ -37,6 +37,10 @@ class MatrixPlan:
     trials: int
     limits: Limits
     options: Options
+    matrix: str = ""
+    """The matrix id (`id` is `<matrix>@<version>` for one side of a version comparison)."""
+    version: str | None = None
+    """The version label, for one side of a version comparison."""
 
     @property
     def jobs(self) -> int:
@@ -134,7 +138,14 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
     agents = list(spec.agents or [])
     scenarios = rules.select_scenarios(m, v.scenarios)
     axes: dict[str, list[Any]] = {**rules.matrix_levels(m, v.levels), "agent": agents, "scenario": scenarios}
-    exp = gha.expand(axes, spec.exclude or [], spec.include or [])
+    keep = None
+    if spec.cells is not None:
+        wanted = set(spec.cells)
+
+        def keep(combo: dict[str, Any]) -> bool:
+            return "/".join(combo[f] for f in factors) in wanted
+
+    exp = gha.expand(axes, spec.exclude or [], spec.include or [], keep=keep)
     runs: dict[str, list[tuple[str, str]]] = {s: [] for s in scenarios}
     used: dict[str, Cell] = {}
     for combo, inc in zip(exp.combos, exp.appended_by, strict=True):
@@ -160,6 +171,12 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
             if name not in used:
                 used[name] = all_cells.get(name) or make_cell(c, v, one)
             runs.setdefault(one["scenario"], []).append((name, one["agent"]))
+    for i, cell in enumerate(spec.cells or []):
+        if cell not in used:
+            combo = dict(zip(factors, cell.split("/"), strict=True))
+            why = _violates(v.project, combo)
+            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E229",
+                  f"cell '{cell}' runs nothing: " + (f"a constraint prunes it ({why})" if why else "every combination is excluded"))
     trials = spec.trials or 1
     total = sum(len(r) for r in runs.values()) * trials
     cap = spec.max_jobs if spec.max_jobs is not None else DEFAULT_MAX_JOBS
@@ -183,7 +200,19 @@ def expand(v: Validated) -> Plan:
     """Cells and matrix plans; raises SpecErrors on include/cap violations."""
     c = Collector()
     all_cells = cells(c, v)
-    plans = {mid: _plan(c, v, m, all_cells) for mid, m in sorted(v.matrices.items())}
+    plans: dict[str, MatrixPlan] = {}
+    for mid, m in sorted(v.matrices.items()):
+        plan = _plan(c, v, m, all_cells)
+        if not m.spec.versions:
+            plans[mid] = replace(plan, matrix=mid)
+            continue
+        for name, ver in m.spec.versions.items():  # one plan per side of the version comparison
+            build = rel_path(c, m.doc, ("versions", name, "path"), ver.path) if ver.path else None
+            cells_v = {n: cl.model_copy(update={"provisions": cl.provisions.model_copy(
+                update={"path": (build, *cl.provisions.path)})}) if build and cl.provisions.path else cl
+                for n, cl in plan.cells.items()}
+            plans[f"{mid}@{ver.label}"] = replace(plan, id=f"{mid}@{ver.label}", matrix=mid, version=ver.label,
+                                                  cells=cells_v)
     c.raise_if_any()
     defaults = [mid for mid, m in sorted(v.matrices.items()) if m.spec.default]
     default = defaults[0] if defaults else (next(iter(plans)) if len(plans) == 1 else None)
