@@ -208,6 +208,13 @@ def _environment(iso: Isolation, job: Job, provided: provision.Provided | None) 
     return env
 
 
+def _unenforceable(job: Job, iso: Isolation) -> str | None:
+    """Why the cell's network: off cannot hold here (the run is then invalid, not silently open)."""
+    if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
+        return None
+    return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"
+
+
 def _assay_version() -> str:
     try:
         from importlib.metadata import version
@@ -279,7 +286,7 @@ def run_trial(
         _setup(job, launcher, paths)
         workspace.commit_baseline(ws)
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
-        fields["invalid"] = canaries.invalid_reason(canary_results)
+        fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
         sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
         for index, (prompt, name) in enumerate(sessions, start=1):
