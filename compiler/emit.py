@@ -100,13 +100,19 @@ def _provided_hash(v: Validated, cell: Cell) -> str:
     return digest(*parts)
 
 
+def _args_hash(v: Validated, args: dict[str, Any]) -> str:
+    """The content of project files an agent's arguments name (a scripted agent's script)."""
+    return digest(*(f"{a}:{v.input_hashes[a]}" for a in sorted(args.values(), key=str)
+                    if isinstance(a, str) and a in v.input_hashes))
+
+
 def job_files(plan: Plan) -> dict[str, JobFile]:
     """Every job file by its path relative to generated/."""
     out: dict[str, JobFile] = {}
     v = plan.validated
     for mp in plan.matrices.values():
         cell_h = {n: digest(canonical(cl), _provided_hash(v, cl)) for n, cl in mp.cells.items()}
-        agent_h = {a: digest(canonical(v.agents[a])) for a in mp.agents}
+        agent_h = {a: digest(canonical(v.agents[a]), _args_hash(v, v.agents[a].args)) for a in mp.agents}
         common = digest(str(SCHEMA_VERSION), mp.id, canonical(mp.limits), canonical(mp.options))
         for sid, pairs in sorted(mp.runs.items()):
             sj = v.scenarios[sid].job

@@ -77,11 +77,19 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
     out: dict[str, str] = {}
     top = root.resolve()
     for rel, raw in specs.items():
-        if b"project" not in raw:
+        if b"project" not in raw and b"args" not in raw:
             continue
         try:
             doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == "agent" and isinstance(doc.get("args"), dict):
+            # Adapter arguments that name a project file (a scripted agent's script) are read by the
+            # runner relative to the project root; their content is part of the agent.
+            for value in doc["args"].values():
+                target = (root / value).resolve() if isinstance(value, str) and value and "\n" not in value else None
+                if target is not None and target.is_relative_to(top) and target.is_file():
+                    out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
             continue
         if not isinstance(doc, dict) or doc.get("kind") != "project" or not isinstance(doc.get("factors"), dict):
             continue

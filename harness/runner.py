@@ -271,12 +271,22 @@ def run_trial(
     argv: list[str] = []
     gateways = contextlib.ExitStack()  # the model gateway, when the agent has one (closed in finally)
     gw: gateway_trial.TrialGateway | None = None
+    timings: dict[str, float] = {}
+    clock = [time.perf_counter()]
+
+    def lap(stage: str) -> None:
+        now = time.perf_counter()
+        timings[stage] = round(now - clock[0], 4)
+        clock[0] = now
+
     try:
         paths = _paths(job, run_dir, project)
         links = tuple(job.cell.provisions.links)
         ws = workspace.create(project / job.scenario.seed, run_dir, exclude=links)
+        lap("workspace")
         provision.make_dirs(paths)
         provided = provision.apply(job, project=project, paths=paths)
+        lap("provision")
         argv = agents.command(job)
         args = agents.resolve_args(job, project=project, run_dir=run_dir)
         gw = gateways.enter_context(gateway_trial.for_trial(job, args, run_dir=run_dir, isolation=iso))
@@ -285,8 +295,14 @@ def run_trial(
         launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else ())
         _setup(job, launcher, paths)
         workspace.commit_baseline(ws)
+        lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
+        lap("canaries")
         fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
+        # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+        # counts every row as the agent's tool use), so their rows are kept aside.
+        if paths.trace.is_file():
+            paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
         sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
         for index, (prompt, name) in enumerate(sessions, start=1):
@@ -303,7 +319,9 @@ def run_trial(
             if step.error:
                 fields["error"] = step.error
                 break
+        lap("agent")
         fields["unsafe_edits"] = capture.workspace(ws, job.scenario.writable, run_dir)
+        lap("capture")
         fields["invalid"] = fields["invalid"] or capture.context_violation(paths)
     except _Interrupted:
         fields["interrupted"] = True
@@ -339,7 +357,9 @@ def run_trial(
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if len(steps) > 1 else (),
-        extra=_extra(provided, launcher) | ({"gateway": gateway_summary} if gateway_summary else {}),
+        extra=_extra(provided, launcher)
+        | ({"gateway": gateway_summary} if gateway_summary else {})
+        | {"timings_s": timings},
         **fields,
     )
     write_record(run_dir / RUN_FILE, record)

@@ -95,3 +95,16 @@ def test_provided_files_are_inputs(valid_project: Path, tmp_path: Path) -> None:
     assert not compile_project(proj).up_to_date
     after = {j: load_job(proj / "generated", j).hash for j in (bin_id, none_id)}
     assert after[bin_id] != before[bin_id] and after[none_id] == before[none_id]
+
+
+def test_agent_argument_files_are_inputs(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    compile_project(proj)
+    good = "default/none/none/off/scripted-good/sum-answer/t01"
+    weak = "default/none/none/off/scripted-weak/sum-answer/t01"
+    before = {j: load_job(proj / "generated", j).hash for j in (good, weak)}
+    (proj / "agents/weak.yaml").write_text("steps: [{run: 'true'}]\n")
+    compile_project(proj)
+    after = {j: load_job(proj / "generated", j).hash for j in (good, weak)}
+    assert after[weak] != before[weak] and after[good] == before[good]

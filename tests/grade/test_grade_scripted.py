@@ -14,6 +14,7 @@ import pytest
 
 from compiler.contract import (
     AgentSpec,
+    Canaries,
     Cell,
     CheckSpec,
     Job,
@@ -103,7 +104,12 @@ def _job(name: str, steps: list[dict[str, Any]]) -> Job:
     cell = Cell(
         name="bin/none/off",
         levels={"tool": "bin", "knowledge": "none", "network": "off"},
-        provisions=Provisions(path=("tools/bin",), trace=("mytool",)),
+        provisions=Provisions(
+            path=("tools/bin",),
+            trace=("mytool",),
+            # the canary runs the traced tool too; it must not count as the agent's use
+            canaries=Canaries(must_pass=("mytool --help",)),
+        ),
     )
     agent = AgentSpec(id=name, adapter="scripted", args={"script_inline": {"seed": 1, "steps": steps}})
     return Job(
