@@ -226,7 +226,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
 
     result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
                        agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
-                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes))
+                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
     rules.cross_file(c, result)
     c.raise_if_any()
     return result

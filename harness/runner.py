@@ -9,6 +9,7 @@ nothing that looks finished.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import shutil
@@ -22,9 +23,11 @@ from typing import Any
 from compiler.contract import Job
 from harness import agents, canaries, capture, proc, provision, workspace
 from harness.environment import TrialPaths, build
+from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
 from harness.records import (
+    GRADE_FILE,
     RUN_FILE,
     CanaryResult,
     RunnerMetrics,
@@ -63,7 +66,12 @@ OUTBOX = ".sandbox-out"
 
 
 def _launcher(
-    job: Job, paths: TrialPaths, env: dict[str, str], provided: provision.Provided, iso: Isolation
+    job: Job,
+    paths: TrialPaths,
+    env: dict[str, str],
+    provided: provision.Provided,
+    iso: Isolation,
+    extra: tuple[Mount, ...] = (),
 ) -> Launcher:
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
@@ -71,7 +79,8 @@ def _launcher(
     outbox = paths.run_dir / OUTBOX
     outbox.mkdir(exist_ok=True)
     own = [paths.workspace, paths.home, paths.tmp, paths.state]
-    read_only = [p for p in (paths.shim_bin, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
+    assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
+    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -80,6 +89,7 @@ def _launcher(
         *(Mount(src=d, dest=d, writable=False) for d in read_only),
         *provided.mounts,
         *(Mount(src=d, dest=d, writable=False) for d in sorted(code_dirs)),
+        *extra,
     )
     return Launcher(
         isolation=iso,
@@ -89,7 +99,10 @@ def _launcher(
         mounts=mounts,
         network=job.cell.provisions.network,
         limits=SandboxLimits(
-            memory_mb=lim.memory_mb, pids=lim.pids, file_size_mb=lim.file_size_mb, workspace_mb=lim.workspace_mb
+            memory_mb=lim.memory_mb,
+            pids=lim.pids,
+            file_size_mb=lim.file_size_mb,
+            workspace_mb=lim.workspace_mb,
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
@@ -196,6 +209,13 @@ def _environment(iso: Isolation, job: Job, provided: provision.Provided | None) 
     return env
 
 
+def _unenforceable(job: Job, iso: Isolation) -> str | None:
+    """Why the cell's network: off cannot hold here (the run is then invalid, not silently open)."""
+    if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
+        return None
+    return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"
+
+
 def _assay_version() -> str:
     try:
         from importlib.metadata import version
@@ -250,21 +270,41 @@ def run_trial(
     session: _Session | None = None
     launcher: Launcher | None = None
     argv: list[str] = []
+    gateways = contextlib.ExitStack()  # the model gateway, when the agent has one (closed in finally)
+    gw: gateway_trial.TrialGateway | None = None
+    timings: dict[str, float] = {}
+    clock = [time.perf_counter()]
+
+    def lap(stage: str) -> None:
+        now = time.perf_counter()
+        timings[stage] = round(now - clock[0], 4)
+        clock[0] = now
+
     try:
         paths = _paths(job, run_dir, project)
         links = tuple(job.cell.provisions.links)
         ws = workspace.create(project / job.scenario.seed, run_dir, exclude=links)
+        lap("workspace")
         provision.make_dirs(paths)
         provided = provision.apply(job, project=project, paths=paths)
+        lap("provision")
         argv = agents.command(job)
         args = agents.resolve_args(job, project=project, run_dir=run_dir)
-        env = build(job, paths, agent_args=args)
-        launcher = _launcher(job, paths, env, provided, iso)
+        gw = gateways.enter_context(gateway_trial.for_trial(job, args, run_dir=run_dir, isolation=iso))
+        env = build(job, paths, agent_args=gw.args if gw else args)
+        env = gw.scrub(env) if gw else env
+        launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else ())
         _setup(job, launcher, paths)
         workspace.commit_baseline(ws)
+        lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
-        fields["invalid"] = canaries.invalid_reason(canary_results)
-        session = _Session(job, launcher, ws, paths, argv, cancel)
+        lap("canaries")
+        fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
+        # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+        # counts every row as the agent's tool use), so their rows are kept aside.
+        if paths.trace.is_file():
+            paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
+        session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
         sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
         for index, (prompt, name) in enumerate(sessions, start=1):
             step, done = session.run(prompt, name)
@@ -273,13 +313,16 @@ def run_trial(
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
                 (run_dir / "steps" / f"step-{index:02d}" / "diff.patch").write_bytes(workspace.diff(ws))
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
-            fields["limits_hit"] = tuple(
-                n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit
-            ) + done.limits_hit
+            fields["limits_hit"] = (
+                tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
+                + done.limits_hit
+            )
             if step.error:
                 fields["error"] = step.error
                 break
+        lap("agent")
         fields["unsafe_edits"] = capture.workspace(ws, job.scenario.writable, run_dir)
+        lap("capture")
         fields["invalid"] = fields["invalid"] or capture.context_violation(paths)
     except _Interrupted:
         fields["interrupted"] = True
@@ -289,6 +332,11 @@ def run_trial(
     ) as exc:  # the per-trial boundary: any failure of this trial is data, never a crash of the matrix
         fields["error"] = f"{type(exc).__name__}: {exc}"
         fields["traceback"] = traceback.format_exc()
+    finally:
+        gateway_summary = gw.summary() if gw else None
+        gateways.close()
+    # The agent could write into its run dir; a verdict there is never its own to write.
+    (run_dir / GRADE_FILE).unlink(missing_ok=True)
     record = RunRecord(
         job_id=job.id,
         job_hash=job.hash,
@@ -312,7 +360,9 @@ def run_trial(
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if len(steps) > 1 else (),
-        extra=_extra(provided, launcher),
+        extra=_extra(provided, launcher)
+        | ({"gateway": gateway_summary} if gateway_summary else {})
+        | {"timings_s": timings},
         **fields,
     )
     write_record(run_dir / RUN_FILE, record)

@@ -83,7 +83,9 @@ def test_misconfigured_judges_refused_before_grading(tmp_path: Path) -> None:
     project = make_project(tmp_path / "proj", seed={"app/main.py": "x = 1\n"})
     scen = scenario([command("compiles", "python -m py_compile app/main.py")])
     make_run(project / "runs" / "t1", make_job(scen), workspace={"app/main.py": VALID_PY})
-    (project / "judges.yaml").write_text("default: { provider: anthropic, model: m, api_key_env: ASSAY_NO_SUCH_VAR }\n")
+    (project / "judges.yaml").write_text(
+        "default: { provider: anthropic, model: m, api_key_env: ASSAY_NO_SUCH_VAR }\n"
+    )
     done = _assay("grade", "runs", "--judges", "judges.yaml", cwd=project)
     assert done.returncode == 2 and "ASSAY_NO_SUCH_VAR" in done.stderr
     assert not (project / "runs" / "t1" / "grade.json").exists()

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
@@ -12,6 +13,7 @@ from harness.modelserver import Script, ScriptedModelServer, read_log
 from harness.records import RunStatus
 from tests.grade.helpers import (
     BROKEN_PY,
+    T0,
     VALID_PY,
     call,
     check,
@@ -20,6 +22,7 @@ from tests.grade.helpers import (
     make_project,
     make_run,
     scenario,
+    write_jsonl,
 )
 
 COMPILES = command("compiles", "python -m py_compile app/main.py", authority="python")
@@ -268,3 +271,71 @@ def test_trace_and_transcript_checks(tmp_path: Path) -> None:
     )
     g2 = grade_run(early, project=project)
     assert [c.outcome for c in g2.checks] == ["fail", "unavailable"] and not g2.passed
+
+
+def test_multi_step_usage_and_transcript_span_every_session(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    exps = ({"id": "said-plan", "transcript": {"contains": "plan"}},)
+    scen = scenario([COMPILES], expectations=exps)
+    run = make_run(
+        tmp_path / "run",
+        make_job(scen),
+        workspace={"app/main.py": VALID_PY},
+        usage=[{"t": 50, "input": 10, "output": 1}],
+        transcript=[{"type": "message", "text": "done"}],
+    )
+    step = run / "steps" / "step-01"
+    write_jsonl(
+        step / "usage.jsonl",
+        [{"t": T0 + 1, "input": 100, "output": 10}, {"t": T0 + 2, "input": 200, "output": 20}],
+    )
+    write_jsonl(step / "transcript.jsonl", [{"type": "message", "text": "my plan: add one"}])
+    g = grade_run(run, project=project)
+    assert (g.usage.turns, g.usage.input, g.usage.output) == (3, 310, 31)
+    assert [(e.id, e.outcome) for e in g.expectations] == [("said-plan", "pass")]
+
+
+def test_malformed_serve_requests(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    serve = [
+        {
+            "t": T0 + 1,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "in",
+            "line": '{"jsonrpc": "2.0", "id": 1, "method": "check"}',
+        },
+        {
+            "t": T0 + 2,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "out",
+            "line": '{"jsonrpc": "2.0", "id": 1, "result": {}}',
+        },
+        {"t": T0 + 3, "tool": "mytool", "session": "s1", "dir": "in", "line": "check app/main.py please"},
+        {
+            "t": T0 + 4,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "out",
+            "line": '{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}}',
+        },
+        {"t": T0 + 5, "tool": "mytool", "session": "s1", "dir": "in", "line": '{"jsonrpc": "2.0", "id": 2}'},
+        {
+            "t": T0 + 6,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "out",
+            "line": '{"jsonrpc": "2.0", "id": 2, "error": {"code": -32600, "message": "invalid request"}}',
+        },
+        {**call(7, "mytool", "serve"), "session": "s1"},
+        "not json at all",
+    ]
+    run = make_run(tmp_path / "run", make_job(scenario([COMPILES])), workspace={"app/main.py": VALID_PY})
+    (run / "trace.jsonl").write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in serve)
+    )
+    g = grade_run(run, project=project)
+    assert g.friction.malformed_serve_requests == 2  # the non-JSON line in, the invalid request refused
+    assert (g.tool_use.serve_sessions, g.tool_use.serve_requests, g.tool_use.malformed_rows) == (1, 3, 1)
+    assert g.tool_use.by_subcommand["mytool serve"].invocations == 1

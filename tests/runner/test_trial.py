@@ -164,3 +164,14 @@ def test_canaries_of_every_kind_in_one_launch(project: Path, tmp_path: Path) -> 
     assert "/.assay/bin/mytool" in detail["mytool"]
     assert detail["echo hi; exit 4"] == "exit 4: hi"
     assert record.invalid and "'true'" in record.invalid
+
+
+def test_oracle_applies_the_reference(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Options
+
+    for isolation in ("none", "auto"):
+        job = make_job(agent=AgentSpec(id="oracle", adapter="oracle"), options=Options(isolation=isolation))
+        record = run_trial(job, project=project, run_dir=tmp_path / isolation)
+        assert record.exit_code == 0, (tmp_path / isolation / "agent.log").read_text()
+        main = (tmp_path / isolation / "workspace" / "app" / "main.py").read_text()
+        assert "import os" not in main and "def handler" in main
