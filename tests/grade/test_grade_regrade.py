@@ -88,3 +88,14 @@ def test_regrade_after_a_check_change(tmp_path: Path) -> None:
     assert not marker.exists()
     assert _tree_state(runs) == before
     assert "stale 0" in run_assay(project, "grade", "runs").stdout
+
+
+def test_unknown_scenario_is_ungradeable(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "proj", marker=tmp_path / "marker", trials=1)
+    (job,) = iter_jobs(project / "generated")
+    gone = job.model_copy(update={"scenario": job.scenario.model_copy(update={"id": "deleted-scenario"})})
+    run = make_run(project / "runs" / "t1", gone, workspace={"app/main.py": WORK[1]})
+    done = run_assay(project, "grade", "runs")
+    assert done.returncode == 1 and "ungradeable 1" in done.stdout
+    grade = json.loads((run / "grade.json").read_text())
+    assert grade["status"] == "ungradeable" and "deleted-scenario" in grade["error"]
