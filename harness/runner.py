@@ -27,6 +27,7 @@ from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
 from harness.records import (
+    GRADE_FILE,
     RUN_FILE,
     CanaryResult,
     RunnerMetrics,
@@ -208,6 +209,13 @@ def _environment(iso: Isolation, job: Job, provided: provision.Provided | None) 
     return env
 
 
+def _unenforceable(job: Job, iso: Isolation) -> str | None:
+    """Why the cell's network: off cannot hold here (the run is then invalid, not silently open)."""
+    if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
+        return None
+    return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"
+
+
 def _assay_version() -> str:
     try:
         from importlib.metadata import version
@@ -291,7 +299,7 @@ def run_trial(
         lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
         lap("canaries")
-        fields["invalid"] = canaries.invalid_reason(canary_results)
+        fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
         # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
         # counts every row as the agent's tool use), so their rows are kept aside.
         if paths.trace.is_file():
@@ -327,6 +335,8 @@ def run_trial(
     finally:
         gateway_summary = gw.summary() if gw else None
         gateways.close()
+    # The agent could write into its run dir; a verdict there is never its own to write.
+    (run_dir / GRADE_FILE).unlink(missing_ok=True)
     record = RunRecord(
         job_id=job.id,
         job_hash=job.hash,
