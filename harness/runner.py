@@ -20,7 +20,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import Job, Step
 from harness import agents, canaries, capture, proc, provision, workspace
 from harness.environment import TrialPaths, build
 from harness.gateway import trial as gateway_trial
@@ -117,6 +117,26 @@ def _setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
         done = launcher.shell(command, timeout_s=job.limits.timeout_s, log=paths.run_dir / "setup.log")
         if done.exit_code != 0:
             raise provision.ProvisionError(f"setup command {command!r} failed (exit {done.exit_code})")
+
+
+def _place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[Path]:
+    """Materialise a step's evidence files (present only during that step, never graded)."""
+    placed: list[Path] = []
+    for dest, src in sorted(step.evidence.items()):
+        target = ws.root / dest
+        if target.exists():
+            raise provision.ProvisionError(
+                f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(project / src, target)
+        placed.append(target)
+    return placed
+
+
+def _remove_evidence(placed: list[Path]) -> None:
+    for path in placed:
+        path.unlink(missing_ok=True)
 
 
 def _stash_attempt(run_dir: Path, label: str) -> None:
@@ -305,9 +325,15 @@ def run_trial(
         if paths.trace.is_file():
             paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
-        sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
-        for index, (prompt, name) in enumerate(sessions, start=1):
-            step, done = session.run(prompt, name)
+        sessions = list(job.scenario.steps) or [Step(name="main", prompt=job.scenario.prompt)]
+        for index, spec in enumerate(sessions, start=1):
+            if spec.fresh_repo and index > 1:
+                workspace.reset(ws)  # the working tree starts over; the state directory persists
+            placed = _place_evidence(spec, project, ws)
+            try:
+                step, done = session.run(spec.prompt, spec.name)
+            finally:
+                _remove_evidence(placed)
             steps.append(step)
             if index < len(sessions):
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
