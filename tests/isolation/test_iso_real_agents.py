@@ -1,6 +1,7 @@
-"""A real Claude Code trial under bwrap, network off, its model (the scripted server) behind the gateway.
+"""Real agent CLIs as trials under bwrap and unshare, network off, their model (the scripted
+server) behind the gateway: Claude Code (Anthropic Messages) and Codex (OpenAI Responses).
 
-Needs the CLI installed by `nox -s agents` (skips with the reason otherwise).
+Needs the CLIs installed by `nox -s agents` (skips with the reason otherwise).
 """
 
 from __future__ import annotations
@@ -21,35 +22,50 @@ from tests.runner.conftest import FIXTURE, make_job
 
 pytestmark = [pytest.mark.isolation, pytest.mark.agents]
 
-SCRIPT = {"steps": [
-    {"text": "I'll create hello.txt.", "tool_calls": [
-        {"name": "Write", "arguments": {"file_path": "{{cwd}}/app/hello.txt", "content": "hi\n"}}]},
-    {"text": "Now a command.", "tool_calls": [
-        {"name": "Bash", "arguments": {"command": "curl -s -m 2 http://example.com || echo offline > app/net.txt",
-                                       "description": "probe"}}]},
-    {"text": "Created app/hello.txt."},
-]}
+PROBE = "curl -s -m 2 http://example.com || echo offline > app/net.txt"
+AGENTS = {
+    "claude_code": ("@anthropic-ai/claude-code", "claude", "/model/v1/messages", {"steps": [
+        {"text": "I'll create hello.txt.", "tool_calls": [
+            {"name": "Write", "arguments": {"file_path": "{{cwd}}/app/hello.txt", "content": "hi\n"}}]},
+        {"text": "Now a command.", "tool_calls": [
+            {"name": "Bash", "arguments": {"command": PROBE, "description": "probe"}}]},
+        {"text": "Created app/hello.txt."},
+    ]}),
+    "codex": ("@openai/codex", "codex", "/model/v1/responses", {"steps": [
+        {"text": "Creating hello.txt.", "tool_calls": [
+            {"name": "exec_command", "arguments": {"cmd": "printf 'hi\\n' > app/hello.txt"}}]},
+        {"text": "Now a command.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": PROBE}}]},
+        {"text": "Created app/hello.txt."},
+    ]}),
+}
+
+
+@pytest.fixture(params=sorted(AGENTS))
+def adapter(request: pytest.FixtureRequest) -> str:
+    package, name, _, _ = AGENTS[request.param]
+    require_cli(package, name)
+    return str(request.param)
 
 
 @pytest.fixture
-def model(tmp_path: Path) -> Iterator[ScriptedModelServer]:
-    with ScriptedModelServer(Script.model_validate(SCRIPT), log_path=tmp_path / "model.jsonl") as server:
+def model(tmp_path: Path, adapter: str) -> Iterator[ScriptedModelServer]:
+    script = Script.model_validate(AGENTS[adapter][3])
+    with ScriptedModelServer(script, log_path=tmp_path / "model.jsonl") as server:
         yield server
 
 
 @pytest.mark.parametrize("iso", ["bwrap", "unshare"])
-def test_claude_code_trial_behind_the_gateway(tmp_path: Path, model: ScriptedModelServer, iso: str) -> None:
+def test_agent_trial_behind_the_gateway(tmp_path: Path, model: ScriptedModelServer, adapter: str, iso: str) -> None:
     require(iso)
-    require_cli("@anthropic-ai/claude-code", "claude")
     project = tmp_path / "project"
     shutil.copytree(FIXTURE, project, symlinks=True)
     (project / ".cache" / "agents").mkdir(parents=True)
-    (project / ".cache" / "agents" / "claude").symlink_to(agent_cache().resolve())
+    (project / ".cache" / "agents" / adapter).symlink_to(agent_cache().resolve())
     port = model.url.rsplit(":", 1)[1]
     canary = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\""
     cell = Cell(name="none/none/off", levels={"tool": "none", "knowledge": "none", "network": "off"},
                 provisions=Provisions(canaries=Canaries(must_fail=(canary,))))
-    agent = AgentSpec(id="claude", adapter="claude_code", model="scripted-model",
+    agent = AgentSpec(id=adapter, adapter=adapter, model="scripted-model",
                       args={"base_url": model.url, "max_retries": 0})
     job = make_job(agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0),
                    limits=Limits(timeout_s=180))
@@ -63,7 +79,7 @@ def test_claude_code_trial_behind_the_gateway(tmp_path: Path, model: ScriptedMod
     assert (run_dir / "workspace" / "app" / "net.txt").read_text() == "offline\n"
     log = read_log(run_dir / "gateway.jsonl")
     assert log and all(r.allowed for r in log), log
-    assert {r.path.split("?")[0] for r in log if r.method == "POST"} == {"/model/v1/messages"}
+    assert {r.path.split("?")[0] for r in log if r.method == "POST"} == {AGENTS[adapter][2]}
     assert {r.method for r in log} <= {"POST", "HEAD"}  # HEAD: Claude Code's probe of its base URL
     served = model.records()
     totals = record.extra["gateway"]
