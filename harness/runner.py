@@ -80,7 +80,10 @@ def _launcher(
     outbox.mkdir(exist_ok=True)
     own = [paths.workspace, paths.home, paths.tmp, paths.state]
     assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
-    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
+    # The agent cache also at its real path: a pip venv's scripts name their interpreter by it.
+    cache_real = paths.agent_cache.resolve()
+    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()]
+    read_only = list(dict.fromkeys(read_only))
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.

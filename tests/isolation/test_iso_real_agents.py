@@ -1,5 +1,6 @@
 """Real agent CLIs as trials under bwrap and unshare, network off, their model (the scripted
-server) behind the gateway: Claude Code (Anthropic Messages) and Codex (OpenAI Responses).
+server) behind the gateway: Claude Code (Anthropic Messages), Codex (OpenAI Responses) and
+mini-swe-agent (OpenAI Chat Completions).
 
 Needs the CLIs installed by `nox -s agents` (skips with the reason otherwise).
 """
@@ -36,6 +37,13 @@ AGENTS = {
             {"name": "exec_command", "arguments": {"cmd": "printf 'hi\\n' > app/hello.txt"}}]},
         {"text": "Now a command.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": PROBE}}]},
         {"text": "Created app/hello.txt."},
+    ]}),
+    "mini_swe_agent": ("mini-swe-agent", "mini", "/model/v1/chat/completions", {"steps": [
+        {"text": "Creating hello.txt.", "tool_calls": [
+            {"name": "bash", "arguments": {"command": "printf 'hi\\n' > app/hello.txt"}}]},
+        {"text": "Now a command.", "tool_calls": [{"name": "bash", "arguments": {"command": PROBE}}]},
+        {"text": "Submitting.", "tool_calls": [
+            {"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]},
     ]}),
 }
 
