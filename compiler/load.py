@@ -87,9 +87,14 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
             # Adapter arguments that name a project file (a scripted agent's script) are read by the
             # runner relative to the project root; their content is part of the agent.
             for value in doc["args"].values():
-                target = (root / value).resolve() if isinstance(value, str) and value and "\n" not in value else None
-                if target is not None and target.is_relative_to(top) and target.is_file():
-                    out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
+                if not isinstance(value, str) or not value or len(value) > 4096:
+                    continue
+                try:
+                    target = (root / value).resolve()
+                    if target.is_relative_to(top) and target.is_file():
+                        out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
+                except (OSError, ValueError):
+                    continue  # not a path (a model name, a flag): nothing to hash
             continue
         if not isinstance(doc, dict) or doc.get("kind") != "project" or not isinstance(doc.get("factors"), dict):
             continue
