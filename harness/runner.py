@@ -20,13 +20,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import Job, Step
 from harness import agents, canaries, capture, proc, provision, workspace
 from harness.environment import TrialPaths, build
 from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
 from harness.records import (
+    GRADE_FILE,
     RUN_FILE,
     CanaryResult,
     RunnerMetrics,
@@ -118,6 +119,26 @@ def _setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
             raise provision.ProvisionError(f"setup command {command!r} failed (exit {done.exit_code})")
 
 
+def _place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[Path]:
+    """Materialise a step's evidence files (present only during that step, never graded)."""
+    placed: list[Path] = []
+    for dest, src in sorted(step.evidence.items()):
+        target = ws.root / dest
+        if target.exists():
+            raise provision.ProvisionError(
+                f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(project / src, target)
+        placed.append(target)
+    return placed
+
+
+def _remove_evidence(placed: list[Path]) -> None:
+    for path in placed:
+        path.unlink(missing_ok=True)
+
+
 def _stash_attempt(run_dir: Path, label: str) -> None:
     """Move an attempt's adapter outputs aside so the next attempt starts clean."""
     dest = run_dir / label
@@ -206,6 +227,13 @@ def _environment(iso: Isolation, job: Job, provided: provision.Provided | None) 
     if provided is not None:
         env["knowledge_links"] = provided.link_mode
     return env
+
+
+def _unenforceable(job: Job, iso: Isolation) -> str | None:
+    """Why the cell's network: off cannot hold here (the run is then invalid, not silently open)."""
+    if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
+        return None
+    return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"
 
 
 def _assay_version() -> str:
@@ -300,15 +328,21 @@ def run_trial(
         lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
         lap("canaries")
-        fields["invalid"] = canaries.invalid_reason(canary_results)
+        fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
         # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
         # counts every row as the agent's tool use), so their rows are kept aside.
         if paths.trace.is_file():
             paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
-        sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
-        for index, (prompt, name) in enumerate(sessions, start=1):
-            step, done = session.run(prompt, name)
+        sessions = list(job.scenario.steps) or [Step(name="main", prompt=job.scenario.prompt)]
+        for index, spec in enumerate(sessions, start=1):
+            if spec.fresh_repo and index > 1:
+                workspace.reset(ws)  # the working tree starts over; the state directory persists
+            placed = _place_evidence(spec, project, ws)
+            try:
+                step, done = session.run(spec.prompt, spec.name)
+            finally:
+                _remove_evidence(placed)
             steps.append(step)
             if index < len(sessions):
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
@@ -336,6 +370,8 @@ def run_trial(
     finally:
         gateway_summary = gw.summary() if gw else None
         gateways.close()
+    # The agent could write into its run dir; a verdict there is never its own to write.
+    (run_dir / GRADE_FILE).unlink(missing_ok=True)
     record = RunRecord(
         job_id=job.id,
         job_hash=job.hash,
