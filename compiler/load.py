@@ -23,6 +23,10 @@ SCENARIO_FILES = ("scenario.yaml", "scenario.yml", "scenario.json")
 TREE_DIRS = ("seed", "reference", "grader", "negatives", "negative")
 """Folders of a scenario whose files are inputs (hashed, checked to exist)."""
 
+NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", SCENARIO_DIR)
+MAX_PROVIDED = 20_000
+"""Files hashed per provided folder (a guard against a level that links something huge)."""
+
 CAMEL = {"runtimeOnly": "runtime_only", "stabilityRisk": "stability_risk", "referenceNote": "reference_note",
          "notableExits": "notable_exits", "forbidWords": "forbid_words", "stateSetup": "state_setup",
          "freshRepo": "fresh_repo"}
@@ -111,10 +115,14 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
                     named.append(level["skill_dir"])
         base = (root / rel).parent
         for name in named:
-            target = (base / name).resolve()
-            if not target.is_relative_to(top):
+            try:
+                target = (base / name).resolve()
+            except (OSError, ValueError):
                 continue
-            for p in [target] if target.is_file() else (_files_under(target) if target.is_dir() else []):
+            # The project root itself, or its build and run folders, are no provision to hash.
+            if not target.is_relative_to(top) or target == top or target.relative_to(top).parts[0] in NOT_PROVIDED:
+                continue
+            for p in [target] if target.is_file() else (_files_under(target)[:MAX_PROVIDED] if target.is_dir() else []):
                 out[p.relative_to(top).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 
