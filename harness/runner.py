@@ -260,6 +260,15 @@ def _sum_metrics(steps: list[StepRecord]) -> RunnerMetrics:
     return RunnerMetrics(**total)
 
 
+def _installed_version(run_dir: Path) -> str | None:
+    """The CLI version a real-agent adapter read back from its binary (its agent.json)."""
+    try:
+        version = json.loads((run_dir / "agent.json").read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
 def _extra(provided: provision.Provided | None, launcher: Launcher | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
     if launcher is not None and launcher.refused:
@@ -378,7 +387,7 @@ def run_trial(
         trial=job.trial,
         version=job.version,
         model=job.agent.model,
-        agent_version=job.agent.version,
+        agent_version=_installed_version(run_dir) or job.agent.version,
         agent_command=agents.describe(argv) if argv else "",
         started_at=started,
         ended_at=time.time(),

@@ -56,6 +56,23 @@ def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
     return job.scenario
 
 
+def stale_inputs(project: Path | None) -> list[str]:
+    """Inputs of the compiled manifest that changed or vanished since it was compiled.
+
+    Grading by a stale compile would regrade with the old checks; the CLI refuses instead.
+    """
+    if project is None or not (project / GENERATED / MANIFEST_FILE).is_file():
+        return []
+    gen = project / GENERATED
+    manifest = _manifest(gen.resolve(), (gen / MANIFEST_FILE).stat().st_mtime_ns)
+    changed = []
+    for rel, digest in sorted(manifest.inputs.items()):
+        path = project / rel
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            changed.append(rel)
+    return changed
+
+
 @cache
 def _manifest(gen: Path, mtime_ns: int) -> Manifest:
     return load_manifest(gen)
