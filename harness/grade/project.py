@@ -17,7 +17,7 @@ from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_jo
 
 GENERATED = Path("generated")
 _CODE = ("harness/grade", "harness/checks")
-_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py", "harness/records.py")
+_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py")
 
 
 class UnknownScenario(Exception):
