@@ -32,7 +32,8 @@ def as_project(path: Path | None) -> Path | None:
     """
     if path is None:
         return None
-    return path if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
+    # Absolute: folders under it are bound into check sandboxes, which run elsewhere.
+    return path.resolve() if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
 
 
 def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
