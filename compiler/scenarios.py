@@ -153,9 +153,9 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
     if steps and spec.prompt is None:
         prompt = steps[0].prompt
     if not _tree(src, folder, "seed"):
-        c.add(doc.loc(()), "", "E231", f"missing seed folder '{folder}/seed/' (the initial workspace)", "add at least one file (a .gitkeep will do)")
+        c.add(doc.loc(()), "seed", "E231", f"missing seed folder '{folder}/seed/' (the initial workspace)", "add at least one file (a .gitkeep will do)")
     if not _tree(src, folder, "reference"):
-        c.add(doc.loc(()), "", "E232", f"missing reference folder '{folder}/reference/'", "the reference calibrates the checks")
+        c.add(doc.loc(()), "reference", "E232", f"missing reference folder '{folder}/reference/'", "the reference calibrates the checks")
     entry = [spec.entry] if isinstance(spec.entry, str) else list(spec.entry or [])
     for key, values in (("entry", entry), ("watch", spec.watch or []), ("writable", spec.writable or []),):
         for j, v in enumerate(values):
