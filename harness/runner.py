@@ -80,7 +80,10 @@ def _launcher(
     outbox.mkdir(exist_ok=True)
     own = [paths.workspace, paths.home, paths.tmp, paths.state]
     assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
-    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
+    # The agent cache also at its real path: a pip venv's scripts name their interpreter by it.
+    cache_real = paths.agent_cache.resolve()
+    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()]
+    read_only = list(dict.fromkeys(read_only))
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -257,6 +260,15 @@ def _sum_metrics(steps: list[StepRecord]) -> RunnerMetrics:
     return RunnerMetrics(**total)
 
 
+def _installed_version(run_dir: Path) -> str | None:
+    """The CLI version a real-agent adapter read back from its binary (its agent.json)."""
+    try:
+        version = json.loads((run_dir / "agent.json").read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
 def _extra(provided: provision.Provided | None, launcher: Launcher | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
     if launcher is not None and launcher.refused:
@@ -379,7 +391,7 @@ def run_trial(
         trial=job.trial,
         version=job.version,
         model=job.agent.model,
-        agent_version=job.agent.version,
+        agent_version=_installed_version(run_dir) or job.agent.version,
         agent_command=agents.describe(argv) if argv else "",
         started_at=started,
         ended_at=time.time(),
