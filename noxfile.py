@@ -184,12 +184,14 @@ def _bench_cell(matrix: str, cell: str) -> object:
 
 
 _SAFE = re.compile(r"^bench-[a-z0-9]+(?:-[a-z0-9]+)*$")
+# Fixed sessions defined anywhere in this file, also below this loop (nox keeps the last definition).
+_FIXED = set(re.findall(r'@nox\.session\(name="([^"]+)"', Path(__file__).read_text(encoding="utf-8")))
 for _s in _MANIFEST.get("sessions", []) or []:  # type: ignore[union-attr]
     if isinstance(_s, dict) and isinstance(_s.get("name"), str) and isinstance(_s.get("cell"), str):
         _name = _s["name"]
         if not _SAFE.match(_name):
             continue  # the compiler derives plain names; anything else is not ours to run
-        if _name in nox.registry.get():
+        if _name in nox.registry.get() or _name in _FIXED:
             _name += "-cell"  # a cell named like a fixed session (bench-compile) must not replace it
         nox.session(name=_name)(_bench_cell(str(_s["matrix"]), _s["cell"]))
 

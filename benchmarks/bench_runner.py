@@ -135,7 +135,7 @@ def inspect_wall(python: str, n: int, seconds: float, scratch: Path, tiktoken_ca
     argv = [
         inspect,
         "eval",
-        str(task),
+        task.name,
         "--model",
         "mockllm/model",
         "--display",

@@ -134,14 +134,17 @@ class Aggregator:
         return sorted(self.levels, key=weight)
 
     def pooled(self) -> dict[GroupKey, GroupAcc]:
-        """Cells, plus condition / split / family rows pooled from them (each a union of cells)."""
+        """Cells, plus condition / split / family rows pooled from them (each a union of cells).
+
+        Rows never pool across agents: agents often run different subsets of the conditions (an
+        oracle only the control), so a pooled row would compare different populations.
+        """
         groups: dict[GroupKey, GroupAcc] = defaultdict(GroupAcc)
         for (v, scenario, a, c), acc in self.cells.items():
             split, family = self.scenario_tags.get(scenario, ("(none)", "(none)"))
             groups[("cell", scenario, v, a, c)] = acc
             for key in (
                 ("condition", "", v, a, c),
-                ("condition", "", v, "*", c),
                 ("split", split, v, a, c),
                 ("family", family, v, a, c),
             ):
@@ -157,7 +160,6 @@ class Aggregator:
         if baseline in versions and candidate in versions:
             versions = [baseline, candidate] + [x for x in versions if x not in (baseline, candidate)]
         vorder = {v: i for i, v in enumerate(versions)}
-        multi_agent = len(self.agents) > 1
 
         def sort_key(k: GroupKey) -> tuple[object, ...]:
             _by, key, v, a, c = k
@@ -168,8 +170,6 @@ class Aggregator:
         pooled = self.pooled()
         for k in sorted(pooled, key=sort_key):
             by, key, v, a, c = k
-            if a == "*" and not multi_agent:
-                continue
             g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
             (cells if by == "cell" else groups).append(g)
         uplifts = self.pairs.uplifts(control, conditions) if control else []

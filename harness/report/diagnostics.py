@@ -24,24 +24,30 @@ FindingKind = Literal["failed-layer", "disagreement", "notable-exit"]
 
 @dataclass(slots=True)
 class Evidence:
-    """A count with the first few run directories that show it."""
+    """A count with the first few run directories (in path order) that show it.
+
+    Whatever order runs arrive in (one walk or several workers), the kept ones are the
+    EVIDENCE_CAP smallest paths, so the report does not depend on how the tree was read.
+    """
 
     count: int = 0
     runs: list[str] = field(default_factory=list)
 
     def add(self, run_dir: str) -> None:
         self.count += 1
-        if len(self.runs) < EVIDENCE_CAP:
-            self.runs.append(run_dir)
+        self.runs.append(run_dir)
+        if len(self.runs) >= 4 * EVIDENCE_CAP:
+            self.runs = sorted(self.runs)[:EVIDENCE_CAP]
 
     def merge(self, other: Evidence) -> None:
-        """Fold in another part's evidence; the kept runs stay the first ones in sorted order."""
+        """Fold in another part's evidence."""
         self.count += other.count
         self.runs = sorted(self.runs + other.runs)[:EVIDENCE_CAP]
 
     def listing(self) -> list[str]:
-        more = self.count - len(self.runs)
-        return self.runs + ([f"... and {more} more"] if more > 0 else [])
+        kept = sorted(self.runs)[:EVIDENCE_CAP]
+        more = self.count - len(kept)
+        return kept + ([f"... and {more} more"] if more > 0 else [])
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, float]]:
