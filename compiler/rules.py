@@ -68,6 +68,8 @@ def _value_ok(c: Collector, doc: Doc, path: Path_, key: str, value: Any, v: Vali
             choices, what = v.scenarios, "scenario"
         else:
             continue
+        if isinstance(one, str) and one in v.broken and one not in choices:
+            continue  # it exists but has errors of its own, already reported
         if not isinstance(one, str) or one not in choices:
             c.add(doc.loc(p), dotted(p), "E224" if key in v.levels else "E222", f"unknown {what} {one!r}",
                   did_you_mean(str(one), choices))
@@ -105,7 +107,7 @@ def cross_file(c: Collector, v: Validated) -> None:
 
 def _level_paths(c: Collector, v: Validated) -> None:
     """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
-    from compiler.scenarios import rel_path
+    from compiler.paths import rel_path
 
     doc = v.project_doc
     raw_factors = doc.data.get("factors") or {}
@@ -128,6 +130,8 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
     if not m.spec.agents:
         c.add(doc.loc(()), "agents", "E102", "a matrix needs `agents:` (a list of agent ids)")
     for i, a in enumerate(m.spec.agents or []):
+        if a not in v.agents and a in v.broken:
+            continue  # the agent exists but has errors of its own, already reported
         if a not in v.agents:
             c.add(doc.loc(("agents", i)), f"agents[{i}]", "E222", f"unknown agent '{a}'", did_you_mean(a, v.agents))
         elif not v.agent_flags[a][0]:
