@@ -56,16 +56,20 @@ def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
 
 
-def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> Any:
+def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[Any, str]:
     """Check commands run in the agent's isolation (they execute its code), network off; without
-    one (isolation `none`, or it cannot run here) only in a network namespace, as before."""
+    one (isolation `none`, or it cannot run here) only in a network namespace, as before.
+
+    Returns the wrapper and its name, recorded in the grade (`details.check_isolation`)."""
     try:
         iso = isolation.select(view.job.options.isolation)
     except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
         iso = None
     tools = [d for rel in view.job.cell.provisions.path if (d := proj.project_dir(project, rel)) is not None]
     wrap = check_wrapper(iso, home=workspace.parent / "home", read_only=tools) if iso is not None else None
-    return wrap or (_no_network if _netns_prefix() else None)
+    if wrap is not None and iso is not None:
+        return wrap, iso.name
+    return (_no_network, "netns") if _netns_prefix() else (None, "none")
 
 
 def check_env() -> dict[str, str]:
@@ -197,13 +201,14 @@ def _judge(
     project: Path | None,
     base: dict[str, Any],
 ) -> Grade:
+    wrapper, wrapper_name = _check_wrap(view, workspace, project)
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,
         scenario=view.job.scenario,
         env=check_env(),
         timeout_s=None,
-        wrap=_check_wrap(view, workspace, project),
+        wrap=wrapper,
         extra={"run": view, "judge": judge},
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
@@ -248,7 +253,7 @@ def _judge(
             table=usage_mod.load_prices(project),
         ),
         context=context,
-        details={"network_isolated_checks": bool(_netns_prefix())},
+        details={"check_isolation": wrapper_name, "network_isolated_checks": wrapper_name != "none"},
         **base,
     )
 
