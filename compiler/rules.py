@@ -107,7 +107,7 @@ def cross_file(c: Collector, v: Validated) -> None:
 
 def _level_paths(c: Collector, v: Validated) -> None:
     """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
-    from compiler.scenarios import rel_path
+    from compiler.paths import rel_path
 
     doc = v.project_doc
     raw_factors = doc.data.get("factors") or {}

@@ -15,7 +15,7 @@ from compiler.pipeline import build
 
 INVALID = Path(__file__).resolve().parents[1] / "fixtures" / "specs" / "invalid"
 CASES = sorted(p.name for p in INVALID.iterdir() if p.is_dir())
-LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<rest>.+)$")
+LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<path>[^:]+?): (?P<msg>.+)$")
 
 
 def test_corpus_is_large_enough() -> None:
