@@ -28,7 +28,7 @@ from harness.grade import usage as usage_mod
 from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
 from harness.gradeschema import Snapshots
 from harness.isolation.checks import check_wrapper
-from harness.records import Grade, RunRecord, RunStatus, read_grade, read_run, write_record
+from harness.records import FutureSchemaError, Grade, RunRecord, RunStatus, read_grade, read_run, write_record
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
@@ -76,6 +76,30 @@ def check_env() -> dict[str, str]:
     """A small environment for check commands: no agent or provider secrets leak in."""
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME", "USER", "SYSTEMROOT")
     return {k: os.environ[k] for k in keep if k in os.environ}
+
+
+def overlay(src: Path, dst: Path) -> None:
+    """Copy src's files over dst, replacing whatever the agent left in their way.
+
+    A file, folder or symlink the agent put where a hidden file goes is removed first, so
+    the overlay never writes through an agent's symlink to somewhere outside the copy.
+    """
+    for path in sorted(src.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(src)
+        current = dst
+        for part in rel.parts[:-1]:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                current.unlink()
+            current.mkdir(exist_ok=True)
+        target = dst / rel
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+        shutil.copy2(path, target)
 
 
 def failed_to_run(record: RunRecord) -> str | None:
@@ -147,9 +171,9 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
     now = time.time()
     try:
         record = read_run(run_dir)
+    except FutureSchemaError:
+        raise
     except (OSError, ValueError) as exc:
-        if type(exc).__name__ == "FutureSchemaError":
-            raise
         return Grade(status=RunStatus.UNGRADEABLE, error=f"run.json unreadable: {exc}", graded_at=now)
     base: dict[str, Any] = {
         "graded_at": now,
@@ -187,7 +211,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         workspace = scratch / "ws"
         shutil.copytree(view.workspace, workspace, symlinks=True)
         if grader_dir is not None:
-            shutil.copytree(grader_dir, workspace, symlinks=True, dirs_exist_ok=True)
+            overlay(grader_dir, workspace)
         return _judge(view, workspace, judge, scenario.notable_exits, project, base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
