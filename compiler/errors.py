@@ -13,7 +13,6 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
-
 ROOT_PATH = "(document)"
 """The key path printed for an error about a whole document (syntax, an empty file)."""
 

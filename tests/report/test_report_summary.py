@@ -279,3 +279,17 @@ def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
     serial = build_summary(root, jobs=1)
     for jobs in (2, 3):
         assert build_summary(root, jobs=jobs) == serial
+
+
+def test_runs_are_found_by_manifest_not_depth(tmp_path: Path) -> None:
+    from harness.records import find_runs
+    from harness.report.collect import walk_runs
+
+    deep = add_run(tmp_path / "a" / "b", scenario="s", cell=CONTROL, trial=1)
+    shallow = add_run(tmp_path, scenario="t", cell=BIN, trial=1)
+    (deep / "workspace" / "x").mkdir(parents=True)
+    (deep / "workspace" / "x" / "run.json").write_text("{}")  # an agent's file, not a run
+    (tmp_path / ".hidden" / "z").mkdir(parents=True)
+    found = [d for d, _ in walk_runs(tmp_path)]
+    assert found == [str(p) for p in find_runs(tmp_path)] == sorted([str(deep), str(shallow)])
+    assert build_summary(tmp_path).header.totals.runs == 2
