@@ -167,16 +167,17 @@ def _families(c: Collector, v: Validated) -> None:
     """One family, one split: a held-out scenario is never a translation of a training one."""
     by_family: dict[str, list[ScenarioIn]] = defaultdict(list)
     for s in v.scenarios.values():
-        if s.job.split is not None:
-            by_family[s.job.family].append(s)
+        by_family[s.job.family].append(s)
     for family, members in sorted(by_family.items()):
-        splits = sorted({s.job.split or "" for s in members})
+        splits = sorted({s.job.split or "none" for s in members})
         if len(splits) > 1:
-            first = min(members, key=lambda s: s.job.id)
+            # The reference is the first scenario (by id) that declares a split; a member without one differs too.
+            first = min((s for s in members if s.job.split), key=lambda s: s.job.id)
             for s in members:
                 if s.job.split != first.job.split:
                     c.add(s.doc.loc(("split",)), "split", "E261",
-                          f"family '{family}' is split across {' and '.join(splits)}: '{first.job.id}' is {first.job.split}",
+                          f"family '{family}' is split across {', '.join(splits)}: '{first.job.id}' is {first.job.split}"
+                          + ("" if s.job.split else ", this one has no split"),
                           "scenarios of one family take the same split")
 
 

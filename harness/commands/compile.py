@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -36,6 +37,11 @@ def execute(args: argparse.Namespace) -> int:
         print(render(exc.errors, args.format), file=sys.stdout if args.format != "text" else sys.stderr)
         return 2
     took = time.perf_counter() - start
+    if args.format == "json":
+        matrices = {mid: mp.jobs for mid, mp in result.plan.matrices.items()} if result.plan else {}
+        print(json.dumps({"up_to_date": result.up_to_date, "trials": result.jobs, "written": result.written,
+                          "matrices": matrices, "seconds": round(took, 3)}, sort_keys=True))
+        return 0
     if result.up_to_date:
         print(f"assay: generated/ is up to date ({took:.2f}s)")
     else:
