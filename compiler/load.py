@@ -65,6 +65,8 @@ class Sources:
     inputs: Inputs
     docs: list[Doc] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
+    unparsed: list[str] = field(default_factory=list)
+    """Likely ids of files that did not parse at all."""
 
 
 def _files_under(base: Path) -> list[Path]:
@@ -201,6 +203,8 @@ def parse_sources(inputs: Inputs) -> Sources:
         doc, errors = parse(rel, text)
         src.errors.extend(errors)
         if doc.data is None:
+            # Its id is unknown; the file name is the best guess (references to it are not re-reported).
+            src.unparsed.append(rel.split("/")[-2] if rel.startswith(f"{SCENARIO_DIR}/") else rel.rsplit("/", 1)[-1].split(".")[0])
             continue
         if rel.endswith(".json") and isinstance(doc.data, dict):
             doc.data.setdefault("kind", "scenario")

@@ -180,12 +180,16 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             kind_docs[ident] = doc
             rules.check_kind(c, doc, spec, project)
 
+    broken: set[str] = set(src.unparsed)
+    for kind in INHERITABLE:
+        broken |= {d.data["id"] for d in by_kind[kind] if isinstance(d.data.get("id"), str)}
     agents: dict[str, AgentSpec] = {}
     agent_docs: dict[str, Doc] = {}
     flags: dict[str, tuple[bool, str]] = {}
     for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent").items():
         spec = model_of(c, doc, AgentDoc)
         if spec is None:
+            broken.add(ident)
             continue
         if spec.adapter is None:
             c.add(doc.loc(()), "adapter", "E102", "missing required key 'adapter'")
@@ -222,10 +226,11 @@ def validate(src: Sources, fingerprint: str) -> Validated:
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations)
+    broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 
     result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
                        agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
-                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
+                       scenarios=scen, fingerprint=fingerprint, broken=frozenset(broken), input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
     rules.cross_file(c, result)
     c.raise_if_any()
     return result

@@ -22,7 +22,7 @@ from typing import Any
 
 from compiler.contract import Job, Step
 from harness import agents, canaries, capture, proc, provision, workspace
-from harness.environment import TrialPaths, build
+from harness.environment import TrialPaths, ancestor_instruction_files, build
 from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
@@ -273,6 +273,10 @@ def _extra(provided: provision.Provided | None, launcher: Launcher | None) -> di
     extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
     if launcher is not None and launcher.refused:
         extra["sandbox_refused"] = sorted(set(launcher.refused))
+    if launcher is not None and launcher.isolation.name == "none":
+        visible = ancestor_instruction_files(launcher.cwd)
+        if visible:
+            extra["host_instruction_files_visible"] = visible
     return extra
 
 

@@ -17,7 +17,7 @@ from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_jo
 
 GENERATED = Path("generated")
 _CODE = ("harness/grade", "harness/checks")
-_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py", "harness/records.py")
+_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py")
 
 
 class UnknownScenario(Exception):
@@ -32,7 +32,8 @@ def as_project(path: Path | None) -> Path | None:
     """
     if path is None:
         return None
-    return path if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
+    # Absolute: folders under it are bound into check sandboxes, which run elsewhere.
+    return path.resolve() if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
 
 
 def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
