@@ -91,6 +91,7 @@ def test_attack_e2e_edit_hidden_grader_files(project: Path, tmp_path: Path, iso:
 def test_attack_e2e_escape_writable_through_symlinks(project: Path, tmp_path: Path, iso: str) -> None:
     ref = project / "scenarios" / "fix" / "reference" / "SECRET.txt"
     cmd = (f"ln -s {ref} app/answer.txt; ln -s /etc/shadow app/shadow; ln -s ../README.md app/readme; "
+           f"rm app/main.py; ln -s {ref} app/main.py; sleep 0.5; "  # the watched entry file: snapshots
            "echo pwned > app/readme; ln -s $BENCH_RUN_DIR/../ app/up; ln -s /etc $BENCH_RUN_DIR/steps; exit 0")
     run_dir = tmp_path / "run"
     record = trial(project, run_dir, iso, cmd)
