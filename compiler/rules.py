@@ -99,6 +99,10 @@ def cross_file(c: Collector, v: Validated) -> None:
     defaults = [m for m in v.matrices.values() if m.spec.default]
     for extra in defaults[1:]:
         c.add(extra.doc.loc(("default",)), "default", "E271", f"a second default matrix (first: {defaults[0].spec.id})")
+    if len(v.matrices) > 1 and not defaults:
+        first = v.matrices[min(v.matrices)]
+        c.add(first.doc.loc(()), "default", "E272", f"{len(v.matrices)} matrices and none is the default",
+              "mark the one nox bench-<cell> sessions come from with `default: true`")
     for m in v.matrices.values():
         _matrix(c, m, v)
     _families(c, v)
