@@ -99,6 +99,10 @@ def cross_file(c: Collector, v: Validated) -> None:
     defaults = [m for m in v.matrices.values() if m.spec.default]
     for extra in defaults[1:]:
         c.add(extra.doc.loc(("default",)), "default", "E271", f"a second default matrix (first: {defaults[0].spec.id})")
+    if len(v.matrices) > 1 and not defaults:
+        first = v.matrices[min(v.matrices)]
+        c.add(first.doc.loc(()), "default", "E272", f"{len(v.matrices)} matrices and none is the default",
+              "mark the one nox bench-<cell> sessions come from with `default: true`")
     for m in v.matrices.values():
         _matrix(c, m, v)
     _families(c, v)
@@ -167,16 +171,17 @@ def _families(c: Collector, v: Validated) -> None:
     """One family, one split: a held-out scenario is never a translation of a training one."""
     by_family: dict[str, list[ScenarioIn]] = defaultdict(list)
     for s in v.scenarios.values():
-        if s.job.split is not None:
-            by_family[s.job.family].append(s)
+        by_family[s.job.family].append(s)
     for family, members in sorted(by_family.items()):
-        splits = sorted({s.job.split or "" for s in members})
+        splits = sorted({s.job.split or "none" for s in members})
         if len(splits) > 1:
-            first = min(members, key=lambda s: s.job.id)
+            # The reference is the first scenario (by id) that declares a split; a member without one differs too.
+            first = min((s for s in members if s.job.split), key=lambda s: s.job.id)
             for s in members:
                 if s.job.split != first.job.split:
                     c.add(s.doc.loc(("split",)), "split", "E261",
-                          f"family '{family}' is split across {' and '.join(splits)}: '{first.job.id}' is {first.job.split}",
+                          f"family '{family}' is split across {', '.join(splits)}: '{first.job.id}' is {first.job.split}"
+                          + ("" if s.job.split else ", this one has no split"),
                           "scenarios of one family take the same split")
 
 

@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.records import VERSIONS_FILE
 from harness.report.accumulate import GroupAcc, GroupBy
-from harness.report.collect import RunFacts, collect, partition
+from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
@@ -48,7 +48,12 @@ class Aggregator:
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
 
-    def add(self, run: RunFacts) -> None:
+    def add(self, run: RunFacts | Unreadable) -> None:
+        if isinstance(run, Unreadable):
+            self.diag.unreadable.add(run.dir)
+            if len(self.diag.unreadable_reasons) < 1000:
+                self.diag.unreadable_reasons.setdefault(run.dir, run.reason)
+            return
         self.agents.add(run.agent)
         self.scenarios.add(run.scenario)
         if run.version is not None:
@@ -189,7 +194,12 @@ class Aggregator:
         condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
         header = Header(
             root=str(root.resolve()),
-            totals=totals.counts(),
+            totals=totals.counts().model_copy(
+                update={
+                    "runs": totals.runs + self.diag.unreadable.count,
+                    "unreadable": self.diag.unreadable.count,
+                }
+            ),
             min_graded_per_cell=min((c.counts.graded for c in cells), default=0),
             control=control,
             control_note=note,
@@ -222,7 +232,7 @@ class Aggregator:
         )
 
 
-def summarize(runs: Iterable[RunFacts], root: Path, *, regraded: bool = False) -> Summary:
+def summarize(runs: Iterable[RunFacts | Unreadable], root: Path, *, regraded: bool = False) -> Summary:
     """Aggregate a stream of runs."""
     agg = Aggregator()
     for run in runs:

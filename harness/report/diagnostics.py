@@ -59,6 +59,8 @@ class DiagAcc:
         self.infra = Evidence()
         self.exits: dict[int, Evidence] = defaultdict(Evidence)
         self.regrade = Evidence()
+        self.unreadable = Evidence()
+        self.unreadable_reasons: dict[str, str] = {}
         self.regrade_changed_grader = Evidence()
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.checks: dict[tuple[str, str], list[int]] = {}
@@ -78,6 +80,10 @@ class DiagAcc:
         for finding_key, ev in other.findings.items():
             self.findings[finding_key].merge(ev)
         self.infra.merge(other.infra)
+        self.unreadable.merge(other.unreadable)
+        for run_dir, reason in other.unreadable_reasons.items():
+            if len(self.unreadable_reasons) < 1000:
+                self.unreadable_reasons.setdefault(run_dir, reason)
         self.regrade.merge(other.regrade)
         self.regrade_changed_grader.merge(other.regrade_changed_grader)
         for table in ("checks", "expectations", "sections"):
@@ -202,6 +208,17 @@ class DiagAcc:
                         ],
                     )
                 )
+        if self.unreadable.count:
+            out.append(
+                Diagnostic(
+                    kind="unreadable",
+                    severity="error",
+                    message=f"{self.unreadable.count} run.json file(s) could not be read; those runs are in no count",
+                    evidence=[
+                        f"{d}: {self.unreadable_reasons.get(d, '')}" for d in self.unreadable.listing()
+                    ],
+                )
+            )
         if self.infra.count:
             out.append(
                 Diagnostic(

@@ -142,3 +142,14 @@ def test_order_is_shuffled_by_the_seed(project: Path, tmp_path: Path) -> None:
     ]
     other = [t.job.trial for t in plan(jobs, project=project, runs_root=tmp_path, seed=8).tasks]
     assert order == again and order != other and sorted(order) == list(range(1, 21))
+
+
+@pytest.mark.slow
+def test_fail_fast_stops_at_the_first_failed_trial(project: Path, tmp_path: Path) -> None:
+    _write_jobs(tmp_path / "jobs", "echo 'def (' > app/main.py", n=4)
+    runs = tmp_path / "runs"
+    first = _matrix(project, tmp_path / "jobs", runs, "--fail-fast", "--parallel", "1")
+    _out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err.decode()
+    assert len(_finished(runs)) == 1, err.decode()
+    assert "fail 1" in err.decode() and "skipped 3" in err.decode()
