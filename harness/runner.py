@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job, Step
-from harness import agents, canaries, capture, proc, provision, workspace
+from harness import agents, canaries, capture, pathsafe, proc, provision, workspace
 from harness.environment import TrialPaths, ancestor_instruction_files, build
 from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
@@ -126,13 +126,15 @@ def _place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[
     """Materialise a step's evidence files (present only during that step, never graded)."""
     placed: list[Path] = []
     for dest, src in sorted(step.evidence.items()):
-        target = ws.root / dest
-        if target.exists():
-            raise provision.ProvisionError(
-                f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
-            )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(project / src, target)
+        try:  # the agent of an earlier step may have planted links to redirect this write
+            target = pathsafe.resolve_inside(ws.root, dest)
+            if target.exists() or target.is_symlink():
+                raise provision.ProvisionError(
+                    f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
+                )
+            pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
+        except pathsafe.PathEscape as exc:
+            raise provision.ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
         placed.append(target)
     return placed
 

@@ -177,7 +177,8 @@ class Aggregator:
             by, key, v, a, c = k
             g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
             (cells if by == "cell" else groups).append(g)
-        uplifts = self.pairs.uplifts(control, conditions) if control else []
+        splits = {s: tags[0] for s, tags in self.scenario_tags.items() if tags[0] != "(none)"}
+        uplifts = self.pairs.uplifts(control, conditions, splits) if control else []
         deltas: list[VersionDelta] = []
         drift: list[ControlDrift] = []
         if control and baseline and candidate:

@@ -19,7 +19,11 @@ def render_terminal(summary: Summary) -> str:
         f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}; "
         f"smallest graded cell n = {h.min_graded_per_cell}; control: {h.control or 'none (rates only)'}"
     ]
-    uplift = {(u.version, u.agent, u.condition): u for u in summary.uplifts if u.scenario is None}
+    uplift = {
+        (u.version, u.agent, u.condition): u
+        for u in summary.uplifts
+        if u.scenario is None and u.split is None
+    }
     rows = [["version", "agent", "condition", "passed", "usable", "uplift [95% CI]", *REPORTED_METRICS]]
     for g in summary.groups:
         if g.by != "condition" or g.agent == "*":

@@ -48,6 +48,8 @@ CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
             {"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]}]}, {}),
     "aider": ("aider-chat", "aider", {"step_mode": "echo", "tools_required": False,
                                       "steps": [{"text": AIDER_EDIT}]}, {"files": ["app/main.py"]}),
+    "gemini_cli": ("@google/gemini-cli", "gemini", _shell("run_shell_command", "command"), {}),
+    "opencode": ("opencode-ai", "opencode", _shell("bash", "command", {"description": "edit"}), {}),
 }
 CHECKS = (
     CheckSpec(id="compiles", kind="command", params={"run": "python3 -m py_compile app/main.py"}),

@@ -231,3 +231,22 @@ def test_snapshot_states_never_written_through_agent_symlinks(tmp_path: Path) ->
     grade = grade_run(run, project=project)
     assert outside.read_text() == "host file\n"
     assert [v.valid for v in grade.snapshots.verdicts] == [False]
+
+
+def test_regrading_a_failing_pytest_run_is_identical(tmp_path: Path) -> None:
+    from harness.records import read_grade
+    from tests.grade.helpers import strip_times
+
+    project = _project(tmp_path)
+    failing = "def test_it():\n    assert [object(), object()] == []\n"
+    scen = scenario([command("tests", "python -m pytest -q -p no:cacheprovider test_app.py")])
+    run = make_run(
+        tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY, "test_app.py": failing}
+    )
+    first = grade_run(run, project=project, regrade=True)
+    assert "failed in" in first.checks[0].message  # pytest's own timing, masked
+    second = grade_run(run, project=project, regrade=True)
+    assert read_grade(run) == second
+    assert strip_times(first.model_dump(mode="json")) == strip_times(second.model_dump(mode="json"))
+    assert "0x<addr>" in first.checks[0].message or "<addr>" in first.checks[0].message
+    assert "in <time>" in first.checks[0].message
