@@ -22,6 +22,7 @@ from typing import Any
 
 from compiler.contract import Job, Step
 from harness import agents, canaries, capture, pathsafe, proc, provision, workspace
+from harness import steps as multistep
 from harness.environment import TrialPaths, ancestor_instruction_files, build
 from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
@@ -115,8 +116,7 @@ def _launcher(
 
 
 def _setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
-    commands = [*job.cell.provisions.setup, *job.cell.provisions.state_setup, *job.scenario.state_setup]
-    for command in commands:
+    for command in job.cell.provisions.setup:
         done = launcher.shell(command, timeout_s=job.limits.timeout_s, log=paths.run_dir / "setup.log")
         if done.exit_code != 0:
             raise provision.ProvisionError(f"setup command {command!r} failed (exit {done.exit_code})")
@@ -333,6 +333,7 @@ def run_trial(
         env = gw.scrub(env) if gw else env
         launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else ())
         _setup(job, launcher, paths)
+        multistep.seed_state(job, launcher, paths)
         workspace.commit_baseline(ws)
         lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
@@ -343,27 +344,29 @@ def run_trial(
         if paths.trace.is_file():
             paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
-        sessions = list(job.scenario.steps) or [Step(name="main", prompt=job.scenario.prompt)]
+        sessions = multistep.sessions(job)
         for index, spec in enumerate(sessions, start=1):
             if spec.fresh_repo and index > 1:
-                workspace.reset(ws)  # the working tree starts over; the state directory persists
+                workspace.reset(ws)  # the working tree starts over; a treatment's state persists
             placed = _place_evidence(spec, project, ws)
             try:
                 step, done = session.run(spec.prompt, spec.name)
             finally:
                 _remove_evidence(placed)
             steps.append(step)
-            if index < len(sessions):
-                _stash_attempt(run_dir, f"steps/step-{index:02d}")
-                (run_dir / "steps" / f"step-{index:02d}" / "diff.patch").write_bytes(workspace.diff(ws))
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
             fields["limits_hit"] = (
                 tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
                 + done.limits_hit
             )
-            if step.error:
-                fields["error"] = step.error
+            why = multistep.failure(spec, index, len(sessions), error=step.error, exit_code=done.exit_code)
+            if why:  # the failed session's artifacts stay the run's own; later steps are not recorded
+                fields["error"] = why
                 break
+            if index < len(sessions):
+                _stash_attempt(run_dir, multistep.step_dir_name(index))
+                (run_dir / multistep.step_dir_name(index) / "diff.patch").write_bytes(workspace.diff(ws))
+                multistep.end_session(job, paths, index)
         lap("agent")
         fields["unsafe_edits"] = capture.workspace(ws, job.scenario.writable, run_dir)
         lap("capture")
@@ -403,7 +406,7 @@ def run_trial(
         canaries=canary_results,
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
-        steps=tuple(steps) if len(steps) > 1 else (),
+        steps=tuple(steps) if job.scenario.steps else (),
         extra=_extra(provided, launcher)
         | ({"gateway": gateway_summary} if gateway_summary else {})
         | {"timings_s": timings},
