@@ -183,16 +183,12 @@ class Aggregator:
         drift: list[ControlDrift] = []
         if control and baseline and candidate:
             deltas = version_deltas(uplifts, baseline, candidate)
-            rates = {
-                (g.version, g.agent): g.passed
-                for g in groups
-                if g.by == "condition" and g.control and g.agent != "*"
-            }
+            rates = {(g.version, g.agent): g.passed for g in groups if g.by == "condition" and g.control}
             drift = self.pairs.drift(control, baseline, candidate, rates)
         totals = GroupAcc()
         for acc in self.cells.values():
             totals.merge(acc)
-        condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
+        condition_rows = [g for g in groups if g.by == "condition"]
         header = Header(
             root=str(root.resolve()),
             totals=totals.counts().model_copy(

@@ -26,7 +26,7 @@ def render_terminal(summary: Summary) -> str:
     }
     rows = [["version", "agent", "condition", "passed", "usable", "uplift [95% CI]", *REPORTED_METRICS]]
     for g in summary.groups:
-        if g.by != "condition" or g.agent == "*":
+        if g.by != "condition":
             continue
         u = uplift.get((g.version, g.agent, g.condition))
         up = (
