@@ -330,3 +330,14 @@ def test_uplift_by_split(summary: Summary) -> None:
     assert test.value == pytest.approx(0.25) and test.design_effect is None
     headline = [u for u in summary.uplifts if u.scenario is None and u.split is None and u.condition == BIN]
     assert len(headline) == 1 and headline[0].pairs == 12
+
+
+def test_ungraded_runs_are_graded_by_the_report(tmp_path: Path) -> None:
+    pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    ungraded = add_run(tmp_path, scenario="s", cell=CONTROL, trial=2, grade=False)  # and no job.json
+    s = build_summary(tmp_path, jobs=1)
+    assert (ungraded / "grade.json").is_file()  # the grader wrote its verdict back
+    assert (s.header.totals.graded, s.header.totals.ungradeable, s.header.totals.ungraded) == (1, 1, 0)
+    (diag,) = [d for d in s.diagnostics if d.kind == "ungradeable"]
+    assert "job.json" in diag.message and diag.evidence == ["s/scripted/none/none/off/trial-02"]
