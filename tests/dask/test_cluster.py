@@ -1,0 +1,223 @@
+"""A real scheduler and real worker processes on loopback, driven through `assay matrix`.
+
+Must-show 1: a worker killed halfway (and then the client too), a resume, every trial exactly
+once, verdicts identical to the local pool's. Must-show 2: Ctrl-C on the client leaves no
+agent process alive on any worker. Plus requirements, resource tags and per-worker slots.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import signal
+import subprocess
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.records import RUN_FILE, find_runs, read_grade, read_run
+from tests.dask.conftest import (
+    Cluster,
+    alive,
+    assay,
+    cells,
+    child_env,
+    command_agent,
+    make_job,
+    scripted,
+    spawn,
+    write_jobs,
+)
+
+pytestmark = pytest.mark.dask
+
+
+def _finished(runs: Path) -> int:
+    return len(list(runs.rglob(RUN_FILE))) if runs.exists() else 0
+
+
+def _wait_for(condition: object, what: str, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
+
+def _verdicts(runs: Path) -> dict[str, tuple[object, ...]]:
+    """What a report reads from each run: exit, error, invalid, unsafe edits, diff, grade."""
+    found: dict[str, tuple[object, ...]] = {}
+    for run_dir in find_runs(runs):
+        record = read_run(run_dir)
+        grade = read_grade(run_dir)
+        graded = None
+        if grade is not None:
+            graded = (grade.status.value, grade.passed, tuple((c.id, c.outcome) for c in grade.checks))
+        diff = (run_dir / "diff.patch").read_bytes() if (run_dir / "diff.patch").exists() else b""
+        found[record.job_id] = (record.exit_code, record.error, record.invalid, record.unsafe_edits, diff, graded)
+    return found
+
+
+def test_worker_killed_halfway_then_resume_runs_every_trial_once(cluster: Cluster, project: Path,
+                                                                 tmp_path: Path) -> None:
+    control, binary = cells()
+    jobs = [make_job(scripted(), cell, trial) for cell in (control, binary) for trial in range(1, 9)]
+    job_files = write_jobs(tmp_path / "jobs", jobs)
+
+    local_runs = tmp_path / "runs-local"
+    done = subprocess.run(assay(project, "--parallel", "4", runs=local_runs, jobs=job_files),
+                          env=child_env(), capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    local = _verdicts(local_runs)
+    assert len(local) == len(jobs)
+    assert {v[-1][1] for v in local.values() if v[-1] is not None} in ({True, False}, set()), "skill 0.5 mixes verdicts"
+
+    cluster.add_worker("a")
+    cluster.add_worker("b")
+    runs = tmp_path / "runs-dask"
+    dask_args = ("--executor", "dask", "--scheduler-file", str(cluster.scheduler_file))
+    client = spawn(assay(project, *dask_args, runs=runs, jobs=job_files), log=tmp_path / "client.log",
+                   env=child_env(), new_session=False)
+    try:
+        _wait_for(lambda: _finished(runs) >= 4, "4 finished trials")
+        cluster.kill_worker("a")  # mid-trial: worker a had trials running
+        _wait_for(lambda: _finished(runs) >= 10, "10 finished trials")
+        client.kill()
+    finally:
+        client.kill()
+        client.wait()
+    before = {p: (p / RUN_FILE).read_bytes() for p in find_runs(runs)}
+    assert 10 <= len(before) < len(jobs), "the client was killed with trials left to run"
+    for run_dir in before:  # whatever looks finished is whole
+        assert run_dir.name.startswith("trial-")
+        assert (run_dir / "job.json").is_file() and (run_dir / "workspace" / "app" / "main.py").is_file()
+
+    cluster.add_worker("c")
+    done = subprocess.run(assay(project, *dask_args, runs=runs, jobs=job_files), env=child_env(),
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    assert f"{len(before)} finished trial(s) skipped" in done.stderr
+
+    after = find_runs(runs)
+    assert len(after) == len(jobs)
+    assert sorted(read_run(p).job_id for p in after) == sorted(j.id for j in jobs)
+    for run_dir, data in before.items():
+        assert (run_dir / RUN_FILE).read_bytes() == data, f"{run_dir} was run twice"
+    assert not [p for p in runs.rglob(".trial-*")], "no leftovers of an install"
+    assert _verdicts(runs) == local
+
+
+def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(cluster: Cluster, project: Path,
+                                                                  tmp_path: Path) -> None:
+    cluster.add_worker("a")
+    cluster.add_worker("b")
+    control, _binary = cells()
+    marker = f"{600 + random.randrange(1000)}.{os.getpid()}{random.randrange(10**6)}"
+    # A grandchild that leaves the agent's process group must die too.
+    agent = command_agent(f"(setsid sleep {marker}1 &) ; sleep {marker}")
+    jobs = [make_job(agent, control, trial) for trial in range(1, 9)]
+    runs = tmp_path / "runs"
+    client = spawn(
+        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), runs=runs,
+              jobs=write_jobs(tmp_path / "jobs", jobs)),
+        log=tmp_path / "client.log", env=child_env(), new_session=False,
+    )
+    try:
+        _wait_for(lambda: len(alive(f"{marker}1", argv0="sleep")) == 4, "4 running trials (2 workers x 2 threads)")
+        client.send_signal(signal.SIGINT)
+        assert client.wait(timeout=60) == 130
+    finally:
+        client.kill()
+        client.wait()
+    assert alive(marker) == [], "agent processes survived Ctrl-C"
+    interrupted = [read_run(p) for p in find_runs(runs)]
+    assert len(interrupted) == 4
+    assert all(r.interrupted for r in interrupted), "running trials record themselves as interrupted"
+
+
+def test_a_worker_lacking_what_the_agent_requires_fails_to_run_with_the_reason(
+        cluster: Cluster, project: Path, tmp_path: Path) -> None:
+    cluster.add_worker("a")
+    control, _binary = cells()
+    jobs = [
+        make_job(command_agent("true", requires=("assay-no-such-cli",), id="ghost"), control, 1),
+        make_job(command_agent("true", requires=("python3>=99",), id="future"), control, 1),
+        make_job(command_agent("true", requires=("python3>=3", "sh"), id="fine"), control, 1),
+    ]
+    runs = tmp_path / "runs"
+    done = subprocess.run(
+        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), runs=runs,
+              jobs=write_jobs(tmp_path / "jobs", jobs)),
+        env=child_env(), capture_output=True, text=True, timeout=120,
+    )
+    assert done.returncode == 1, done.stderr
+    records = {r.agent: r for r in map(read_run, find_runs(runs))}
+    assert "assay-no-such-cli: not found on PATH" in (records["ghost"].error or "")
+    assert "does not satisfy python3>=99" in (records["future"].error or "")
+    assert records["fine"].error is None and records["fine"].exit_code == 0
+    for agent in ("ghost", "future"):
+        grade = read_grade(find_runs(runs / "dasktest" / "fix" / agent)[0])
+        if grade is not None:
+            assert grade.status.value == "failed_to_run"
+
+
+def _intervals(log: Path) -> dict[str, list[tuple[float, float]]]:
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    starts = {r["id"]: r for r in rows if r["at"] == "start"}
+    by_worker: dict[str, list[tuple[float, float]]] = {}
+    for row in rows:
+        if row["at"] == "end":
+            start = starts[row["id"]]
+            by_worker.setdefault(start["worker"], []).append((start["t"], row["t"]))
+    return by_worker
+
+
+def _peak(intervals: list[tuple[float, float]]) -> int:
+    events = sorted([(s, 1) for s, _ in intervals] + [(e, -1) for _, e in intervals])
+    peak = current = 0
+    for _t, step in events:
+        current += step
+        peak = max(peak, current)
+    return peak
+
+
+def test_resource_tags_route_jobs_and_parallel_caps_each_worker(cluster: Cluster, project: Path,
+                                                                tmp_path: Path) -> None:
+    log = tmp_path / "intervals.jsonl"
+    cluster.add_worker("plain", nthreads=4, ASSAY_TEST_WORKER="plain")
+    cluster.add_worker("gpu", nthreads=4, resources="gpu=1", ASSAY_TEST_WORKER="gpu")
+    record = (
+        "python3 -c 'import json,os,sys,time; print(json.dumps({\"id\": os.environ[\"BENCH_TRIAL\"] + sys.argv[1],"
+        " \"at\": sys.argv[2], \"worker\": os.environ[\"ASSAY_TEST_WORKER\"], \"t\": time.time()}))'"
+    )
+    control, _binary = cells()
+
+    def agent(tag: str) -> str:
+        return f"{record} {tag} start >> {log}; sleep 1; {record} {tag} end >> {log}"
+
+    gpu_jobs = [make_job(command_agent(agent("g"), requires=("resource:gpu",), id="gpu-agent"), control, t,
+                         env_pass=("ASSAY_TEST_WORKER",)) for t in range(1, 4)]
+    any_jobs = [make_job(command_agent(agent("a"), id="any-agent"), control, t,
+                         env_pass=("ASSAY_TEST_WORKER",)) for t in range(1, 7)]
+    done = subprocess.run(
+        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), "--parallel", "1",
+              runs=tmp_path / "runs", jobs=write_jobs(tmp_path / "jobs", gpu_jobs + any_jobs)),
+        env=child_env(), capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    rows = [json.loads(line) for line in log.read_text().splitlines()]
+    assert {r["worker"] for r in rows if r["id"].endswith("g")} == {"gpu"}, "resource:gpu ran only where gpu=1"
+    by_worker = _intervals(log)
+    assert sum(len(v) for v in by_worker.values()) == 9
+    assert {w: _peak(v) for w, v in by_worker.items()} == {"plain": 1, "gpu": 1}, "--parallel 1 per worker"
+
+    log.unlink()
+    done = subprocess.run(
+        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), "--force",
+              runs=tmp_path / "runs", jobs=write_jobs(tmp_path / "jobs2", any_jobs)),
+        env=child_env(), capture_output=True, text=True, timeout=180,
+    )
+    assert done.returncode == 0, done.stderr
+    assert max(_peak(v) for v in _intervals(log).values()) >= 2, "without --parallel a worker uses its threads"
