@@ -19,6 +19,18 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.gradeschema import (
+    AuthorityVerdict,
+    ContextLoad,
+    Disagreement,
+    ExpectationOutcome,
+    Friction,
+    LintFinding,
+    Snapshots,
+    ToolUse,
+    Usage,
+)
+
 RUN_SCHEMA = 1
 GRADE_SCHEMA = 1
 RUN_FILE = "run.json"
@@ -122,23 +134,39 @@ class CheckOutcome(Record):
     message: str = ""
     authority: str | None = None
     duration_s: float = 0.0
+    severity: Literal["error", "warning"] = "error"
+    count: int | None = Field(default=None, description="Findings or matches counted by the check, when it counts.")
+    details: dict[str, Any] = Field(default_factory=dict, description="Kind-specific evidence, e.g. a judge's verdict verbatim.")
 
 
 class Grade(Record):
-    """grade.json: the grader's verdict on one run. Later issues add fields additively."""
+    """grade.json: the grader's verdict on one run (owned by the grader; sections are additive)."""
 
     schema_version: int = Field(default=GRADE_SCHEMA, description="Record version.")
     status: RunStatus
     passed: bool = Field(default=False, description="Every check passed (meaningful only when graded).")
     usable: bool = Field(default=False, description="Passed with no error-severity lint finding.")
     error: str | None = Field(default=None, description="Why the run is failed_to_run or ungradeable.")
-    invalid: str | None = Field(default=None, description="Copied from the run: why it is excluded.")
+    invalid: str | None = Field(default=None, description="Why the run is excluded from rates: the runner's reason, or unexpected loaded context.")
     checks: tuple[CheckOutcome, ...] = ()
     failed_layers: tuple[str, ...] = ()
     grader_hash: str = Field(default="", description="Hash of grader code version + checks + grader files.")
     graded_at: float = Field(default=0.0, description="Epoch seconds.")
-    metrics: dict[str, float] = Field(default_factory=dict, description="The grader's half of the metrics.")
-    details: dict[str, Any] = Field(default_factory=dict, description="Grader sections not yet typed (tool use, friction, ...).")
+    metrics: dict[str, float] = Field(default_factory=dict, description="The grader's half of the metrics (see merge_metrics).")
+    details: dict[str, Any] = Field(default_factory=dict, description="Free-form grader notes.")
+    authorities: dict[str, AuthorityVerdict] = Field(default_factory=dict, description="Validity per named authority, never collapsed.")
+    disagreement: tuple[Disagreement, ...] = Field(default=(), description="Authorities that disagree, with direction and both diagnostics.")
+    diagnostics: tuple[str, ...] = Field(default=(), description="Messages of failed and errored checks, verbatim.")
+    lint_findings: tuple[LintFinding, ...] = Field(default=(), description="Findings of counting (lint-like) checks.")
+    unsafe_edits: tuple[str, ...] = Field(default=(), description="Files changed outside writable (from the run).")
+    unverified_runtime_claims: tuple[str, ...] = Field(default=(), description="The scenario's runtime_only claims: reported, never passed.")
+    tool_use: ToolUse = Field(default_factory=ToolUse, description="Traced tool invocations.")
+    friction: Friction = Field(default_factory=Friction, description="Usage errors, help lookups, retries, repeats.")
+    expectations: tuple[ExpectationOutcome, ...] = Field(default=(), description="Expectation verdicts.")
+    snapshots: Snapshots = Field(default_factory=Snapshots, description="Validity of the entry over time.")
+    usage: Usage = Field(default_factory=Usage, description="Model usage and cost.")
+    context: ContextLoad = Field(default_factory=ContextLoad, description="Loaded context.")
+    infra_retries: int = Field(default=0, description="Retries after exit 75 (from the run).")
 
 
 class FutureSchemaError(ValueError):
@@ -210,3 +238,18 @@ def find_runs(root: Path) -> list[Path]:
             continue
         dirnames[:] = [d for d in dirnames if d not in _NOT_RUNS]
     return sorted(found)
+
+
+def merge_metrics(runner: RunnerMetrics, grader: dict[str, float]) -> dict[str, float | None]:
+    """Recombine the runner's and the grader's halves of a run's metrics, field by field.
+
+    The halves own disjoint names, so nothing is back-filled from the other half: a
+    real zero stays zero and an unmeasured runner field stays None. A grader key that
+    collides with a runner field is a bug in the grader and is refused.
+    """
+    merged: dict[str, float | None] = {name: getattr(runner, name) for name in RunnerMetrics.model_fields}
+    for key, value in grader.items():
+        if key in merged:
+            raise ValueError(f"grader metric {key!r} collides with the runner's half")
+        merged[key] = value
+    return merged

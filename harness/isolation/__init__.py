@@ -9,14 +9,16 @@ from __future__ import annotations
 import importlib
 
 from harness.errors import UsageError
-from harness.isolation.base import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.isolation.base import Isolation, Mount, Overlay, SandboxLimits, SandboxSpec
 
 REGISTRY: dict[str, str] = {
+    "bwrap": "harness.isolation.bwrap:BwrapIsolation",
     "none": "harness.isolation.none:NoIsolation",
+    "unshare": "harness.isolation.unshare:UnshareIsolation",
 }
 AUTO_ORDER: tuple[str, ...] = ("bwrap", "unshare")
 
-__all__ = ["AUTO_ORDER", "REGISTRY", "Isolation", "Mount", "SandboxLimits", "SandboxSpec", "select"]
+__all__ = ["AUTO_ORDER", "REGISTRY", "Isolation", "Mount", "Overlay", "SandboxLimits", "SandboxSpec", "select"]
 
 
 def _instantiate(target: str) -> Isolation:

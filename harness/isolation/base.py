@@ -24,6 +24,18 @@ class Mount:
 
 
 @dataclass(frozen=True)
+class Overlay:
+    """A copy-on-write view of `lower` at `dest`: writes land in `upper` (needs an empty `work`
+    on the same filesystem as `upper`); `lower` is never changed. Read the result with
+    `harness.isolation.overlay.materialize`."""
+
+    lower: Path
+    upper: Path
+    work: Path
+    dest: Path
+
+
+@dataclass(frozen=True)
 class SandboxLimits:
     """Resource limits; None means unlimited."""
 
@@ -31,6 +43,10 @@ class SandboxLimits:
     pids: int | None = None
     file_size_mb: int | None = None
     cpu_s: int | None = None
+    workspace_mb: int | None = None
+    """Total size of the watched writable folders (see `harness.isolation.limits`)."""
+    tmp_mb: int | None = 512
+    """Size of the private /tmp (a tmpfs) where the isolation supports a size."""
 
 
 @dataclass(frozen=True)
@@ -46,6 +62,8 @@ class SandboxSpec:
     limits: SandboxLimits = field(default_factory=SandboxLimits)
     uid: int | None = None
     """Run as this uid where the isolation supports it (None: the harness's own)."""
+    overlays: tuple[Overlay, ...] = ()
+    """Copy-on-write mounts (bwrap, unshare); an isolation without them refuses the spec."""
 
 
 class Isolation(Protocol):
@@ -58,7 +76,11 @@ class Isolation(Protocol):
         ...
 
     def wrap(self, spec: SandboxSpec) -> list[str]:
-        """The argv that runs spec.argv confined as spec says."""
+        """The argv that runs spec.argv confined as spec says.
+
+        The caller executes it with exactly `spec.env` as the environment (never the
+        harness's own): secrets then stay off the command line, where `ps` would show them.
+        """
         ...
 
     @property

@@ -1,0 +1,15 @@
+"""The noop agent: reads the prompt and changes nothing (the negative control, harness overhead)."""
+
+from __future__ import annotations
+
+import sys
+
+
+def main() -> int:
+    """Consume the prompt and exit 0."""
+    sys.stdin.read()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

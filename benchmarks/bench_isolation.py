@@ -1,0 +1,142 @@
+"""Isolation benchmark: what confinement costs per process, and per-trial workspace preparation.
+
+    python benchmarks/bench_isolation.py [--runs 40] [--files 2000] [--mb 50]
+
+Figures printed:
+- per-process start overhead: `/bin/true` run bare (none), under bwrap, under unshare,
+  and under bwrap inside `confine` with memory+pids cgroups (median and p90, ms);
+- workspace preparation for a seed of N files totalling M MB: a full copy
+  (`shutil.copytree`, and the symlink-safe `harness.pathsafe.copy_tree`) against an overlay
+  (making upper/work folders plus the extra cost of mounting it in a bwrap sandbox).
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from harness.isolation import Mount, SandboxLimits, SandboxSpec, select  # noqa: E402
+from harness.isolation import overlay as overlays  # noqa: E402
+from harness.isolation.limits import confine  # noqa: E402
+from harness.pathsafe import copy_tree  # noqa: E402
+
+
+def _times(fn: Callable[[], None], runs: int) -> list[float]:
+    fn()  # warm-up
+    out = []
+    for _ in range(runs):
+        start = time.perf_counter()
+        fn()
+        out.append((time.perf_counter() - start) * 1000)
+    return out
+
+
+def _row(label: str, ms: list[float]) -> str:
+    ms = sorted(ms)
+    p90 = ms[min(len(ms) - 1, int(len(ms) * 0.9))]
+    return f"  {label:<34} median {statistics.median(ms):8.1f} ms   p90 {p90:8.1f} ms   (n={len(ms)})"
+
+
+def _spec(work: Path, **extra: object) -> SandboxSpec:
+    return SandboxSpec(argv=["/bin/true"], cwd=work, env={"PATH": "/usr/bin:/bin"}, home=work,
+                       mounts=(Mount(work, work, writable=True),), **extra)  # type: ignore[arg-type]
+
+
+def per_process(runs: int, work: Path) -> None:
+    print("Per-process start overhead (/bin/true):")
+    base = _times(lambda: subprocess.run(["/bin/true"], check=True), runs)
+    print(_row("none", base))
+    for name in ("bwrap", "unshare"):
+        iso = select(name)
+        reason = iso.probe()
+        if reason is not None:
+            print(f"  {name:<34} unavailable: {reason}")
+            continue
+        argv = iso.wrap(_spec(work))
+        ms = _times(lambda argv=argv: subprocess.run(argv, env={"PATH": "/usr/bin:/bin"}, check=True), runs)
+        print(_row(name, ms) + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over none")
+    iso = select("bwrap")
+    if iso.probe() is None:
+        spec = _spec(work, limits=SandboxLimits(memory_mb=512, pids=256, file_size_mb=100))
+
+        def limited() -> None:
+            with confine(iso, spec, label="bench") as box:
+                subprocess.run(box.argv, env=dict(spec.env), check=True)
+
+        ms = _times(limited, runs)
+        print(_row("bwrap + cgroups + rlimits", ms) + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over none")
+
+
+def make_seed(seed: Path, files: int, total_mb: int) -> None:
+    size = total_mb * 1024 * 1024 // files
+    blob = bytes(range(256)) * (size // 256 + 1)
+    for i in range(files):
+        folder = seed / f"pkg{i // 100:02d}"
+        folder.mkdir(parents=True, exist_ok=True)
+        (folder / f"mod{i:04d}.py").write_bytes(blob[:size])
+
+
+def workspace_prep(runs: int, tmp: Path, files: int, total_mb: int) -> None:
+    seed = tmp / "seed"
+    make_seed(seed, files, total_mb)
+    print(f"Workspace preparation, seed of {files} files, {total_mb} MB:")
+    counter = iter(range(10_000))
+
+    def copytree() -> None:
+        shutil.copytree(seed, tmp / f"copy{next(counter)}", symlinks=True)
+
+    def safecopy() -> None:
+        copy_tree(seed, tmp / f"copy{next(counter)}")
+
+    def prepare() -> None:
+        overlays.prepare(seed, tmp / f"ov{next(counter)}", Path("/ws"))
+
+    n = max(3, runs // 8)
+    print(_row("copy (shutil.copytree)", _times(copytree, n)))
+    print(_row("copy (pathsafe.copy_tree)", _times(safecopy, n)))
+    print(_row("overlay: make upper/work", _times(prepare, runs)))
+    iso = select("bwrap")
+    if iso.probe() is not None:
+        print("  overlay mount: bwrap unavailable")
+        return
+    work = tmp / "w"
+    work.mkdir()
+    plain = iso.wrap(_spec(work))
+
+    def with_overlay() -> None:
+        ov = overlays.prepare(seed, tmp / f"ov{next(counter)}", work / "ws")
+        subprocess.run(iso.wrap(_spec(work, overlays=(ov,))), env={"PATH": "/usr/bin:/bin"}, check=True)
+
+    base = _times(lambda: subprocess.run(plain, env={"PATH": "/usr/bin:/bin"}, check=True), runs)
+    ms = _times(with_overlay, runs)
+    print(_row("overlay: prepare + bwrap with overlay", ms)
+          + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over bwrap alone")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--runs", type=int, default=40)
+    parser.add_argument("--files", type=int, default=2000)
+    parser.add_argument("--mb", type=int, default=50)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="assay-bench-iso-") as raw:
+        tmp = Path(raw)
+        work = tmp / "proc"
+        work.mkdir()
+        per_process(args.runs, work)
+        workspace_prep(args.runs, tmp, args.files, args.mb)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

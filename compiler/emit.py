@@ -1,0 +1,154 @@
+"""Stage 4, emit: the only stage that writes. Plan -> generated/manifest.json + job files.
+
+Deterministic: sorted keys, project-relative paths, no timestamps; compiling twice
+gives byte-identical files. Files are written to a temporary name and renamed, and
+the manifest goes last, so a killed compile never leaves a manifest that points at
+missing or half-written job files. Job files no longer produced are removed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+from pathlib import Path
+from typing import Any
+
+from pydantic import BaseModel
+
+from compiler.contract import (
+    JOBS_DIR,
+    MANIFEST_FILE,
+    SCHEMA_VERSION,
+    JobFile,
+    Manifest,
+    MatrixEntry,
+    ScenarioEntry,
+    Session,
+    Variant,
+)
+from compiler.expand import MatrixPlan, Plan
+
+
+def canonical(value: Any) -> str:
+    """The one JSON spelling of a value (sorted keys, compact)."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
+def digest(*parts: str) -> str:
+    """sha256 over parts."""
+    h = hashlib.sha256()
+    for p in parts:
+        h.update(p.encode())
+        h.update(b"\0")
+    return h.hexdigest()
+
+
+def pretty(value: Any) -> str:
+    """How generated JSON files are written."""
+    if isinstance(value, BaseModel):
+        value = value.model_dump(mode="json")
+    return json.dumps(value, sort_keys=True, indent=1, ensure_ascii=False) + "\n"
+
+
+def session_name(cell: str, taken: set[str]) -> str:
+    """`bench-bin-skill-none-off` from `bin+skill/none/off`: plain, safe for nox -k and the shell."""
+    base = "bench-" + re.sub(r"[^a-z0-9]+", "-", cell.lower()).strip("-")
+    name, n = base, 2
+    while name in taken:
+        name, n = f"{base}-{n}", n + 1
+    taken.add(name)
+    return name
+
+
+def _tree_hash(hashes: dict[str, str], root: str) -> str:
+    prefix = root + "/"
+    return digest(*(f"{k}:{v}" for k, v in sorted(hashes.items()) if k.startswith(prefix)))
+
+
+def job_files(plan: Plan) -> dict[str, JobFile]:
+    """Every job file by its path relative to generated/."""
+    out: dict[str, JobFile] = {}
+    v = plan.validated
+    for mp in plan.matrices.values():
+        cell_h = {n: digest(canonical(cl)) for n, cl in mp.cells.items()}
+        agent_h = {a: digest(canonical(v.agents[a])) for a in mp.agents}
+        common = digest(str(SCHEMA_VERSION), mp.id, canonical(mp.limits), canonical(mp.options))
+        for sid, pairs in sorted(mp.runs.items()):
+            sj = v.scenarios[sid].job
+            scen_h = digest(canonical(sj), _tree_hash(v.input_hashes, sj.root))
+            variants = tuple(Variant(cell=c, agent=a, trials=mp.trials, hash=digest(common, scen_h, cell_h[c], agent_h[a]))
+                             for c, a in pairs)
+            used_cells = {c for c, _ in pairs}
+            used_agents = {a for _, a in pairs}
+            out[f"{JOBS_DIR}/{mp.id}/{sid}.json"] = JobFile(
+                matrix=mp.id, scenario=sj, cells={n: cl for n, cl in mp.cells.items() if n in used_cells},
+                agents={a: v.agents[a] for a in mp.agents if a in used_agents}, limits=mp.limits,
+                options=mp.options, variants=variants)
+    return out
+
+
+def _entry(mp: MatrixPlan, default: bool) -> MatrixEntry:
+    spec = mp.spec.spec
+    used = {c for pairs in mp.runs.values() for c, _ in pairs}
+    return MatrixEntry(
+        id=mp.id, default=default, description=spec.description, agents=mp.agents,
+        cells=tuple(c for c in mp.cells if c in used), scenarios=tuple(sorted(mp.runs)), trials=mp.trials,
+        jobs=mp.jobs, parallel=spec.parallel, seed=spec.seed, fail_fast=bool(spec.fail_fast),
+        versions={k: ver.model_dump(exclude_none=True) for k, ver in (spec.versions or {}).items()},
+        files={sid: f"{JOBS_DIR}/{mp.id}/{sid}.json" for sid in sorted(mp.runs)})
+
+
+def manifest(plan: Plan) -> Manifest:
+    """The manifest of a plan."""
+    v = plan.validated
+    sessions: list[Session] = []
+    if plan.default is not None:
+        taken: set[str] = set()
+        for cell in _entry(plan.matrices[plan.default], True).cells:
+            sessions.append(Session(name=session_name(cell, taken), matrix=plan.default, cell=cell))
+    return Manifest(
+        fingerprint=v.fingerprint, project=v.project.name, spec_version=v.project.spec_version,
+        inputs=dict(sorted(v.input_hashes.items())), factor_order=tuple(v.levels), factors={f: tuple(lv) for f, lv in v.levels.items()},
+        languages=tuple(v.project.languages), cells=tuple(plan.cells.values()), control=v.project.control,
+        agents=dict(sorted(v.agents.items())),
+        scenarios={s: ScenarioEntry(id=s, root=x.job.root, family=x.job.family, split=x.job.split, language=x.job.language)
+                   for s, x in sorted(v.scenarios.items())},
+        matrices={m: _entry(mp, m == plan.default) for m, mp in sorted(plan.matrices.items())},
+        default_matrix=plan.default, sessions=tuple(sessions))
+
+
+def _write(path: Path, text: str) -> bool:
+    """Atomically write `text` unless the file already holds it; True when written."""
+    data = text.encode("utf-8")
+    try:
+        if path.stat().st_size == len(data) and path.read_bytes() == data:
+            return False
+    except FileNotFoundError:
+        pass
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+    return True
+
+
+def emit(plan: Plan, generated: Path) -> int:
+    """Write generated/ for a plan; returns the number of files written (unchanged files are kept)."""
+    files = {rel: pretty(jf) for rel, jf in job_files(plan).items()}
+    written = 0
+    jobs_root = generated / JOBS_DIR
+    if jobs_root.is_dir():
+        for old in jobs_root.rglob("*.json"):
+            if old.relative_to(generated).as_posix() not in files:
+                old.unlink()
+        for d in sorted((p for p in jobs_root.rglob("*") if p.is_dir()), reverse=True):
+            if not any(d.iterdir()):
+                d.rmdir()
+    for rel, text in sorted(files.items()):
+        written += _write(generated / rel, text)
+    written += _write(generated / MANIFEST_FILE, pretty(manifest(plan)))
+    return written

@@ -1,0 +1,129 @@
+"""Stage 1, load: the only stage that reads. Finds every input, hashes it, parses specs.
+
+`scan` reads bytes and hashes them (cheap: the unchanged-recompile check needs only
+this); `parse` turns the spec files into `Doc`s with positions. Seed 000's
+`scenario.json` is renamed to the YAML form here (camelCase keys to snake_case,
+`kind: scenario` implied) so later stages see one shape.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from compiler.errors import Loc, SpecError
+from compiler.yamlio import Doc, Path_, parse
+
+SPEC_DIRS = ("specs",)
+SCENARIO_DIR = "scenarios"
+SCENARIO_FILES = ("scenario.yaml", "scenario.yml", "scenario.json")
+TREE_DIRS = ("seed", "reference", "grader", "negatives", "negative")
+"""Folders of a scenario whose files are inputs (hashed, checked to exist)."""
+
+CAMEL = {"runtimeOnly": "runtime_only", "stabilityRisk": "stability_risk", "referenceNote": "reference_note",
+         "notableExits": "notable_exits", "forbidWords": "forbid_words", "stateSetup": "state_setup",
+         "freshRepo": "fresh_repo"}
+"""Seed 000's camelCase keys of scenario.json and their spec-language names."""
+
+
+@dataclass(frozen=True)
+class Inputs:
+    """Every input file of a project: project-relative path -> bytes, and their hashes."""
+
+    root: Path
+    data: dict[str, bytes]
+    hashes: dict[str, str]
+    scenario_dirs: tuple[str, ...]
+    spec_files: tuple[str, ...]
+
+    def fingerprint(self, salt: str = "") -> str:
+        """One hash over every input path and content (and a salt such as the compiler's own hash)."""
+        h = hashlib.sha256(salt.encode())
+        for rel in sorted(self.hashes):
+            h.update(f"{rel}\0{self.hashes[rel]}\n".encode())
+        return h.hexdigest()
+
+
+@dataclass
+class Sources:
+    """Parsed specs plus the raw inputs they came from."""
+
+    inputs: Inputs
+    docs: list[Doc] = field(default_factory=list)
+    errors: list[SpecError] = field(default_factory=list)
+
+
+def _files_under(base: Path) -> list[Path]:
+    return sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
+
+
+def scan(root: Path) -> Inputs:
+    """Read every input of the project under `root` (specs/ and scenarios/)."""
+    data: dict[str, bytes] = {}
+    spec_files: list[str] = []
+    for sub in SPEC_DIRS:
+        base = root / sub
+        if base.is_dir():
+            for p in _files_under(base):
+                if p.suffix in (".yaml", ".yml"):
+                    rel = p.relative_to(root).as_posix()
+                    spec_files.append(rel)
+                    data[rel] = p.read_bytes()
+    scenario_dirs: list[str] = []
+    sroot = root / SCENARIO_DIR
+    if sroot.is_dir():
+        for d in sorted(p for p in sroot.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
+            scenario_dirs.append(d.relative_to(root).as_posix())
+            for p in _files_under(d):
+                data[p.relative_to(root).as_posix()] = p.read_bytes()
+    hashes = {rel: hashlib.sha256(b).hexdigest() for rel, b in data.items()}
+    return Inputs(root, data, hashes, tuple(scenario_dirs), tuple(spec_files))
+
+
+def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:
+    """Rename keys of the map at `path` in place, moving their positions along."""
+    node = doc.data
+    for part in path:
+        node = node[part]
+    if not isinstance(node, dict):
+        return
+    for old, new in mapping.items():
+        if old in node and new not in node:
+            node[new] = node.pop(old)
+            for table in (doc.values, doc.keys):
+                n = len(path) + 1
+                for p in [p for p in table if p[: len(path)] == path and len(p) >= n and p[len(path)] == old]:
+                    table[(*path, new, *p[n:])] = table.pop(p)
+
+
+def parse_sources(inputs: Inputs) -> Sources:
+    """Parse every spec file and scenario file; syntax errors are collected, not raised."""
+    src = Sources(inputs)
+    files = list(inputs.spec_files)
+    for d in inputs.scenario_dirs:
+        present = [f"{d}/{name}" for name in SCENARIO_FILES if f"{d}/{name}" in inputs.data]
+        if not present:
+            src.errors.append(SpecError.at(Loc(d, 1, 1), "", "E201", "scenario folder has no scenario.yaml",
+                                           "add scenario.yaml (or seed 000's scenario.json), or run `assay new scenario`"))
+            continue
+        files.append(present[0])
+    for rel in files:
+        try:
+            text = inputs.data[rel].decode("utf-8")
+        except UnicodeDecodeError as exc:
+            src.errors.append(SpecError.at(Loc(rel, 1, 1), "", "E001", f"not UTF-8: {exc}"))
+            continue
+        doc, errors = parse(rel, text)
+        src.errors.extend(errors)
+        if doc.data is None:
+            continue
+        if rel.endswith(".json") and isinstance(doc.data, dict):
+            doc.data.setdefault("kind", "scenario")
+            _rename(doc, (), CAMEL)
+            for i, _ in enumerate(doc.data.get("steps") or []):
+                _rename(doc, ("steps", i), CAMEL)
+            if "prompt" not in doc.data:
+                doc.data["prompt"] = "prompt.md"
+        src.docs.append(doc)
+    return src

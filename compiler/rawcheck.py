@@ -1,0 +1,159 @@
+"""cerberus on raw documents, with its schemas derived from the pydantic spec models.
+
+The models are the one source of truth: `cerberus_schema(Model)` walks their field
+annotations, so a field added to a model is accepted by the raw check at once.
+Errors come back as `SpecError`s with the position of the offending node and, for
+unknown keys, a "did you mean".
+"""
+
+from __future__ import annotations
+
+import types
+import typing
+from functools import cache
+from typing import Any, Literal, Union
+
+import cerberus
+from pydantic import BaseModel
+
+from compiler.errors import SpecError, did_you_mean
+from compiler.yamlio import Doc, Path_, dotted
+
+_SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+
+
+def _rule(tp: Any) -> dict[str, Any]:
+    origin = typing.get_origin(tp)
+    if tp is Any or tp is object:
+        return {}
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        nullable = len(args) < len(typing.get_args(tp))
+        rule: dict[str, Any] = _rule(args[0]) if len(args) == 1 else {"anyof": [_rule(a) for a in args]}
+        if nullable:
+            rule["nullable"] = True
+        return rule
+    if origin is Literal:
+        values = list(typing.get_args(tp))
+        return {"type": _SCALARS[type(values[0])], "allowed": values}
+    if origin in (list, tuple):
+        return {"type": "list", "schema": _rule(typing.get_args(tp)[0])}
+    if origin is dict:
+        return {"type": "dict", "keysrules": {"type": "string"}, "valuesrules": _rule(typing.get_args(tp)[1])}
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return {"type": "dict", "schema": cerberus_schema(tp)}
+    if tp in _SCALARS:
+        # YAML's `1` is a valid float; a bool is never a number.
+        return {"type": ["integer", "float"]} if tp is float else {"type": _SCALARS[tp]}
+    raise TypeError(f"no cerberus rule for {tp!r}")
+
+
+@cache
+def cerberus_schema(model: type[BaseModel]) -> dict[str, Any]:
+    """The cerberus schema of a pydantic model (keys by alias, required as in the model)."""
+    schema: dict[str, Any] = {}
+    for name, info in model.model_fields.items():
+        rule = _rule(info.annotation)
+        rule["required"] = info.is_required()
+        schema[info.alias or name] = rule
+    return schema
+
+
+class _Validator(cerberus.Validator):  # type: ignore[misc]
+    """cerberus with YAML's integers: `true` is a boolean, never the integer 1 (as in pydantic strict)."""
+
+    types_mapping = {  # noqa: RUF012  (cerberus reads it from the class)
+        **cerberus.Validator.types_mapping,
+        "integer": cerberus.TypeDefinition("integer", (int,), (bool,)),
+    }
+
+
+@cache
+def _validator(model: type[BaseModel]) -> cerberus.Validator:
+    return _Validator(cerberus_schema(model), allow_unknown=False)
+
+
+def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
+    """Valid keys of the map at `path` inside a document of `schema`."""
+    rule: dict[str, Any] = {"type": "dict", "schema": schema}
+    for part in path:
+        if "anyof" in rule:
+            rule = next((r for r in rule["anyof"] if r.get("type") in ("dict", "list")), {})
+        if isinstance(part, int):
+            rule = rule.get("schema", {})
+        elif "schema" in rule:
+            rule = rule["schema"].get(part, {})
+        else:
+            rule = rule.get("valuesrules", {})
+    if "anyof" in rule:
+        rule = next((r for r in rule["anyof"] if r.get("type") == "dict"), {})
+    return sorted(rule.get("schema", {}))
+
+
+def _type_name(rule: Any) -> str:
+    if isinstance(rule, list):
+        return " or ".join(_type_name(r) for r in rule)
+    return {"dict": "a map", "list": "a list", "string": "a string", "integer": "an integer",
+            "float": "a number", "number": "a number", "boolean": "true or false"}.get(str(rule), str(rule))
+
+
+def _describe(v: Any) -> str:
+    if isinstance(v, bool):
+        return "true" if v else "false"
+    if v is None:
+        return "null"
+    if isinstance(v, dict):
+        return "a map"
+    if isinstance(v, list):
+        return "a list"
+    return repr(v)
+
+
+def _flatten(errors: Any) -> list[Any]:
+    out = []
+    for err in errors:
+        if err.is_group_error and not err.is_logic_error:
+            out.extend(_flatten(err.child_errors))
+        else:
+            out.append(err)
+    return out
+
+
+def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> list[SpecError]:
+    """Validate `data` (default: the whole document) against the model's cerberus schema."""
+    value = doc.data if data is None else data
+    schema = cerberus_schema(model)
+    if not isinstance(value, dict):
+        return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {_describe(value)}")]
+    v = _validator(model)
+    if v.validate(value):
+        return []
+    out: list[SpecError] = []
+    for err in _flatten(v._errors):
+        path: Path_ = (*base, *err.document_path)
+        where = dotted(path)
+        code = err.code
+        if code == cerberus.errors.UNKNOWN_FIELD.code:
+            out.append(SpecError.at(doc.loc(path, key=True), where, "E101", f"unknown key '{path[-1]}'",
+                                    did_you_mean(str(path[-1]), _keys_at(schema, tuple(err.document_path[:-1])))))
+        elif code == cerberus.errors.REQUIRED_FIELD.code:
+            out.append(SpecError.at(doc.loc(path[:-1]), where, "E102", f"missing required key '{path[-1]}'"))
+        elif code == cerberus.errors.BAD_TYPE.code or code == cerberus.errors.NOT_NULLABLE.code:
+            out.append(SpecError.at(doc.loc(path), where, "E103",
+                                    f"expected {_type_name(err.constraint)}, got {_describe(err.value)}"))
+        elif code == cerberus.errors.UNALLOWED_VALUE.code:
+            allowed = ", ".join(str(a) for a in err.constraint)
+            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
+                                    f"one of: {allowed}"))
+        elif err.is_logic_error and (unallowed := [e for e in _flatten(err.child_errors)
+                                                   if e.code == cerberus.errors.UNALLOWED_VALUE.code]):
+            allowed = ", ".join(str(a) for a in unallowed[0].constraint)
+            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
+                                    f"one of: {allowed}, or another type: "
+                                    + " or ".join(_type_name(r.get("type", "any")) for r in err.constraint if "allowed" not in r)))
+        elif err.is_logic_error:
+            kinds = [_type_name(r.get("type", "any")) for r in err.constraint]
+            out.append(SpecError.at(doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {_describe(err.value)}"))
+        else:
+            out.append(SpecError.at(doc.loc(path), where, "E100", f"invalid value ({err.rule}: {err.constraint})"))
+    return out

@@ -1,0 +1,29 @@
+"""Jinja2 for template-typed fields only: sandboxed, StrictUndefined, at compile time."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any
+
+import jinja2
+from jinja2.sandbox import ImmutableSandboxedEnvironment
+
+
+class TemplateError(Exception):
+    """A template did not render; the message says why."""
+
+
+@cache
+def _env() -> ImmutableSandboxedEnvironment:
+    return ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
+                                         autoescape=False)
+
+
+def render(text: str, context: dict[str, Any]) -> str:
+    """Render one template; values known only at run time are $ENV variables, never {{ }}."""
+    if "{{" not in text and "{%" not in text and "{#" not in text:
+        return text
+    try:
+        return _env().from_string(text).render(**context)
+    except jinja2.TemplateError as exc:
+        raise TemplateError(str(exc)) from exc

@@ -1,0 +1,53 @@
+"""In-memory values between stages: validated specs with the documents they came from."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from compiler.contract import AgentSpec, Limits, Options, ScenarioJob
+from compiler.specs import CheckKindDoc, MatrixDoc, ProjectDoc
+from compiler.yamlio import Doc
+
+
+@dataclass(frozen=True)
+class ScenarioIn:
+    """A validated scenario, already in its job form, and where its fields came from."""
+
+    job: ScenarioJob
+    doc: Doc
+    check_paths: tuple[tuple[str | int, ...], ...]
+    """Key path of each check in `doc` (same order as job.checks)."""
+    prompt_file: str | None = None
+    """Project-relative prompt file (for positions of forbidden words)."""
+
+
+@dataclass(frozen=True)
+class MatrixIn:
+    """A validated matrix with project defaults and its extends chain merged in."""
+
+    spec: MatrixDoc
+    doc: Doc
+    limits: Limits
+    options: Options
+
+
+@dataclass(frozen=True)
+class Validated:
+    """Everything the expand stage needs, all checked."""
+
+    project: ProjectDoc
+    project_doc: Doc
+    levels: dict[str, dict[str, dict[str, Any]]]
+    """factor -> level -> provisions (after the level's extends), factor and level order kept."""
+    level_locs: dict[str, dict[str, Doc]]
+    agents: dict[str, AgentSpec]
+    agent_docs: dict[str, Doc]
+    agent_flags: dict[str, tuple[bool, str]]
+    """agent id -> (runnable, reason)."""
+    kinds: dict[str, CheckKindDoc]
+    kind_docs: dict[str, Doc]
+    matrices: dict[str, MatrixIn]
+    scenarios: dict[str, ScenarioIn]
+    fingerprint: str
+    input_hashes: dict[str, str] = field(default_factory=dict)

@@ -1,0 +1,189 @@
+"""Cross-file rules and seed 000's authoring rules, checked after every file is valid alone."""
+
+from __future__ import annotations
+
+import re
+from collections import defaultdict
+from typing import Any
+
+from compiler.errors import Collector, Loc, did_you_mean
+from compiler.resolved import MatrixIn, ScenarioIn, Validated
+from compiler.specs import CheckKindDoc, ProjectDoc
+from compiler.yamlio import Doc, Path_, dotted
+
+AXES = ("agent", "scenario")
+"""Matrix keys besides the factors."""
+
+
+def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) -> None:
+    """A user kind: exactly one result reader, max_param names a parameter, authority known."""
+    set_readers = [k for k in ("exit", "count", "json_path") if getattr(spec.result, k) is not None]
+    if len(set_readers) > 1:
+        c.add(doc.loc(("result",)), "result", "E150", f"result has {', '.join(set_readers)}; give exactly one")
+    count = spec.result.count
+    if count is not None and count.max_param is not None and count.max_param not in spec.params:
+        c.add(doc.loc(("result", "count", "max_param")), "result.count.max_param", "E151",
+              f"max_param '{count.max_param}' is not a parameter of this kind", did_you_mean(count.max_param, spec.params))
+    if spec.authority is not None and spec.authority not in project.authorities:
+        c.add(doc.loc(("authority",)), "authority", "E221", f"unknown authority '{spec.authority}'",
+              did_you_mean(spec.authority, project.authorities))
+
+
+def select_scenarios(m: MatrixIn, scenarios: dict[str, ScenarioIn]) -> list[str]:
+    """The scenario ids a matrix runs, sorted."""
+    sel = m.spec.scenarios
+    if sel is None or sel == "all":
+        return sorted(scenarios)
+    if isinstance(sel, list):
+        return [s for s in sel if s in scenarios]
+
+    def listed(v: str | list[str] | None, x: str | None) -> bool:
+        return v is None or x in ([v] if isinstance(v, str) else v)
+
+    return sorted(
+        s for s, sc in scenarios.items()
+        if (sel.split is None or sc.job.split == sel.split) and listed(sel.family, sc.job.family)
+        and listed(sel.language, sc.job.language) and (sel.ids is None or s in sel.ids)
+    )
+
+
+def matrix_levels(m: MatrixIn, levels: dict[str, dict[str, Any]]) -> dict[str, list[str]]:
+    """Factor -> the levels a matrix's product uses (before include)."""
+    narrowed = m.spec.factors or {}
+    return {f: list(narrowed.get(f, list(lv))) for f, lv in levels.items()}
+
+
+def _value_ok(c: Collector, doc: Doc, path: Path_, key: str, value: Any, v: Validated, where: str) -> None:
+    """A factor/agent/scenario value in a matrix or constraint must exist."""
+    values = [value] if not isinstance(value, list) else value
+    for j, one in enumerate(values):
+        p = (*path, j) if isinstance(value, list) else path
+        if key in v.levels:
+            choices: Any = v.levels[key]
+            what = f"level of factor '{key}'"
+        elif key == "agent":
+            choices, what = v.agents, "agent"
+        elif key == "scenario" and where != "constraint":
+            choices, what = v.scenarios, "scenario"
+        else:
+            continue
+        if not isinstance(one, str) or one not in choices:
+            c.add(doc.loc(p), dotted(p), "E224" if key in v.levels else "E222", f"unknown {what} {one!r}",
+                  did_you_mean(str(one), choices))
+
+
+def _keys_ok(c: Collector, doc: Doc, path: Path_, entry: dict[str, Any], v: Validated, where: str) -> None:
+    allowed = [*v.levels, "agent"] + (["scenario"] if where != "constraint" else [])
+    for key, value in entry.items():
+        kp = (*path, key)
+        if key not in allowed:
+            c.add(doc.loc(kp, key=True), dotted(kp), "E223", f"unknown {where} key '{key}'", did_you_mean(key, allowed))
+            continue
+        _value_ok(c, doc, kp, key, value, v, where)
+
+
+def cross_file(c: Collector, v: Validated) -> None:
+    """Every rule that needs more than one file."""
+    pdoc = v.project_doc
+    for i, con in enumerate(v.project.constraints):
+        _keys_ok(c, pdoc, ("constraints", i, "when"), con.when, v, "constraint")
+        _keys_ok(c, pdoc, ("constraints", i, "require"), con.require, v, "constraint")
+    control = v.project.control.split("/")
+    if len(control) != len(v.levels) or any(lv not in v.levels[f] for f, lv in zip(v.levels, control, strict=False)):
+        c.add(pdoc.loc(("control",)), "control", "E227", f"control '{v.project.control}' is not a cell",
+              f"levels in factor order: {'/'.join(v.levels)}")
+    _level_paths(c, v)
+    defaults = [m for m in v.matrices.values() if m.spec.default]
+    for extra in defaults[1:]:
+        c.add(extra.doc.loc(("default",)), "default", "E271", f"a second default matrix (first: {defaults[0].spec.id})")
+    for m in v.matrices.values():
+        _matrix(c, m, v)
+    _families(c, v)
+    _forbidden(c, v)
+
+
+def _level_paths(c: Collector, v: Validated) -> None:
+    """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
+    from compiler.scenarios import rel_path
+
+    doc = v.project_doc
+    raw_factors = doc.data.get("factors") or {}
+    for factor, levels in raw_factors.items():
+        for level, body in (levels or {}).items():
+            if not isinstance(body, dict):
+                continue
+            base = ("factors", factor, level)
+            for i, p in enumerate(body.get("path") or []):
+                rel_path(c, doc, (*base, "path", i), p)
+            for key in ("files", "home_files", "links"):
+                for dest, src in (body.get(key) or {}).items():
+                    rel_path(c, doc, (*base, key, dest), src)
+            if body.get("skill_dir"):
+                rel_path(c, doc, (*base, "skill_dir"), body["skill_dir"])
+
+
+def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
+    doc = m.doc
+    if not m.spec.agents:
+        c.add(doc.loc(()), "agents", "E102", "a matrix needs `agents:` (a list of agent ids)")
+    for i, a in enumerate(m.spec.agents or []):
+        if a not in v.agents:
+            c.add(doc.loc(("agents", i)), f"agents[{i}]", "E222", f"unknown agent '{a}'", did_you_mean(a, v.agents))
+        elif not v.agent_flags[a][0]:
+            c.add(doc.loc(("agents", i)), f"agents[{i}]", "E270", f"agent '{a}' is not runnable: {v.agent_flags[a][1]}",
+                  "remove it from the matrix")
+    for f, lvls in (m.spec.factors or {}).items():
+        if f not in v.levels:
+            c.add(doc.loc(("factors", f), key=True), f"factors.{f}", "E223", f"unknown factor '{f}'", did_you_mean(f, v.levels))
+            continue
+        _value_ok(c, doc, ("factors", f), f, lvls, v, "matrix")
+    if isinstance(m.spec.scenarios, list):
+        _value_ok(c, doc, ("scenarios",), "scenario", m.spec.scenarios, v, "matrix")
+    for key in ("include", "exclude"):
+        for i, entry in enumerate(getattr(m.spec, key) or []):
+            _keys_ok(c, doc, (key, i), entry, v, "matrix")
+    if m.spec.trials is not None and m.spec.trials < 1:
+        c.add(doc.loc(("trials",)), "trials", "E104", "trials must be at least 1")
+
+
+def _families(c: Collector, v: Validated) -> None:
+    """One family, one split: a held-out scenario is never a translation of a training one."""
+    by_family: dict[str, list[ScenarioIn]] = defaultdict(list)
+    for s in v.scenarios.values():
+        if s.job.split is not None:
+            by_family[s.job.family].append(s)
+    for family, members in sorted(by_family.items()):
+        splits = sorted({s.job.split or "" for s in members})
+        if len(splits) > 1:
+            first = min(members, key=lambda s: s.job.id)
+            for s in members:
+                if s.job.split != first.job.split:
+                    c.add(s.doc.loc(("split",)), "split", "E261",
+                          f"family '{family}' is split across {' and '.join(splits)}: '{first.job.id}' is {first.job.split}",
+                          "scenarios of one family take the same split")
+
+
+def _forbidden(c: Collector, v: Validated) -> None:
+    """A prompt must not contain the words its scenario, the project or any level it runs under forbids."""
+    level_words: dict[str, set[str]] = defaultdict(set)
+    for m in v.matrices.values():
+        used = matrix_levels(m, v.levels)
+        for entry in m.spec.include or []:
+            for f in v.levels:
+                if isinstance(entry.get(f), str):
+                    used[f].append(entry[f])
+        words = {w for f, lvls in used.items() for lv in lvls for w in v.levels[f].get(lv, {}).get("forbid_words", [])}
+        for sid in select_scenarios(m, v.scenarios):
+            level_words[sid] |= words
+    for sid, s in v.scenarios.items():
+        forbidden = sorted({*s.job.forbid_words, *level_words.get(sid, set())})
+        texts = [(s.prompt_file, s.job.prompt)] + [(None, st.prompt) for st in s.job.steps]
+        for file, text in texts:
+            for w in forbidden:
+                hit = re.search(rf"(?<![\w-]){re.escape(w)}(?![\w-])", text, re.IGNORECASE)
+                if hit:
+                    line = text.count("\n", 0, hit.start()) + 1
+                    col = hit.start() - (text.rfind("\n", 0, hit.start()) + 1) + 1
+                    loc = Loc(file, line, col) if file else s.doc.loc(("steps",))
+                    c.add(loc, "prompt", "E260", f"the prompt contains the forbidden word '{w}'",
+                          "state the requirement in user terms; never name the tool's commands")

@@ -1,0 +1,295 @@
+"""Scenarios: folder rules, prompts (templates), and checks resolved to built-in kinds.
+
+A user check kind becomes a `command` check here (its run template rendered with the
+check's parameters, its result reader made concrete), so the runner and the grader
+only ever see built-in kinds.
+"""
+
+from __future__ import annotations
+
+import json
+import posixpath
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from compiler import render
+from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
+from compiler.errors import Collector, did_you_mean
+from compiler.load import Sources
+from compiler.resolved import ScenarioIn
+from compiler.specs import CheckKindDoc, ProjectDoc, ScenarioDoc
+from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
+from compiler.yamlio import Doc, Path_, dotted
+
+_COMMON = set(CheckCommon.model_fields)
+_PY = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list[Any],
+       "dict": dict[str, Any], "any": Any}
+
+
+@cache
+def _user_model(kind_id: str, params_json: str) -> type[BaseModel]:
+    params = json.loads(params_json)
+    fields: dict[str, Any] = {}
+    for name, p in params.items():
+        tp = _PY[p.get("type", "any")]
+        fields[name] = (tp | None, Field(default=None, description=p.get("description")))
+    fields["with_"] = (dict[str, Any] | None, Field(default=None, alias="with", description="Parameters of the kind."))
+    return create_model(f"Check_{kind_id}", __base__=CheckCommon, **fields)
+
+
+def user_model(kind: CheckKindDoc) -> type[BaseModel]:
+    """The model of a check entry of a user kind: common fields, its params inline, or `with:`."""
+    return _user_model(kind.id, json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True))
+
+
+def rel_path(c: Collector, doc: Doc, path: Path_, value: str, *, base_file: str | None = None) -> str | None:
+    """A path written in a spec, made project-relative; None (and an error) when it escapes."""
+    loc = doc.loc(path)
+    if value.startswith("/") or "\\" in value:
+        c.add(loc, dotted(path), "E210", f"path {value!r} must be relative and use '/'")
+        return None
+    base = posixpath.dirname(base_file or loc.file)
+    joined = posixpath.normpath(posixpath.join(base, value))
+    if joined == ".." or joined.startswith("../"):
+        c.add(loc, dotted(path), "E211", f"path {value!r} escapes the project")
+        return None
+    return joined
+
+
+def ws_path(c: Collector, doc: Doc, path: Path_, value: str) -> bool:
+    """A workspace-relative path or glob: relative, no '..'."""
+    parts = value.split("/")
+    if value.startswith("/") or ".." in parts or not value:
+        c.add(doc.loc(path), dotted(path), "E212", f"workspace path {value!r} must be relative and stay in the workspace")
+        return False
+    if "**" in value.replace("/**/", "/").removeprefix("**/").removesuffix("/**") and value != "**":
+        c.add(doc.loc(path), dotted(path), "E213", f"glob {value!r}: '**' must be a whole path segment")
+        return False
+    return True
+
+
+def _context(spec: ScenarioDoc, project: ProjectDoc, folder: str) -> dict[str, Any]:
+    return {"scenario": {**spec.model_dump(exclude={"checks", "negatives", "meta"}), "folder": folder},
+            "project": {"name": project.name, "languages": project.languages}}
+
+
+def _render(c: Collector, doc: Doc, path: Path_, text: str, ctx: dict[str, Any], *, file: str | None = None) -> str:
+    try:
+        return render.render(text, ctx)
+    except render.TemplateError as exc:
+        loc = doc.loc(path)
+        c.add(loc if file is None else loc._replace(file=file, line=1, col=1), dotted(path), "E301",
+              f"template error: {exc}", "compile-time templates see only `scenario`, `project` and the check's params")
+        return text
+
+
+def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindDoc], ctx: dict[str, Any],
+           project: ProjectDoc) -> CheckSpec | None:
+    path: Path_ = ("checks", i)
+    if not isinstance(raw, dict):
+        c.add(doc.loc(path), dotted(path), "E103", "a check must be a map with id and kind")
+        return None
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or (kind not in BUILTIN and kind not in kinds):
+        c.add(doc.loc((*path, "kind")), dotted((*path, "kind")), "E140", f"unknown check kind {kind!r}",
+              did_you_mean(str(kind), [*BUILTIN, *kinds]))
+        return None
+    user = kinds.get(kind) if kind not in BUILTIN else None
+    model = user_model(user) if user else BUILTIN[kind]
+    from compiler.validate import model_of
+
+    spec = model_of(c, doc, model, raw, path)
+    if spec is None:
+        return None
+    params = {k: v for k, v in spec.model_dump(by_alias=True, exclude_none=True).items() if k not in _COMMON}
+    if user is None:
+        for name in TEMPLATE_FIELDS.get(kind, ()):
+            if name in params:
+                params[name] = _render(c, doc, (*path, name), params[name], ctx)
+        if kind == "command" and "exit" not in params and "result" not in params:
+            params["exit"] = 0
+        return CheckSpec(id=spec.id, kind=kind, layer=spec.layer or "agent", authority=spec.authority,
+                         severity=spec.severity or "error", timeout_s=spec.timeout_s or 60.0, params=params)
+    before = len(c.errors)
+    given = dict(params.pop("with", {}) or {})
+    for k in list(params):
+        given.setdefault(k, params.pop(k))
+    values: dict[str, Any] = {}
+    for name, p in user.params.items():
+        if name in given:
+            values[name] = given.pop(name)
+        elif p.required:
+            c.add(doc.loc(path), dotted((*path, "with", name)), "E102", f"check kind '{kind}' needs parameter '{name}'")
+        else:
+            values[name] = p.default
+    for extra in given:
+        c.add(doc.loc((*path, "with", extra), key=True), dotted((*path, "with", extra)), "E101",
+              f"unknown parameter '{extra}' of check kind '{kind}'", did_you_mean(extra, user.params))
+    if len(c.errors) > before:
+        return None  # the template would only repeat the missing-parameter errors
+    run = _render(c, doc, path, user.run, {**ctx, **values, "params": values})
+    result = user.result.model_dump(exclude_none=True)
+    count = result.get("count")
+    if count is not None and count.get("max_param"):
+        count["max"] = values.get(count.pop("max_param"))
+    out: dict[str, Any] = {"run": run, "with": values}
+    if result:
+        out["result"] = result
+    else:
+        out["exit"] = 0
+    if user.env:
+        out["env"] = dict(user.env)
+    return CheckSpec(id=spec.id, kind="command", source_kind=kind, layer=spec.layer or user.layer or "agent",
+                     authority=spec.authority or user.authority, severity=spec.severity or user.severity or "error",
+                     timeout_s=spec.timeout_s or user.timeout_s or 60.0, params=out)
+
+
+def _tree(src: Sources, folder: str, sub: str) -> list[str]:
+    prefix = f"{folder}/{sub}/"
+    return [rel for rel in src.inputs.data if rel.startswith(prefix)]
+
+
+def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, what: str) -> str | None:
+    if rel is None:
+        return None
+    data = src.inputs.data.get(rel)
+    if data is None:
+        c.add(doc.loc(path), dotted(path), "E230", f"{what} file '{rel}' not found")
+        return None
+    return data.decode("utf-8", "replace")
+
+
+def _expectations(c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+    """Expectations inline in the job: a name is replaced by its spec (with `id`), so jobs stay self-contained."""
+    out: list[dict[str, Any]] = []
+    for i, entry in enumerate(spec.expectations or ()):
+        name = entry if isinstance(entry, str) else (entry.get("ref") if isinstance(entry, dict) else None)
+        if name is None:
+            if not isinstance(entry, dict):
+                c.add(doc.loc(("expectations", i)), f"expectations[{i}]", "E103", "an expectation is a name or a map")
+                continue
+            out.append(dict(entry))
+            continue
+        if name not in library:
+            c.add(doc.loc(("expectations", i)), f"expectations[{i}]", "E242", f"unknown expectation '{name}'",
+                  did_you_mean(str(name), library))
+            continue
+        extra = {k: v for k, v in entry.items() if k != "ref"} if isinstance(entry, dict) else {}
+        out.append({**library[name], **extra})
+    return tuple(out)
+
+
+def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc],
+          expectations: dict[str, dict[str, Any]] | None = None) -> ScenarioIn | None:
+    """One scenario in its job form; None when it has errors (collected in `c`)."""
+    from compiler.validate import model_of
+
+    spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
+    if spec is None:
+        return None
+    own = doc.values.get((), doc.loc(())).file
+    folder = posixpath.dirname(doc.file)
+    if spec.id != posixpath.basename(folder):
+        c.add(doc.loc(("id",)), "id", "E202", f"scenario id '{spec.id}' differs from its folder name '{posixpath.basename(folder)}'",
+              "rename the folder or the id; they must be equal")
+    if spec.language is not None and spec.language not in project.languages:
+        c.add(doc.loc(("language",)), "language", "E220", f"language '{spec.language}' is not declared supported by the project",
+              f"add it to `languages:` in {project.name}'s project file" if not project.languages else did_you_mean(spec.language, project.languages))
+    ctx = _context(spec, project, folder)
+    prompt_file = rel_path(c, doc, ("prompt",), spec.prompt or "prompt.md", base_file=doc.loc(("prompt",)).file if spec.prompt else own)
+    prompt_raw = _text(c, src, doc, ("prompt",), prompt_file, "prompt")
+    prompt = _render(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file) if prompt_raw is not None else ""
+    steps: list[Step] = []
+    for i, st in enumerate(spec.steps or []):
+        sp = ("steps", i)
+        pf = rel_path(c, doc, (*sp, "prompt"), st.prompt)
+        raw = _text(c, src, doc, (*sp, "prompt"), pf, "step prompt")
+        evidence: dict[str, str] = {}
+        for dest, source in (st.evidence or {}).items():
+            ws_path(c, doc, (*sp, "evidence", dest), dest)
+            rel = rel_path(c, doc, (*sp, "evidence", dest), source)
+            if rel is not None and rel not in src.inputs.data:
+                c.add(doc.loc((*sp, "evidence", dest)), dotted((*sp, "evidence", dest)), "E230", f"evidence file '{rel}' not found")
+            if rel is not None and f"{folder}/seed/{dest}" in src.inputs.data:
+                c.add(doc.loc((*sp, "evidence", dest), key=True), dotted((*sp, "evidence", dest)), "E214",
+                      f"evidence '{dest}' collides with a seed file")
+            evidence[dest] = rel or source
+        steps.append(Step(name=st.name or f"step-{i + 1:02d}", prompt=_render(c, doc, (*sp, "prompt"), raw or "", ctx, file=pf),
+                          evidence=evidence, fresh_repo=bool(st.fresh_repo)))
+    if steps and spec.prompt is None:
+        prompt = steps[0].prompt
+    if not _tree(src, folder, "seed"):
+        c.add(doc.loc(()), "", "E231", f"missing seed folder '{folder}/seed/' (the initial workspace)", "add at least one file (a .gitkeep will do)")
+    if not _tree(src, folder, "reference"):
+        c.add(doc.loc(()), "", "E232", f"missing reference folder '{folder}/reference/'", "the reference calibrates the checks")
+    entry = [spec.entry] if isinstance(spec.entry, str) else list(spec.entry or [])
+    for key, values in (("entry", entry), ("watch", spec.watch or []), ("writable", spec.writable or []),):
+        for j, v in enumerate(values):
+            ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
+    checks: list[CheckSpec] = []
+    paths: list[Path_] = []
+    seen: dict[str, int] = {}
+    for i, check_raw in enumerate(spec.checks or []):
+        chk = _check(c, doc, i, check_raw, kinds, ctx, project)
+        if chk is None:
+            continue
+        if chk.id in seen:
+            c.add(doc.loc(("checks", i, "id")), dotted(("checks", i, "id")), "E112", f"duplicate check id '{chk.id}'",
+                  f"first used by checks[{seen[chk.id]}]")
+            continue
+        if chk.authority is not None and chk.authority not in project.authorities:
+            c.add(doc.loc(("checks", i, "authority")), dotted(("checks", i, "authority")), "E221",
+                  f"unknown authority '{chk.authority}'", did_you_mean(chk.authority, project.authorities))
+        seen[chk.id] = i
+        checks.append(chk)
+        paths.append(("checks", i))
+    if not spec.checks:
+        c.add(doc.loc(()), "checks", "E250", "the scenario has no checks", "a scenario needs at least one check")
+    negatives: list[Negative] = []
+    neg_dir = "negative" if own.endswith(".json") and _tree(src, folder, "negative") else "negatives"
+    for name, neg in (spec.negatives or {}).items():
+        np_: Path_ = ("negatives", name)
+        if not neg.fails:
+            c.add(doc.loc((*np_, "fails")), dotted((*np_, "fails")), "E241", "a negative must name at least one check it fails")
+        for j, cid in enumerate(neg.fails):
+            if cid not in seen and cid not in {ch.get("id") for ch in spec.checks or [] if isinstance(ch, dict)}:
+                c.add(doc.loc((*np_, "fails", j)), dotted((*np_, "fails", j)), "E240", f"unknown check id '{cid}'",
+                      did_you_mean(cid, seen))
+        patch = rel_path(c, doc, (*np_, "patch"), neg.patch) if neg.patch else None
+        if patch is not None and patch not in src.inputs.data:
+            c.add(doc.loc((*np_, "patch")), dotted((*np_, "patch")), "E233", f"negative patch '{patch}' not found")
+        has_dir = bool(_tree(src, folder, f"{neg_dir}/{name}"))
+        if not has_dir and patch is None:
+            c.add(doc.loc(np_, key=True), dotted(np_), "E233", f"negative '{name}' has no overlay folder '{folder}/{neg_dir}/{name}/' and no patch")
+        negatives.append(Negative(name=name, fails=tuple(neg.fails), dir=f"{folder}/{neg_dir}/{name}" if has_dir else None, patch=patch))
+    declared = set(spec.negatives or {})
+    for rel in sorted({r.split("/")[3] for r in _tree(src, folder, neg_dir) if r.count("/") >= 4}):
+        if rel not in declared:
+            c.add(doc.loc(("negatives",) if spec.negatives else ()), "negatives", "E234",
+                  f"overlay folder '{folder}/{neg_dir}/{rel}/' is not declared under negatives:", f"add `{rel}: {{ fails: [...] }}`")
+    job = ScenarioJob(
+        id=spec.id, root=folder, family=spec.family or spec.id, language=spec.language, split=spec.split,
+        source=spec.source, reference_note=spec.reference_note, seed=f"{folder}/seed",
+        reference=f"{folder}/reference", grader=f"{folder}/grader" if _tree(src, folder, "grader") else None,
+        negatives=tuple(negatives), entry=tuple(entry), watch=tuple(spec.watch or entry),
+        writable=tuple(spec.writable or ("**",)), runtime_only=tuple(spec.runtime_only or ()),
+        stability_risk=bool(spec.stability_risk), prompt=prompt, steps=tuple(steps), checks=tuple(checks),
+        expectations=_expectations(c, doc, spec, expectations or {}),
+        notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
+        forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
+        state_setup=tuple(spec.state_setup or ()),
+    )
+    return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), prompt_file=prompt_file)
+
+
+def build_all(c: Collector, docs: dict[str, Doc], src: Sources, project: ProjectDoc,
+              kinds: dict[str, CheckKindDoc], expectations: dict[str, dict[str, Any]]) -> dict[str, ScenarioIn]:
+    """Every scenario that has no errors of its own, by id."""
+    out: dict[str, ScenarioIn] = {}
+    for ident in sorted(docs):
+        built = build(c, docs[ident], src, project, kinds, expectations)
+        if built is not None:
+            out[ident] = built
+    return out

@@ -1,0 +1,52 @@
+"""`kind: matrix` — agents x cells x scenarios x trials."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import Field
+
+from compiler.specs.base import SpecModel
+from compiler.specs.project import LimitsDoc, OptionsDoc
+
+
+class ScenarioFilter(SpecModel):
+    """Select scenarios by attribute."""
+
+    split: Literal["train", "test"] | None = Field(default=None, description="Only this split.")
+    family: str | list[str] | None = Field(default=None, description="Only these families.")
+    language: str | list[str] | None = Field(default=None, description="Only these languages.")
+    ids: list[str] | None = Field(default=None, description="Only these ids.")
+
+
+class VersionDoc(SpecModel):
+    """One side of a version comparison."""
+
+    label: str = Field(description="Version label recorded in runs.")
+    path: str | None = Field(default=None, description="Folder of the build, put first on the tool's PATH.")
+    package: str | None = Field(default=None, description="Package spec to install.")
+    build: str | None = Field(default=None, description="Command that builds it.")
+
+
+class MatrixDoc(SpecModel):
+    """`specs/matrices/<id>.yaml`."""
+
+    kind: Literal["matrix"] = Field(description="Always `matrix`.")
+    id: str = Field(description="Matrix id (slug).")
+    extends: str | None = Field(default=None, description="Another matrix id to inherit from (deep-merge).")
+    description: str | None = Field(default=None, description="What the matrix measures.")
+    default: bool | None = Field(default=None, description="The matrix nox bench-<cell> sessions come from (exactly one).")
+    agents: list[str] | None = Field(default=None, description="Agent ids.")
+    factors: dict[str, list[str]] | None = Field(default=None, description="Factor -> levels to use (default: all levels).")
+    scenarios: Literal["all"] | list[str] | ScenarioFilter | None = Field(default=None, description="`all`, a list of ids, or a filter.")
+    trials: int | None = Field(default=None, description="Trials per agent x cell x scenario.")
+    exclude: list[dict[str, Any]] | None = Field(default=None, description="Partial combinations removed (GitHub Actions semantics).")
+    include: list[dict[str, Any]] | None = Field(default=None, description="Combinations extended or added (GitHub Actions semantics).")
+    max_jobs: int | None = Field(default=None, description="Cap on the trial count (an error when exceeded).")
+    parallel: int | None = Field(default=None, description="Concurrent trials.")
+    seed: int | None = Field(default=None, description="Shuffle seed of the run order.")
+    fail_fast: bool | None = Field(default=None, description="Stop at the first failed trial (default false).")
+    versions: dict[str, VersionDoc] | None = Field(default=None, description="Version comparison: name -> version.")
+    limits: LimitsDoc | None = Field(default=None, description="Per-trial limits.")  # type: ignore[valid-type]
+    options: OptionsDoc | None = Field(default=None, description="Run options.")  # type: ignore[valid-type]
+    meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

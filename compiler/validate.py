@@ -1,0 +1,254 @@
+"""Stage 2, validate: raw documents -> checked, typed, inheritance-resolved specs.
+
+Per document: `kind:` dispatch, `extends:` (deep-merge, positions kept), cerberus on
+the merged raw data, then the pydantic model. Then the cross-file rules
+(`compiler.rules`). Every error of every file is collected; the stage raises once.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from pydantic import BaseModel, ValidationError
+
+from compiler import rawcheck, rules, scenarios
+from compiler.contract import AgentSpec, Limits, Options
+from compiler.errors import Collector, Loc
+from compiler.load import Sources
+from compiler.merge import merge_values, overlay
+from compiler.resolved import MatrixIn, Validated
+from compiler.specs import KINDS, AgentDoc, CheckKindDoc, ExpectationDoc, MatrixDoc, PricesDoc, ProjectDoc
+from compiler.specs.base import SLUG
+from compiler.yamlio import Doc, Path_, dotted
+
+_SLUG = re.compile(SLUG)
+INHERITABLE = ("agent", "matrix", "scenario")
+NOT_INHERITED = ("id", "extends", "default", "kind")
+
+
+def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> Any:
+    """cerberus, then pydantic; None (and errors collected) when the document is invalid."""
+    errors = rawcheck.check(doc, model, data, base)
+    if errors:
+        c.extend(errors)
+        return None
+    try:
+        return model.model_validate(doc.data if data is None else data)
+    except ValidationError as exc:  # cerberus and the model agree by construction; this is a safety net
+        for e in exc.errors():
+            path = (*base, *e["loc"])
+            c.add(doc.loc(path), dotted(path), "E100", e["msg"])
+        return None
+
+
+def check_slug(c: Collector, doc: Doc, path: Path_, value: Any, what: str) -> bool:
+    """Ids are slugs; report one that is not."""
+    if isinstance(value, str) and _SLUG.match(value):
+        return True
+    c.add(doc.loc(path), dotted(path), "E110", f"{what} {value!r} is not a slug",
+          "use lowercase letters, digits and - _ . + (starting with a letter or digit)")
+    return False
+
+
+def _by_id(c: Collector, docs: list[Doc], kind: str) -> dict[str, Doc]:
+    out: dict[str, Doc] = {}
+    for doc in docs:
+        ident = doc.data.get("id")
+        if ident is None:
+            c.add(doc.loc(()), "id", "E102", "missing required key 'id'")
+            continue
+        if not check_slug(c, doc, ("id",), ident, f"{kind} id"):
+            continue
+        if ident in out:
+            first = out[ident].loc(("id",))
+            c.add(doc.loc(("id",)), "id", "E111", f"duplicate {kind} id '{ident}'", f"first defined at {first.file}:{first.line}")
+            continue
+        out[ident] = doc
+    return out
+
+
+def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str, Doc]:
+    """Merge each document over its `extends:` chain (cycles and unknown parents are errors)."""
+    done: dict[str, Doc] = {}
+
+    def resolve(ident: str, seen: tuple[str, ...]) -> Doc | None:
+        if ident in done:
+            return done[ident]
+        doc = docs[ident]
+        parent = doc.data.get("extends")
+        if parent is None:
+            done[ident] = doc
+            return doc
+        if not isinstance(parent, str) or parent not in docs:
+            from compiler.errors import did_you_mean
+
+            c.add(doc.loc(("extends",)), "extends", "E120", f"extends unknown {kind} {parent!r}",
+                  did_you_mean(str(parent), docs))
+            return None
+        if parent in seen:
+            c.add(doc.loc(("extends",)), "extends", "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
+            return None
+        base = resolve(parent, (*seen, parent))
+        if base is None:
+            return None
+        merged = overlay(base, doc, drop=NOT_INHERITED)
+        done[ident] = merged
+        return merged
+
+    out: dict[str, Doc] = {}
+    for ident in docs:
+        merged = resolve(ident, (ident,))
+        if merged is not None:
+            out[ident] = merged
+    return out
+
+
+def _levels(c: Collector, doc: Doc, project: ProjectDoc) -> dict[str, dict[str, dict[str, Any]]]:
+    out: dict[str, dict[str, dict[str, Any]]] = {}
+    for factor, levels in project.factors.items():
+        check_slug(c, doc, ("factors", factor), factor, "factor")
+        raw: dict[str, dict[str, Any]] = {
+            name: (lvl.model_dump(exclude_none=True) if lvl is not None else {}) for name, lvl in levels.items()
+        }
+        if not raw:
+            c.add(doc.loc(("factors", factor)), f"factors.{factor}", "E130", f"factor '{factor}' has no levels")
+        resolved: dict[str, dict[str, Any]] = {}
+
+        def resolve(name: str, seen: tuple[str, ...], factor: str = factor, raw: dict[str, Any] = raw,
+                    resolved: dict[str, dict[str, Any]] = resolved) -> dict[str, Any]:
+            if name in resolved:
+                return resolved[name]
+            level = raw[name]
+            parent = level.get("extends")
+            value = level
+            if parent is not None:
+                path = ("factors", factor, name, "extends")
+                if parent not in raw:
+                    from compiler.errors import did_you_mean
+
+                    c.add(doc.loc(path), dotted(path), "E120", f"extends unknown level {parent!r} of factor '{factor}'",
+                          did_you_mean(parent, raw))
+                elif parent in seen:
+                    c.add(doc.loc(path), dotted(path), "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
+                else:
+                    value = merge_values(resolve(parent, (*seen, parent)), level)
+            value = {k: v for k, v in value.items() if k != "extends"}
+            resolved[name] = value
+            return value
+
+        for name in raw:
+            check_slug(c, doc, ("factors", factor, name), name, "level")
+            resolve(name, (name,))
+        out[factor] = {name: resolved[name] for name in raw}
+    return out
+
+
+def _defaults_doc(pdoc: Doc, project: ProjectDoc) -> Doc:
+    """The project's `defaults:` as a document a matrix can be merged over."""
+    data = project.defaults.model_dump(exclude_none=True) if project.defaults else {}
+    out = Doc(pdoc.file, data)
+    n = 1
+    for table_src, table_dst in ((pdoc.values, out.values), (pdoc.keys, out.keys)):
+        for p, loc in table_src.items():
+            if p[:1] == ("defaults",):
+                table_dst[p[n:]] = loc
+    return out
+
+
+def validate(src: Sources, fingerprint: str) -> Validated:
+    """Check every document and every cross-file rule; raise SpecErrors with all problems."""
+    c = Collector()
+    c.extend(src.errors)
+    by_kind: dict[str, list[Doc]] = {k: [] for k in KINDS}
+    for doc in src.docs:
+        if not isinstance(doc.data, dict):
+            c.add(doc.loc(()), "", "E103", "a spec file must be a map with `kind:`")
+            continue
+        kind = doc.data.get("kind")
+        if kind not in KINDS:
+            from compiler.errors import did_you_mean
+
+            if kind is None:
+                c.add(doc.loc(()), "kind", "E102", "missing required key 'kind'", f"one of: {', '.join(KINDS)}")
+            else:
+                c.add(doc.loc(("kind",)), "kind", "E104", f"unknown kind {kind!r}", did_you_mean(str(kind), KINDS))
+            continue
+        by_kind[kind].append(doc)
+
+    projects = by_kind["project"]
+    if not projects:
+        c.add(Loc("specs/project.yaml", 1, 1), "", "E131", "no project spec", "create specs/project.yaml with `kind: project`")
+        c.raise_if_any()
+    for extra in projects[1:]:
+        first = projects[0].file
+        c.add(extra.loc(("kind",)), "kind", "E132", "a second project spec", f"the project is defined in {first}")
+    pdoc = projects[0]
+    project: ProjectDoc | None = model_of(c, pdoc, ProjectDoc)
+    if project is None:
+        # Without a project the cross-file rules cannot run; each file's own shape still can.
+        for kind, docs in by_kind.items():
+            for doc in docs if kind != "project" else ():
+                c.extend(rawcheck.check(doc, KINDS[kind]) if doc.data.get("extends") is None else [])
+        c.raise_if_any()
+    assert project is not None
+    levels = _levels(c, pdoc, project)
+
+    kinds: dict[str, CheckKindDoc] = {}
+    kind_docs: dict[str, Doc] = {}
+    for ident, doc in _by_id(c, by_kind["check-kind"], "check kind").items():
+        spec = model_of(c, doc, CheckKindDoc)
+        if spec is not None:
+            kinds[ident] = spec
+            kind_docs[ident] = doc
+            rules.check_kind(c, doc, spec, project)
+
+    agents: dict[str, AgentSpec] = {}
+    agent_docs: dict[str, Doc] = {}
+    flags: dict[str, tuple[bool, str]] = {}
+    for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent").items():
+        spec = model_of(c, doc, AgentDoc)
+        if spec is None:
+            continue
+        if spec.adapter is None:
+            c.add(doc.loc(()), "adapter", "E102", "missing required key 'adapter'")
+            continue
+        if spec.adapter == "command" and not spec.command:
+            c.add(doc.loc(("adapter",)), "command", "E102", "adapter 'command' needs `command:` (the shell command)")
+        agents[ident] = AgentSpec(id=ident, adapter=spec.adapter, command=spec.command, args=spec.args or {},
+                                  model=spec.model, version=spec.version, env=spec.env or {},
+                                  requires=tuple(spec.requires or ()))
+        agent_docs[ident] = doc
+        flags[ident] = (spec.runnable is not False, spec.reason or "")
+        if spec.runnable is False and not spec.reason:
+            c.add(doc.loc(("runnable",)), "reason", "E102", "a non-runnable agent needs a `reason:`")
+
+    defaults = _defaults_doc(pdoc, project)
+    matrices: dict[str, MatrixIn] = {}
+    for ident, doc in _resolve_extends(c, _by_id(c, by_kind["matrix"], "matrix"), "matrix").items():
+        merged = overlay(defaults, doc)
+        spec = model_of(c, merged, MatrixDoc)
+        if spec is None:
+            continue
+        limits = Limits(**(spec.limits.model_dump(exclude_none=True) if spec.limits else {}))
+        options = Options(**(spec.options.model_dump(exclude_none=True) if spec.options else {}))
+        matrices[ident] = MatrixIn(spec, merged, limits, options)
+
+    # Read by the grader at grade time; validated here so a typo is a positioned spec error.
+    expectations: dict[str, dict[str, Any]] = {}
+    for ident, doc in _by_id(c, by_kind["expectation"], "expectation").items():
+        exp = model_of(c, doc, ExpectationDoc)
+        if exp is not None:
+            expectations[ident] = exp.model_dump(by_alias=True, exclude_none=True, exclude={"kind", "meta"})
+    for doc in by_kind["prices"]:
+        model_of(c, doc, PricesDoc)
+
+    scen_docs = _by_id(c, by_kind["scenario"], "scenario")
+    scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations)
+
+    result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
+                       agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
+                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes))
+    rules.cross_file(c, result)
+    c.raise_if_any()
+    return result

@@ -1,0 +1,151 @@
+"""The check-kind plug-in point: what a kind is given and what it may say.
+
+A check kind is a small object with a `name` and a `run(spec, workspace, ctx)`
+method. It returns a `Verdict` (pass or fail, with a message) when it could judge
+the workspace, raises `CheckError` when the check itself could not run (a timeout,
+an unreadable result, a missing seed), and raises `CheckUnavailable` when what it
+needs is absent by design (no transcript, no judge provider): unavailable is never
+a pass.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
+from typing import Any, NamedTuple, Protocol
+
+from compiler.contract import CheckSpec, ScenarioJob
+
+Wrapper = Callable[[Sequence[str]], Sequence[str]]
+"""Turns the argv of a check's command into the argv that runs it confined."""
+
+
+class CheckError(Exception):
+    """The check itself could not run; its outcome is `error`."""
+
+
+class CheckUnavailable(Exception):
+    """What the check needs is absent by design; its outcome is `unavailable`."""
+
+
+class Verdict(NamedTuple):
+    """A kind's judgement of one workspace."""
+
+    passed: bool
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class CheckContext:
+    """Everything a check may need besides the workspace itself.
+
+    Attributes:
+        seed: The scenario's untouched seed folder (for `unchanged`), if known.
+        run_dir: The run directory (for the kinds that read a run), if any.
+        scenario: The scenario as compiled, for kinds that need its entry or watch list.
+        env: The base environment of check commands; None inherits the harness's own.
+        timeout_s: A cap on every check's own timeout, or None.
+        wrap: An isolation wrapper applied to every check command's argv, or None.
+        answer_file: Where the agent's answer.json is (default: `answer.json` in the workspace).
+        extra: Free-form values for out-of-tree kinds.
+    """
+
+    seed: Path | None = None
+    run_dir: Path | None = None
+    scenario: ScenarioJob | None = None
+    env: Mapping[str, str] | None = None
+    timeout_s: float | None = None
+    wrap: Wrapper | None = None
+    answer_file: Path | None = None
+    extra: Mapping[str, Any] = field(default_factory=dict)
+
+    def timeout_for(self, spec: CheckSpec) -> float:
+        """The effective timeout of one check."""
+        if self.timeout_s is None:
+            return spec.timeout_s
+        return min(spec.timeout_s, self.timeout_s)
+
+
+class CheckKind(Protocol):
+    """One kind of check, chosen by name from the registry."""
+
+    name: str
+
+    def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
+        """Judge the workspace; raise CheckError / CheckUnavailable when it cannot."""
+        ...
+
+
+def param(spec: CheckSpec, name: str, default: Any = None, *, required: bool = False) -> Any:
+    """A kind parameter, raising CheckError when a required one is missing."""
+    if name in spec.params:
+        return spec.params[name]
+    if required:
+        raise CheckError(f"check {spec.id!r} ({spec.kind}) needs the parameter {name!r}")
+    return default
+
+
+def as_list(value: Any) -> list[Any]:
+    """A scalar or a list, as a list (None is empty)."""
+    if value is None:
+        return []
+    if isinstance(value, list | tuple):
+        return list(value)
+    return [value]
+
+
+def inside(workspace: Path, relative: str) -> Path:
+    """A workspace-relative path, refusing one that escapes the workspace."""
+    pure = PurePosixPath(relative)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise CheckError(f"path {relative!r} must be relative to the workspace and stay inside it")
+    return workspace.joinpath(*pure.parts)
+
+
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A workspace-relative glob as a regex: `**` spans folders, `*` and `?` stay inside one."""
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def walk_files(root: Path) -> list[str]:
+    """Every file under root as a sorted slash-separated relative path (symlinks count as files)."""
+    found: list[str] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        base = Path(dirpath).relative_to(root)
+        dirnames.sort()
+        for name in filenames:
+            found.append((base / name).as_posix())
+    return sorted(found)
+
+
+def glob_files(root: Path, pattern: str) -> list[Path]:
+    """Files under root matching a workspace-relative glob, sorted."""
+    pure = PurePosixPath(pattern)
+    if pure.is_absolute() or ".." in pure.parts:
+        raise CheckError(f"glob {pattern!r} must be relative to the workspace and stay inside it")
+    if not any(ch in pattern for ch in "*?"):
+        path = root.joinpath(*pure.parts)
+        return [path] if path.is_file() else []
+    regex = glob_regex(pure.as_posix())
+    return [root / rel for rel in walk_files(root) if regex.match(rel)]

@@ -1,0 +1,43 @@
+"""Options and the run loop shared by `assay run` and `assay matrix`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from compiler.contract import Job
+from harness import batch
+
+
+def add_options(parser: argparse.ArgumentParser) -> None:
+    """Options common to run and matrix."""
+    parser.add_argument("--runs", default=None, help="run tree root (default: <project>/runs)")
+    parser.add_argument("--trials", type=int, default=None, help="keep trials 1..N only")
+    parser.add_argument("--parallel", "-j", type=int, default=1, help="trials at once (default 1)")
+    parser.add_argument(
+        "--executor", default="local", help="executor: local, or pkg.mod:Class (default local)"
+    )
+    parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: the matrix's)")
+    parser.add_argument("--force", action="store_true", help="rerun finished trials too")
+    parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
+    parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
+    parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
+
+
+def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int) -> int:
+    """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
+    project = Path(args.project).resolve()
+    runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
+    plan = batch.plan(
+        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel > 1
+    )
+    if plan.skipped:
+        print(f"assay: {len(plan.skipped)} finished trial(s) skipped", file=sys.stderr)
+    if not plan.tasks:
+        print("assay: nothing to run", file=sys.stderr)
+        return 0
+    outcomes = batch.execute(plan.tasks, parallel=args.parallel, executor=args.executor)
+    counts = batch.summary(outcomes)
+    print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
+    return 1 if counts.get("error") else 0

@@ -1,0 +1,43 @@
+"""`assay compile`: specs/ + scenarios/ -> generated/ (every spec error at once, exit 2)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+HELP = "compile specs/ and scenarios/ into generated/ (manifest and job files)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `assay compile`."""
+    parser.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print spec errors")
+    parser.add_argument("--force", action="store_true", help="recompile even when no input changed")
+    parser.add_argument("--out", default=None, help="output folder (default: <project>/generated)")
+    parser.add_argument("--check", action="store_true", help="validate and expand only; write nothing")
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Compile; print errors and return 2 when the specs are invalid."""
+    from compiler.errors import SpecErrors, render
+    from compiler.pipeline import build, compile_project
+
+    root = Path(args.project)
+    start = time.perf_counter()
+    try:
+        if args.check:
+            plan = build(root)
+            jobs = sum(m.jobs for m in plan.matrices.values())
+            print(f"assay: specs are valid ({len(plan.validated.scenarios)} scenarios, {jobs} trials)")
+            return 0
+        result = compile_project(root, generated=Path(args.out) if args.out else None, force=args.force)
+    except SpecErrors as exc:
+        print(render(exc.errors, args.format), file=sys.stdout if args.format != "text" else sys.stderr)
+        return 2
+    took = time.perf_counter() - start
+    if result.up_to_date:
+        print(f"assay: generated/ is up to date ({took:.2f}s)")
+    else:
+        print(f"assay: compiled {result.jobs} trials, {result.written} file(s) written ({took:.2f}s)")
+    return 0

@@ -1,0 +1,72 @@
+"""`assay grade <run-dir|tree> [--regrade]`: grade runs from their preserved artifacts only.
+
+Exit codes: 0 every graded run passed; 1 a run failed, failed to run, or is ungradeable;
+2 usage error; 3 no run found.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import Counter
+from pathlib import Path
+
+HELP = "grade stored runs (no agent is started; --regrade after a grader or check change)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `assay grade`."""
+    parser.add_argument("target", type=Path, help="a run directory or a tree of them")
+    parser.add_argument(
+        "--regrade", action="store_true", help="grade again runs that already have a grade.json"
+    )
+    parser.add_argument("--parallel", "-j", type=int, default=1, help="grade in N worker processes (default 1)")
+    parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
+
+
+def _project(value: str) -> Path | None:
+    root = Path(value)
+    return root if (root / "specs").is_dir() or (root / "generated").is_dir() else None
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Grade the target; print one line per run and a summary."""
+    from harness.errors import NothingSelected, UsageError
+    from harness.grade import TreeEntry, grade_tree
+    from harness.records import FutureSchemaError
+
+    target: Path = args.target
+    if not target.exists():
+        raise UsageError(f"{target} does not exist")
+
+    def progress(n: int, total: int, entry: TreeEntry) -> None:
+        if args.quiet:
+            return
+        g = entry.grade
+        verdict = ("pass" if g.passed else "FAIL") if g.status.value == "graded" else g.status.value
+        note = f" ({g.error})" if g.error else ""
+        print(f"[{n}/{total}] {entry.action:8} {verdict:13} {entry.run_dir}{note}", file=sys.stderr)
+
+    try:
+        entries = grade_tree(
+            target, project=_project(args.project), regrade=args.regrade, parallel=args.parallel, progress=progress
+        )
+    except FutureSchemaError as exc:
+        raise UsageError(str(exc)) from None
+    if not entries:
+        raise NothingSelected(f"no run (a folder with run.json) under {target}")
+    actions = Counter(e.action for e in entries)
+    statuses = Counter(e.grade.status.value for e in entries)
+    passed = sum(1 for e in entries if e.grade.status.value == "graded" and e.grade.passed)
+    failed = statuses["graded"] - passed
+    print(
+        f"{len(entries)} run(s): graded {actions['graded']}, regraded {actions['regraded']}, "
+        f"reused {actions['reused']}, stale {actions['stale']}; passed {passed}, failed {failed}, "
+        f"failed_to_run {statuses['failed_to_run']}, ungradeable {statuses['ungradeable']}"
+    )
+    if actions["stale"]:
+        print(
+            f"assay: {actions['stale']} grade(s) were made by another grader; rerun with --regrade",
+            file=sys.stderr,
+        )
+    return 0 if failed == 0 and statuses["graded"] == len(entries) else 1

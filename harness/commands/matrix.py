@@ -1,0 +1,38 @@
+"""`assay matrix`: run a whole matrix from generated/ (finished trials are skipped)."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness import jobs
+from harness.commands._batch import add_options, run_jobs
+
+HELP = "run every trial of a matrix (resumable: finished trials are skipped)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("matrix", nargs="?", default=None, help="matrix id (default: every matrix)")
+    parser.add_argument(
+        "--job-file", action="append", default=[], type=Path, help="run job JSON files instead"
+    )
+    add_options(parser)
+
+
+def execute(args: argparse.Namespace) -> int:
+    project = Path(args.project).resolve()
+    if args.job_file:
+        selected = jobs.from_files(args.job_file)
+        if args.trials is not None:
+            selected = [j for j in selected if j.trial <= args.trials]
+    else:
+        selected = jobs.select(
+            project,
+            matrix=args.matrix,
+            cells=args.cell,
+            agents=args.agent,
+            scenarios=args.scenario,
+            trials=args.trials,
+        )
+    seed = args.seed if args.seed is not None else jobs.matrix_seed(project, args.matrix)
+    return run_jobs(selected, args, seed=seed)

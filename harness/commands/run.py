@@ -1,0 +1,38 @@
+"""`assay run`: run one job (or a scenario in a cell) from generated/, or job files."""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from harness import jobs
+from harness.commands._batch import add_options, run_jobs
+
+HELP = "run trials of one job, or of a scenario x cell x agent, from generated/"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("job", nargs="*", help="job id(s) <matrix>/<cell>/<agent>/<scenario>/tNN")
+    parser.add_argument("--matrix", default=None, help="matrix id (with --scenario/--cell/--agent)")
+    parser.add_argument("--job-file", action="append", default=[], type=Path, help="run a job JSON file")
+    add_options(parser)
+
+
+def execute(args: argparse.Namespace) -> int:
+    project = Path(args.project).resolve()
+    if args.job_file:
+        selected = jobs.from_files(args.job_file)
+        if args.trials is not None:
+            selected = [j for j in selected if j.trial <= args.trials]
+    else:
+        selected = jobs.select(
+            project,
+            matrix=args.matrix,
+            job_ids=args.job,
+            cells=args.cell,
+            agents=args.agent,
+            scenarios=args.scenario,
+            trials=args.trials,
+        )
+    seed = args.seed if args.seed is not None else jobs.matrix_seed(project, args.matrix)
+    return run_jobs(selected, args, seed=seed)

@@ -1,0 +1,58 @@
+"""`assay schema`: write (or check) generated/schema/*.json from the models."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+HELP = "write the JSON Schemas of every spec kind and artifact to generated/schema/ (--check: fail on drift)"
+
+
+def configure(parser: argparse.ArgumentParser) -> None:
+    """Arguments of `assay schema`."""
+    parser.add_argument("--check", action="store_true", help="exit 1 when a committed schema is stale or missing")
+    parser.add_argument("--out", default=None, help="folder (default: <project>/generated/schema)")
+
+
+def schemas() -> dict[str, str]:
+    """File name -> content of every schema: spec kinds, compiler artifacts, run-time records."""
+    from compiler.schemas import artifact_schemas, dumps, spec_schemas
+    from harness.records import Grade, RunRecord
+
+    out = {f"{k}.json": dumps(v) for k, v in {**spec_schemas(), **artifact_schemas()}.items()}
+    for name, model in (("run", RunRecord), ("grade", Grade)):
+        schema = model.model_json_schema()
+        schema["title"] = f"assay {name} record"
+        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+        out[f"{name}.json"] = dumps(schema)
+    return out
+
+
+def execute(args: argparse.Namespace) -> int:
+    """Write or check; 1 on drift."""
+    folder = Path(args.out) if args.out else Path(args.project) / "generated" / "schema"
+    wanted = schemas()
+    if args.check:
+        stale = [n for n, text in sorted(wanted.items())
+                 if not (folder / n).is_file() or (folder / n).read_text(encoding="utf-8") != text]
+        extra = sorted(p.name for p in folder.glob("*.json") if p.name not in wanted) if folder.is_dir() else []
+        for n in stale:
+            print(f"assay: schema drift: {folder / n} is stale or missing", file=sys.stderr)
+        for n in extra:
+            print(f"assay: schema drift: {folder / n} is not produced by any model", file=sys.stderr)
+        if stale or extra:
+            print("assay: run `assay schema` and commit generated/schema/", file=sys.stderr)
+            return 1
+        print(f"assay: {len(wanted)} schemas up to date")
+        return 0
+    folder.mkdir(parents=True, exist_ok=True)
+    for n, text in sorted(wanted.items()):
+        path = folder / n
+        if not path.is_file() or path.read_text(encoding="utf-8") != text:
+            path.write_text(text, encoding="utf-8")
+    for p in folder.glob("*.json"):
+        if p.name not in wanted:
+            p.unlink()
+    print(f"assay: wrote {len(wanted)} schemas to {folder}")
+    return 0

@@ -1,0 +1,53 @@
+"""Executors: how a batch of trials is spread over workers (local pool here; Dask later).
+
+An executor takes `TrialTask`s and runs `harness.executor.trial.execute` on each — the pure
+per-trial function (a job in, a run directory out) — reporting every `TrialOutcome` to a
+callback as it arrives. `select(name)` returns one by short name or `pkg.mod:Class`.
+"""
+
+from __future__ import annotations
+
+import importlib
+import threading
+from collections.abc import Callable, Sequence
+from typing import Protocol
+
+from harness.errors import UsageError
+from harness.executor.trial import TrialOutcome, TrialTask
+
+REGISTRY: dict[str, str] = {
+    "local": "harness.executor.local:LocalExecutor",
+}
+
+__all__ = ["REGISTRY", "Executor", "TrialOutcome", "TrialTask", "select"]
+
+
+class Executor(Protocol):
+    """Runs trials somewhere and reports their outcomes."""
+
+    name: str
+
+    def run(
+        self,
+        tasks: Sequence[TrialTask],
+        *,
+        parallel: int,
+        on_outcome: Callable[[TrialOutcome], None],
+        cancel: threading.Event,
+    ) -> list[TrialOutcome]:
+        """Run every task (in the given order, up to `parallel` at once); return all outcomes.
+
+        On KeyboardInterrupt: set `cancel`, let running trials record themselves as
+        interrupted, drop the pending ones, and re-raise.
+        """
+        ...
+
+
+def select(name: str) -> Executor:
+    """The executor called `name` (a registered short name or "pkg.mod:Class")."""
+    target = REGISTRY.get(name) or (name if ":" in name else None)
+    if target is None:
+        raise UsageError(f"unknown executor {name!r}; valid: {', '.join(sorted(REGISTRY))}, or pkg.mod:Class")
+    module_name, _, attr = target.partition(":")
+    instance: Executor = getattr(importlib.import_module(module_name), attr)()
+    return instance

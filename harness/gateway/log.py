@@ -1,0 +1,82 @@
+"""gateway.jsonl: one line per request the gateway saw, forwarded or refused."""
+
+from __future__ import annotations
+
+import json
+import threading
+from pathlib import Path
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from harness.gateway.usage import Usage
+
+GATEWAY_SCHEMA = 1
+LOG_NAME = "gateway.jsonl"
+
+
+class GatewayRecord(BaseModel):
+    """One request through the gateway."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    schema_version: int = Field(default=GATEWAY_SCHEMA, description="Record version.")
+    t: float = Field(description="Epoch seconds when the request arrived.")
+    duration_s: float = Field(description="Seconds until the response was fully relayed (or refused).")
+    method: str = Field(description="HTTP method.")
+    path: str = Field(description="Path as the agent sent it, route prefix included.")
+    route: str | None = Field(description="Route name, None when no route matched.")
+    upstream: str | None = Field(default=None, description="URL forwarded to, None when refused.")
+    allowed: bool = Field(description="The request was forwarded.")
+    reason: str = Field(default="", description="Why it was refused, or the upstream error.")
+    status: int = Field(description="HTTP status relayed to the agent.")
+    stream: bool = Field(default=False, description="The response was server-sent events.")
+    request_bytes: int = Field(default=0, description="Request body size.")
+    response_bytes: int = Field(default=0, description="Response body size relayed.")
+    model: str | None = Field(default=None, description="Model named by the response (or the request).")
+    usage: Usage | None = Field(default=None, description="Usage read off the response; None when it had none.")
+
+
+class LogWriter:
+    """Appends records, one flushed line each, from any thread."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self._lock = threading.Lock()
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.touch()
+
+    def write(self, record: GatewayRecord) -> None:
+        line = record.model_dump_json() + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+
+
+def read_log(path: Path) -> list[GatewayRecord]:
+    """Every record of a gateway log (empty when it does not exist)."""
+    if not path.exists():
+        return []
+    return [GatewayRecord.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+
+
+def usage_totals(path: Path) -> dict[str, int]:
+    """Totals over forwarded requests that carried usage: turns and token counts.
+
+    The independent account to set against the adapter's usage.jsonl.
+    """
+    totals = {"turns": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
+              "cache_write_tokens": 0, "reasoning_tokens": 0, "refused": 0}
+    for record in read_log(path):
+        if not record.allowed:
+            totals["refused"] += 1
+            continue
+        if record.usage is None:
+            continue
+        totals["turns"] += 1
+        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+            totals[key] += getattr(record.usage, key)
+    return totals
+
+
+def dumps(data: object) -> str:
+    """Compact JSON for error bodies."""
+    return json.dumps(data, separators=(",", ":"))

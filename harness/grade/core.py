@@ -1,0 +1,259 @@
+"""grade_run: one run directory in, one classified verdict (grade.json) out.
+
+Grading reads only the run's preserved artifacts, so it can run later, elsewhere, and
+costs no agent tokens. Checks run on a scratch COPY of the final workspace with the
+scenario's hidden `grader/` files overlaid — after the agent is gone, so it can neither
+edit the hidden tests nor pre-write a verdict — with timeouts and, where the machine
+allows it, without network. Every way grading can go wrong is one of the three
+statuses; only a grade.json from a newer assay (or run.json) is refused outright.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+from harness import rundir
+from harness.checks import CheckContext, run_checks
+from harness.grade import derive, expectations, snapvalid, tooluse
+from harness.grade import project as proj
+from harness.grade import usage as usage_mod
+from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
+from harness.gradeschema import Snapshots
+from harness.records import Grade, RunRecord, RunStatus, read_grade, read_run, write_record
+
+EXCUSED_UNAVAILABLE = frozenset({"judge"})
+"""Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
+
+
+@functools.cache
+def _netns_prefix() -> tuple[str, ...]:
+    """argv prefix that runs a check command without network, when the machine can."""
+    for prefix in (("unshare", "--net", "--"), ("unshare", "-rn", "--")):
+        if shutil.which(prefix[0]) is None:
+            continue
+        try:
+            ok = (
+                subprocess.run([*prefix, "true"], capture_output=True, timeout=10, check=False).returncode
+                == 0
+            )
+        except (OSError, subprocess.SubprocessError):
+            ok = False
+        if ok:
+            return prefix
+    return ()
+
+
+def _no_network(argv: Sequence[str]) -> Sequence[str]:
+    return [*_netns_prefix(), *argv]
+
+
+def check_env() -> dict[str, str]:
+    """A small environment for check commands: no agent or provider secrets leak in."""
+    keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME", "USER", "SYSTEMROOT")
+    return {k: os.environ[k] for k in keep if k in os.environ}
+
+
+def failed_to_run(record: RunRecord) -> str | None:
+    """Why the run produced no verdict to begin with, or None."""
+    if record.error:
+        return record.error
+    if record.interrupted:
+        return "interrupted"
+    if record.timed_out:
+        return "the agent timed out"
+    if record.exit_code == 75:
+        return "provider or infrastructure failure (exit 75) after retries"
+    if record.exit_code is None:
+        return "the agent never exited on its own" + (
+            f" ({', '.join(record.limits_hit)})" if record.limits_hit else ""
+        )
+    return None
+
+
+def is_stale(run_dir: Path, *, project: Path | None = None) -> bool | None:
+    """True when the stored grade was made by another grader (code, checks, grader files); None if ungraded."""
+    grade = read_grade(run_dir)
+    if grade is None:
+        return None
+    try:
+        return grade.grader_hash != current_hash(run_dir, project=project)
+    except (MissingArtifacts, proj.UnknownScenario):
+        return grade.status is not RunStatus.UNGRADEABLE
+
+
+def current_hash(run_dir: Path, *, project: Path | None = None) -> str:
+    """The hash the grader would record for this run now."""
+    project = proj.as_project(project)
+    job = read_job(run_dir)
+    scenario = proj.current_scenario(project, job)
+    exps = expectations.resolve(scenario.expectations, expectations.library(project))
+    return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps)
+
+
+def grade_run(
+    run_dir: Path, *, project: Path | None = None, regrade: bool = False, judge: Any = None
+) -> Grade:
+    """Grade one run directory and persist grade.json beside run.json.
+
+    Args:
+        run_dir: The run directory (holds run.json).
+        project: The project root; gives the current checks, the seed and the hidden
+            grader files. Without it the run's job.json is graded as it stands.
+        regrade: Grade again even when a grade.json exists (a stale one included).
+        judge: A `harness.grade.judging.Judge` (or a name -> Judge map) enabling `judge`
+            checks; None leaves them unavailable.
+
+    Returns:
+        The grade (the existing one when it exists and regrade is False).
+
+    Raises:
+        FutureSchemaError: run.json or grade.json comes from a newer assay.
+    """
+    if not regrade:
+        existing = read_grade(run_dir)
+        if existing is not None:
+            return existing
+    grade = _grade(run_dir, proj.as_project(project), judge)
+    write_record(run_dir / rundir.GRADE_FILE, grade)
+    return grade
+
+
+def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
+    now = time.time()
+    try:
+        record = read_run(run_dir)
+    except (OSError, ValueError) as exc:
+        if type(exc).__name__ == "FutureSchemaError":
+            raise
+        return Grade(status=RunStatus.UNGRADEABLE, error=f"run.json unreadable: {exc}", graded_at=now)
+    base: dict[str, Any] = {
+        "graded_at": now,
+        "invalid": record.invalid,
+        "unsafe_edits": record.unsafe_edits,
+        "infra_retries": record.infra_retries,
+    }
+    try:
+        job = read_job(run_dir)
+        scenario = proj.current_scenario(project, job)
+        grader_dir = proj.project_dir(project, scenario.grader)
+        if scenario.grader and (grader_dir is None or not grader_dir.is_dir()):
+            raise MissingArtifacts(
+                f"the scenario's hidden grader files ({scenario.grader}) are not available; pass the project"
+            )
+        exps = expectations.resolve(scenario.expectations, expectations.library(project))
+        base["grader_hash"] = proj.grader_hash(scenario, grader_dir, exps)
+        base["unverified_runtime_claims"] = scenario.runtime_only
+        why = failed_to_run(record)
+        if why is not None:
+            return Grade(status=RunStatus.FAILED_TO_RUN, error=why, **base)
+        seed = proj.project_dir(project, scenario.seed)
+        view = load_view(
+            run_dir,
+            record=record,
+            job=job,
+            checks=scenario.checks,
+            expectations=tuple(exps),
+            seed=seed if seed is not None and seed.is_dir() else None,
+        )
+    except (MissingArtifacts, proj.UnknownScenario) as exc:
+        return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+    scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
+    try:
+        workspace = scratch / "ws"
+        shutil.copytree(view.workspace, workspace, symlinks=True)
+        if grader_dir is not None:
+            shutil.copytree(grader_dir, workspace, symlinks=True, dirs_exist_ok=True)
+        return _judge(view, workspace, judge, scenario.notable_exits, project, base)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+
+
+def _judge(
+    view: RunView,
+    workspace: Path,
+    judge: Any,
+    notable: Sequence[int],
+    project: Path | None,
+    base: dict[str, Any],
+) -> Grade:
+    ctx = CheckContext(
+        seed=view.seed,
+        run_dir=view.run_dir,
+        scenario=view.job.scenario,
+        env=check_env(),
+        timeout_s=None,
+        wrap=_no_network if _netns_prefix() else None,
+        extra={"run": view, "judge": judge},
+    )
+    # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
+    raw = [derive.scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
+    outcomes = derive.authority_outcomes(raw)
+    counted = [o for o in outcomes if not (o.kind in EXCUSED_UNAVAILABLE and o.outcome == "unavailable")]
+    passed = all(o.outcome == "pass" for o in counted)
+    verdicts = derive.authorities(raw)
+    lint = derive.lint_findings(view.checks, outcomes)
+    writes = [s.t for s in view.snapshots]
+    friction = tooluse.friction(view.trace, writes)
+    snaps = _snapshots(view, workspace, ctx)
+    first_t = next((v.t for v in snaps.verdicts if v.valid), None)
+    context = derive.context_load(view.context, view.job)
+    invalid = base.pop("invalid") or (
+        f"unexpected context loaded: {', '.join(context.unexpected)}" if context.unexpected else None
+    )
+    model = view.record.model or view.job.agent.model
+    ev = expectations.Evidence(view, workspace, ctx, friction)
+    return Grade(
+        status=RunStatus.GRADED,
+        passed=passed,
+        usable=passed and not any(f.severity == "error" for f in lint),
+        invalid=invalid,
+        checks=tuple(outcomes),
+        failed_layers=tuple(sorted({o.layer for o in counted if o.outcome != "pass"})),
+        metrics=derive.metrics(view.trace, view.events()),
+        authorities=verdicts,
+        disagreement=derive.disagreements(verdicts),
+        diagnostics=tuple(f"{o.id}: {o.message}" for o in outcomes if o.outcome != "pass"),
+        lint_findings=lint,
+        tool_use=tooluse.tool_use(view.trace, notable),
+        friction=friction,
+        expectations=expectations.evaluate(list(view.expectations), ev),
+        snapshots=snaps,
+        usage=usage_mod.usage(
+            view.turns,
+            malformed=view.usage_malformed,
+            first_valid_t=first_t,
+            model=model,
+            table=usage_mod.load_prices(project),
+        ),
+        context=context,
+        details={"network_isolated_checks": bool(_netns_prefix())},
+        **base,
+    )
+
+
+def _snapshots(view: RunView, workspace: Path, ctx: CheckContext) -> Snapshots:
+    own = next((c for c in view.checks if c.kind == "snapshot"), None)
+    try:
+        label, judges = snapvalid.judges_for(view, own.params if own else {})
+    except Exception as exc:
+        return Snapshots(count=len(view.snapshots), authority=f"none: {exc}")
+    if not judges or not view.snapshots:
+        return Snapshots(count=len(view.snapshots), authority=label or None)
+    verdicts = snapvalid.validity(view, label, judges, workspace, ctx)
+    first, regressions = snapvalid.summarise(verdicts)
+    return Snapshots(
+        count=len(verdicts),
+        authority=label,
+        verdicts=verdicts,
+        first_valid=first,
+        regressions=regressions,
+        final_valid=verdicts[-1].valid,
+    )

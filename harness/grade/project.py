@@ -1,0 +1,94 @@
+"""What the grader takes from the project: current checks, the seed, the hidden grader files.
+
+A run's job.json freezes the checks it was run with; grading after a check changed must
+use the changed one, so with a project the grader takes the scenario as currently
+compiled in `generated/` (manifest + job files). Without a project, or before anything
+is compiled, it grades by the run's own job.json.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from functools import cache
+from pathlib import Path, PurePosixPath
+
+from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_job_file, load_manifest
+
+GENERATED = Path("generated")
+_CODE = ("harness/grade", "harness/checks")
+_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py", "harness/records.py")
+
+
+class UnknownScenario(Exception):
+    """The project's compiled manifest does not know the run's scenario."""
+
+
+def as_project(path: Path | None) -> Path | None:
+    """The path when it is a project root (specs/, scenarios/ or generated/), else None.
+
+    Callers sometimes pass a runs root; grading it as a project would find no hidden
+    files and call every run ungradeable, so it is treated as "no project".
+    """
+    if path is None:
+        return None
+    return path if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
+
+
+def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
+    """The scenario to grade by: the project's current compile, else the run's own job.json.
+
+    The run's own matrix is preferred; a scenario compiled only under another matrix is
+    the same scenario (checks are per scenario). Nothing compiled: the run's job stands.
+    """
+    if project is None or not (project / GENERATED / MANIFEST_FILE).is_file():
+        return job.scenario
+    gen = project / GENERATED
+    manifest = _manifest(gen.resolve(), (gen / MANIFEST_FILE).stat().st_mtime_ns)
+    sid = job.scenario.id
+    if sid not in manifest.scenarios:
+        raise UnknownScenario(f"scenario {sid!r} is not in the project's compiled manifest")
+    matrices = [job.matrix] if job.matrix in manifest.matrices else []
+    matrices += sorted(m for m in manifest.matrices if m != job.matrix)
+    for mid in matrices:
+        if sid in manifest.matrices[mid].files:
+            return load_job_file(gen, mid, sid).scenario
+    return job.scenario
+
+
+@cache
+def _manifest(gen: Path, mtime_ns: int) -> Manifest:
+    return load_manifest(gen)
+
+
+def project_dir(project: Path | None, relative: str | None) -> Path | None:
+    """A project-relative folder, or None."""
+    if project is None or relative is None:
+        return None
+    return project.joinpath(*PurePosixPath(relative).parts)
+
+
+@cache
+def code_version() -> str:
+    """A hash of the grader's own code: any change to it means every grade is stale."""
+    here = Path(__file__).resolve().parents[2]
+    digest = hashlib.sha256()
+    files = [p for d in _CODE for p in (here / d).rglob("*.py")] + [here / f for f in _CODE_FILES]
+    for path in sorted(files):
+        if path.is_file():
+            digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
+
+
+def grader_hash(
+    scenario: ScenarioJob, grader_files: Path | None, expectations: list[dict[str, object]]
+) -> str:
+    """grader code version + the scenario's checks and expectations + the grader files."""
+    digest = hashlib.sha256(code_version().encode())
+    digest.update(json.dumps([c.model_dump(mode="json") for c in scenario.checks], sort_keys=True).encode())
+    digest.update(json.dumps(expectations, sort_keys=True, default=str).encode())
+    digest.update(json.dumps(list(scenario.notable_exits)).encode())
+    if grader_files is not None and grader_files.is_dir():
+        for path in sorted(p for p in grader_files.rglob("*") if p.is_file()):
+            digest.update(path.relative_to(grader_files).as_posix().encode() + b"\0" + path.read_bytes())
+    return "g1-" + digest.hexdigest()[:24]

@@ -1,0 +1,110 @@
+"""Everything the grader may read of one run, loaded once: the run's preserved artifacts only.
+
+A `RunView` is built from a run directory (job.json, run.json, trace.jsonl, snapshots/,
+usage.jsonl, transcript.jsonl, context.json, state/, workspace/) and nothing else, so a
+grade can be recomputed later, elsewhere, without the agent. Missing essentials raise
+`MissingArtifacts`, which the grader turns into the status `ungradeable`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pydantic import ValidationError
+
+from compiler.contract import CheckSpec, Job
+from harness import rundir
+from harness.records import RunRecord, read_run
+
+
+class MissingArtifacts(Exception):
+    """The run directory cannot be graded at all: no evidence, which is not bad evidence."""
+
+
+@dataclass(frozen=True)
+class RunView:
+    """One run's artifacts, read and normalised."""
+
+    run_dir: Path
+    job: Job
+    record: RunRecord
+    trace: rundir.Trace
+    snapshots: tuple[rundir.Snapshot, ...]
+    transcript: rundir.Transcript
+    turns: tuple[rundir.Turn, ...]
+    usage_malformed: int
+    usage_present: bool
+    context: rundir.Context
+    checks: tuple[CheckSpec, ...]
+    """The checks to grade by: the project's current ones when known, else the job's."""
+    expectations: tuple[dict[str, Any], ...]
+    seed: Path | None = None
+    """The scenario's seed folder in the project, when the project is known."""
+    cache: dict[str, Any] = field(default_factory=dict, compare=False, hash=False)
+    """Results shared between checks and sections of one grading pass (snapshot validity)."""
+
+    @property
+    def workspace(self) -> Path:
+        """The preserved final workspace (never modified by grading)."""
+        return self.run_dir / rundir.WORKSPACE_DIR
+
+    @property
+    def state_dir(self) -> Path:
+        """The treatment's state directory."""
+        return self.run_dir / rundir.STATE_DIR
+
+    @property
+    def last_write(self) -> float | None:
+        """Time of the agent's last write to a watched file, or None when it wrote none."""
+        return self.snapshots[-1].t if self.snapshots else None
+
+    def events(self, name: str = rundir.EVENTS_FILE) -> tuple[dict[str, Any], ...] | None:
+        """A JSONL event log in the state directory, or None when the treatment wrote none."""
+        return rundir.read_events(self.state_dir, name)
+
+
+def read_job(run_dir: Path) -> Job:
+    """The run's job.json, or MissingArtifacts."""
+    path = run_dir / rundir.JOB_FILE
+    if not path.is_file():
+        raise MissingArtifacts(f"{rundir.JOB_FILE} is missing")
+    try:
+        return Job.model_validate_json(path.read_text(encoding="utf-8"))
+    except ValidationError as exc:
+        raise MissingArtifacts(
+            f"{rundir.JOB_FILE} is not a job this assay can read: {exc.error_count()} error(s)"
+        ) from None
+
+
+def load_view(
+    run_dir: Path,
+    *,
+    record: RunRecord | None = None,
+    job: Job | None = None,
+    checks: tuple[CheckSpec, ...] | None = None,
+    expectations: tuple[dict[str, Any], ...] | None = None,
+    seed: Path | None = None,
+) -> RunView:
+    """Read a run directory; raise MissingArtifacts when it holds nothing to grade."""
+    record = record or read_run(run_dir)
+    job = job or read_job(run_dir)
+    if not (run_dir / rundir.WORKSPACE_DIR).is_dir():
+        raise MissingArtifacts(f"{rundir.WORKSPACE_DIR}/ is missing: the final workspace was not preserved")
+    turns, bad_usage = rundir.read_usage(run_dir / rundir.USAGE_FILE)
+    return RunView(
+        run_dir=run_dir,
+        job=job,
+        record=record,
+        trace=rundir.read_trace(run_dir / rundir.TRACE_FILE),
+        snapshots=rundir.read_snapshots(run_dir / rundir.SNAPSHOTS_DIR),
+        transcript=rundir.read_transcript(run_dir / rundir.TRANSCRIPT_FILE),
+        turns=turns,
+        usage_malformed=bad_usage,
+        usage_present=bool(turns),
+        context=rundir.read_context(run_dir / rundir.CONTEXT_FILE),
+        checks=job.scenario.checks if checks is None else checks,
+        expectations=job.scenario.expectations if expectations is None else expectations,
+        seed=seed,
+    )

@@ -1,0 +1,241 @@
+"""The one subprocess wrapper: timeout, output cap, stdin, log file, and the end of the whole tree.
+
+A process-group kill does not reach a child that double-forked and called setsid, so where
+the machine allows it (root, or unprivileged user namespaces) the command runs as pid 1 of
+a fresh pid namespace (`unshare --pid --fork --kill-child --mount-proc`): when pid 1 dies
+the kernel kills every process left in the namespace. The same namespace carries the
+read-only bind mounts the runner asks for and, when `network` is False, an empty network
+namespace. Without namespaces it falls back to setsid + killpg and says so in
+`ProcResult.tree_kill` ("killpg": ending the tree is not guaranteed).
+
+`setpriv --pdeathsig KILL` ties each launcher to the thread that started it, so a runner
+killed with SIGKILL takes its running trials with it instead of leaving them orphaned.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import functools
+import os
+import shutil
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+CHUNK = 65536
+GRACE_S = 1.0
+
+# Runs inside the new namespaces before the command: bind the read-only folders, bring
+# the loopback up, then exec the command so it stays pid 1 of the namespace.
+_PRELUDE = (
+    'while [ "$1" != "--" ]; do '
+    'mount --bind "$1" "$2" && mount -o remount,bind,ro "$2" || exit 125; shift 2; done; shift; '
+    '[ -n "$ASSAY_LO_UP" ] && ip link set lo up 2>/dev/null; unset ASSAY_LO_UP; '
+    'exec "$@"'
+)
+
+
+@dataclass(frozen=True)
+class ProcResult:
+    """How one command ended."""
+
+    exit_code: int | None
+    """Exit status; negative for a signal; None when the harness ended it (timeout, cap, cancel)."""
+    timed_out: bool
+    output_capped: bool
+    cancelled: bool
+    duration_s: float
+    output_bytes: int
+    """Bytes the command wrote to stdout+stderr (counted past the cap too, until it was killed)."""
+    output: bytes
+    """Captured output (only when capture=True; at most the cap)."""
+    tree_kill: str
+    """How the tree was ended: "pidns" (guaranteed) or "killpg" (not guaranteed)."""
+
+
+@functools.cache
+def pidns_available() -> bool:
+    """True when commands can run as pid 1 of a new pid namespace here."""
+    if shutil.which("unshare") is None:
+        return False
+    try:
+        done = subprocess.run(
+            ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc", "--net", "true"],
+            capture_output=True,
+            timeout=10,
+            check=False,
+        )
+    except (OSError, subprocess.SubprocessError):
+        return False
+    return done.returncode == 0
+
+
+@functools.cache
+def _pdeathsig_prefix() -> tuple[str, ...]:
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        return ()
+    done = subprocess.run([setpriv, "--pdeathsig", "KILL", "true"], capture_output=True, check=False)
+    return (setpriv, "--pdeathsig", "KILL") if done.returncode == 0 else ()
+
+
+def launcher_argv(
+    argv: Sequence[str], *, network: bool = True, ro_binds: Sequence[tuple[Path, Path]] = ()
+) -> tuple[list[str], str]:
+    """The full argv that runs `argv` with tree ending, and the tree-kill mode it gives."""
+    if pidns_available():
+        ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
+        if not network:
+            ns.append("--net")
+        binds = [str(p) for pair in ro_binds for p in pair]
+        full = [*_pdeathsig_prefix(), *ns, "sh", "-c", _PRELUDE, "assay-launch", *binds, "--", *argv]
+        return full, "pidns"
+    return [*_pdeathsig_prefix(), *argv], "killpg"
+
+
+def _pump(
+    src: IO[bytes], sink: IO[bytes] | None, keep: bytearray | None, cap: int, state: dict[str, int]
+) -> None:
+    while True:
+        chunk = src.read1(CHUNK) if hasattr(src, "read1") else src.read(CHUNK)
+        if not chunk:
+            return
+        room = cap - state["written"]
+        state["seen"] += len(chunk)
+        if room > 0:
+            part = chunk[:room]
+            if sink is not None:
+                sink.write(part)
+                sink.flush()
+            if keep is not None:
+                keep.extend(part)
+            state["written"] += len(part)
+
+
+def _feed(dst: IO[bytes], data: bytes) -> None:
+    try:
+        dst.write(data)
+    except (BrokenPipeError, OSError):
+        pass
+    finally:
+        with contextlib.suppress(OSError):
+            dst.close()
+
+
+def _end_tree(proc: subprocess.Popen[bytes]) -> None:
+    for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 5.0)):
+        try:
+            os.killpg(proc.pid, sig)
+        except ProcessLookupError:
+            return
+        try:
+            proc.wait(timeout=wait)
+            if sig == signal.SIGKILL:
+                return
+        except subprocess.TimeoutExpired:
+            continue
+    # The launcher is gone; a survivor of killpg (fallback mode only) is out of reach.
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGKILL)
+
+
+def run(
+    argv: Sequence[str],
+    *,
+    cwd: Path,
+    env: Mapping[str, str],
+    stdin: bytes | None = None,
+    timeout_s: float | None = None,
+    log: Path | None = None,
+    output_cap: int = 10_000_000,
+    capture: bool = False,
+    network: bool = True,
+    ro_binds: Sequence[tuple[Path, Path]] = (),
+    cancel: threading.Event | None = None,
+) -> ProcResult:
+    """Run a command to its end (or the harness's), then make sure its whole tree is gone.
+
+    Args:
+        argv: The command.
+        cwd: Working directory.
+        env: The complete environment (nothing is inherited).
+        stdin: Bytes fed on stdin, then closed; None gives /dev/null.
+        timeout_s: Wall-clock limit; the tree is killed when it passes.
+        log: File receiving stdout+stderr (appended), at most `output_cap` bytes.
+        output_cap: Output past this many bytes ends the command.
+        capture: Also return the output in memory.
+        network: False runs the command in an empty network namespace (when namespaces work).
+        ro_binds: (source, target) folders bind-mounted read-only inside the command's namespace.
+        cancel: Set from another thread to end the command early (Ctrl-C).
+    """
+    full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds)
+    run_env = dict(env)
+    if mode == "pidns" and not network:
+        run_env["ASSAY_LO_UP"] = "1"
+    sink = log.open("ab") if log is not None else None
+    keep = bytearray() if capture else None
+    state = {"written": 0, "seen": 0}
+    start = time.monotonic()
+    timed_out = capped = cancelled = False
+    try:
+        proc = subprocess.Popen(
+            full,
+            cwd=cwd,
+            env=run_env,
+            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        assert proc.stdout is not None
+        reader = threading.Thread(
+            target=_pump, args=(proc.stdout, sink, keep, output_cap, state), daemon=True
+        )
+        reader.start()
+        if stdin is not None:
+            assert proc.stdin is not None
+            threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+        deadline = None if timeout_s is None else start + timeout_s
+        while True:
+            try:
+                proc.wait(timeout=0.05)
+                break
+            except subprocess.TimeoutExpired:
+                pass
+            if deadline is not None and time.monotonic() >= deadline:
+                timed_out = True
+            elif state["seen"] > output_cap:
+                capped = True
+            elif cancel is not None and cancel.is_set():
+                cancelled = True
+            if timed_out or capped or cancelled:
+                _end_tree(proc)
+                break
+        # pid 1 is gone, so the namespace is empty; in fallback mode end stragglers of the group.
+        if mode == "killpg":
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(proc.pid, signal.SIGKILL)
+        reader.join(timeout=5.0)
+        if not reader.is_alive():
+            # A straggler that escaped killpg may still hold the pipe; closing it under the
+            # blocked reader would deadlock, so the daemon reader is left to it.
+            proc.stdout.close()
+    finally:
+        if sink is not None:
+            sink.close()
+    ended_by_us = timed_out or capped or cancelled
+    return ProcResult(
+        exit_code=None if ended_by_us else proc.returncode,
+        timed_out=timed_out,
+        output_capped=capped,
+        cancelled=cancelled,
+        duration_s=time.monotonic() - start,
+        output_bytes=state["seen"],
+        output=bytes(keep) if keep is not None else b"",
+        tree_kill=mode,
+    )

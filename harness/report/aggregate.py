@@ -1,0 +1,203 @@
+"""From a stream of RunFacts to one Summary: cells, pooled groups, uplift, versions, diagnostics."""
+
+from __future__ import annotations
+
+import json
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+
+from harness.records import VERSIONS_FILE
+from harness.report.accumulate import GroupAcc, GroupBy
+from harness.report.collect import RunFacts, collect
+from harness.report.diagnostics import DiagAcc
+from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
+from harness.report.uplift import Pairs, version_deltas
+
+GroupKey = tuple[GroupBy, str, str | None, str, str]
+"""(by, key, version, agent, condition)."""
+
+
+def read_versions(root: Path) -> tuple[str | None, str | None]:
+    """(baseline, candidate) from versions.json at the tree root, or (None, None)."""
+    path = root / VERSIONS_FILE
+    if not path.is_file():
+        return None, None
+    data = json.loads(path.read_text(encoding="utf-8"))
+    base, cand = data.get("baseline"), data.get("candidate")
+    return (base if isinstance(base, str) else None, cand if isinstance(cand, str) else None)
+
+
+class Aggregator:
+    """Consumes runs one at a time; memory grows with cells, plus one small tuple per run."""
+
+    def __init__(self) -> None:
+        self.cells: dict[tuple[str | None, str, str, str], GroupAcc] = defaultdict(GroupAcc)
+        self.scenario_tags: dict[str, tuple[str, str]] = {}
+        self.pairs = Pairs()
+        self.diag = DiagAcc()
+        self.levels: dict[str, tuple[tuple[str, str], ...]] = {}
+        self.control_cells: set[str] = set()
+        self.runs: list[RunEntry] = []
+        self.agents: set[str] = set()
+        self.scenarios: set[str] = set()
+        self.versions: set[str] = set()
+
+    def add(self, run: RunFacts) -> None:
+        self.agents.add(run.agent)
+        self.scenarios.add(run.scenario)
+        if run.version is not None:
+            self.versions.add(run.version)
+        self.levels.setdefault(run.condition, run.levels)
+        if run.control:
+            self.control_cells.add(run.condition)
+        v, a, c = run.version, run.agent, run.condition
+        self.cells[(v, run.scenario, a, c)].add(run)
+        if run.scenario not in self.scenario_tags or (run.split or run.family):
+            self.scenario_tags[run.scenario] = (run.split or "(none)", run.family or "(none)")
+        if run.status == "graded":
+            self.pairs.add(
+                (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
+            )
+        self.diag.add(run)
+        self.runs.append(
+            RunEntry.model_construct(
+                dir=run.dir,
+                version=v,
+                scenario=run.scenario,
+                agent=a,
+                condition=c,
+                trial=run.trial,
+                status=run.status,
+                passed=run.passed,
+                usable=run.usable,
+                reason=run.reason,
+                tokens=run.metrics.get("tokens"),
+                cost=run.metrics.get("cost_usd"),
+                duration_s=run.metrics.get("duration_s"),
+                artifacts=list(run.artifacts),
+            )
+        )
+
+    def _control(self) -> tuple[str | None, str]:
+        if not self.control_cells:
+            return None, "no run is marked as the control (run.json control: true): rates only, no uplift"
+        ordered = sorted(self.control_cells)
+        note = (
+            ""
+            if len(ordered) == 1
+            else f"several cells claim to be the control ({', '.join(ordered)}); using {ordered[0]}"
+        )
+        return ordered[0], note
+
+    def conditions(self, control: str | None) -> list[str]:
+        """Control first, then increasing treatment: levels that differ from the control's, then name."""
+        base = dict(self.levels.get(control, ())) if control else {}
+
+        def weight(cond: str) -> tuple[int, int, str]:
+            levels = dict(self.levels.get(cond, ()))
+            differ = sum(1 for f, lv in levels.items() if base.get(f) != lv) if base else 0
+            return (0 if cond == control else 1, differ, cond)
+
+        return sorted(self.levels, key=weight)
+
+    def pooled(self) -> dict[GroupKey, GroupAcc]:
+        """Cells, plus condition / split / family rows pooled from them (each a union of cells)."""
+        groups: dict[GroupKey, GroupAcc] = defaultdict(GroupAcc)
+        for (v, scenario, a, c), acc in self.cells.items():
+            split, family = self.scenario_tags.get(scenario, ("(none)", "(none)"))
+            groups[("cell", scenario, v, a, c)] = acc
+            for key in (
+                ("condition", "", v, a, c),
+                ("condition", "", v, "*", c),
+                ("split", split, v, a, c),
+                ("family", family, v, a, c),
+            ):
+                groups[key].merge(acc)
+        return groups
+
+    def summary(self, root: Path, *, regraded: bool = False) -> Summary:
+        control, note = self._control()
+        conditions = self.conditions(control)
+        order = {c: i for i, c in enumerate(conditions)}
+        baseline, candidate = read_versions(root)
+        versions = sorted(self.versions)
+        if baseline in versions and candidate in versions:
+            versions = [baseline, candidate] + [x for x in versions if x not in (baseline, candidate)]
+        vorder = {v: i for i, v in enumerate(versions)}
+        multi_agent = len(self.agents) > 1
+
+        def sort_key(k: GroupKey) -> tuple[object, ...]:
+            _by, key, v, a, c = k
+            return (vorder.get(v, -1) if v else -1, key, a, order.get(c, 1 << 30))
+
+        cells: list[Group] = []
+        groups: list[Group] = []
+        pooled = self.pooled()
+        for k in sorted(pooled, key=sort_key):
+            by, key, v, a, c = k
+            if a == "*" and not multi_agent:
+                continue
+            g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
+            (cells if by == "cell" else groups).append(g)
+        uplifts = self.pairs.uplifts(control, conditions) if control else []
+        deltas: list[VersionDelta] = []
+        drift: list[ControlDrift] = []
+        if control and baseline and candidate:
+            deltas = version_deltas(uplifts, baseline, candidate)
+            rates = {
+                (g.version, g.agent): g.passed
+                for g in groups
+                if g.by == "condition" and g.control and g.agent != "*"
+            }
+            drift = self.pairs.drift(control, baseline, candidate, rates)
+        totals = GroupAcc()
+        for acc in self.cells.values():
+            totals.merge(acc)
+        condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
+        header = Header(
+            root=str(root),
+            totals=totals.counts(),
+            min_graded_per_cell=min((c.counts.graded for c in cells), default=0),
+            control=control,
+            control_note=note,
+            conditions=conditions,
+            agents=sorted(self.agents),
+            scenarios=sorted(self.scenarios),
+            versions=versions,
+            baseline=baseline,
+            candidate=candidate,
+            regraded=regraded,
+        )
+        return Summary(
+            header=header,
+            cells=cells,
+            groups=groups,
+            uplifts=uplifts,
+            version_deltas=deltas,
+            control_drift=drift,
+            expectations=self.diag.expectation_rows(),
+            sections=self.diag.section_rows(),
+            diagnostics=self.diag.diagnostics(
+                control=control,
+                control_note=note,
+                cells=cells,
+                uplifts=uplifts,
+                condition_rows=condition_rows,
+            ),
+            findings=self.diag.finding_rows(),
+            runs=self.runs,
+        )
+
+
+def summarize(runs: Iterable[RunFacts], root: Path, *, regraded: bool = False) -> Summary:
+    """Aggregate a stream of runs."""
+    agg = Aggregator()
+    for run in runs:
+        agg.add(run)
+    return agg.summary(root, regraded=regraded)
+
+
+def build_summary(root: Path, *, regrade: bool = False, project: Path | None = None) -> Summary:
+    """Walk a run tree (grading what needs it, or everything with regrade) into a Summary."""
+    return summarize(collect(root, regrade=regrade, project=project), root, regraded=regrade)

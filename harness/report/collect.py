@@ -1,0 +1,287 @@
+"""Stream a run tree: one `RunFacts` at a time, never every transcript in memory.
+
+Runs are found by manifest (a directory holding run.json), not by depth, like
+`harness.records.find_runs`; this walker yields as it goes instead of building the list, and
+reads only run.json, grade.json and, once per scenario, job.json (family and split). Transcripts,
+logs and workspaces are never opened: the report only links to them.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, TypeVar
+
+from pydantic import BaseModel, ValidationError
+
+from harness.errors import UsageError
+from harness.records import (
+    GRADE_FILE,
+    GRADE_SCHEMA,
+    RUN_FILE,
+    RUN_SCHEMA,
+    Grade,
+    RunRecord,
+    RunStatus,
+    read_grade,
+    read_record,
+)
+
+M = TypeVar("M", bound=BaseModel)
+
+JOB_FILE = "job.json"
+ARTIFACTS = ("diff.patch", "transcript.jsonl", "agent.log")
+SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities")
+_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps", "repo", "data"})
+TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
+
+USAGE_METRICS = (
+    ("turns", "turns"),
+    ("input", "input_tokens"),
+    ("output", "output_tokens"),
+    ("cache_read", "cache_read_tokens"),
+    ("cache_write", "cache_write_tokens"),
+    ("reasoning", "reasoning_tokens"),
+    ("peak_context", "peak_context"),
+    ("context_limit", "context_limit"),
+    ("peak_context_share", "peak_context_share"),
+    ("tokens_to_first_valid", "tokens_to_first_valid"),
+    ("cost_usd", "cost_usd"),
+)
+"""grade.usage field -> metric name (the runner's names), merged where the runner left a gap."""
+
+
+@dataclass(frozen=True, slots=True)
+class RegradeChange:
+    """What a regrade changed on the same stored workspace."""
+
+    before_passed: bool
+    before_usable: bool
+    flipped_checks: tuple[str, ...]
+    grader_changed: bool
+
+
+@dataclass(frozen=True, slots=True)
+class RunFacts:
+    """Everything the aggregator needs from one run directory."""
+
+    dir: str
+    version: str | None
+    scenario: str
+    agent: str
+    condition: str
+    levels: tuple[tuple[str, str], ...]
+    control: bool
+    trial: int
+    family: str | None
+    split: str | None
+    status: str
+    passed: bool
+    usable: bool
+    reason: str | None
+    exit_code: int | None
+    infra_retries: int
+    metrics: dict[str, float]
+    grade: Grade | None
+    sections: dict[str, Any]
+    artifacts: tuple[str, ...]
+    regrade: RegradeChange | None
+
+    @property
+    def tokens(self) -> float | None:
+        return self.metrics.get("tokens")
+
+    @property
+    def cost(self) -> float | None:
+        return self.metrics.get("cost_usd")
+
+
+def walk_runs(root: Path) -> Iterator[tuple[str, frozenset[str]]]:
+    """Yield (run dir, its file names) in sorted order, not descending into run artifacts."""
+    for dirpath, dirnames, filenames in os.walk(root):
+        if RUN_FILE in filenames:
+            dirnames[:] = []
+            yield dirpath, frozenset(filenames)
+            continue
+        dirnames[:] = sorted(d for d in dirnames if d not in _NOT_RUNS and not d.startswith("."))
+
+
+def _read(path: str, model: type[M], current: int) -> M:
+    """Parse a record with pydantic's JSON parser (the hot path); the contract reader explains failures."""
+    try:
+        with open(path, "rb") as fh:
+            record = model.model_validate_json(fh.read())
+    except ValidationError:
+        return read_record(Path(path), model, current)  # raises FutureSchemaError or the validation error
+    if getattr(record, "schema_version", 0) > current:
+        return read_record(Path(path), model, current)
+    return record
+
+
+def grade_section(grade: Grade, name: str) -> Any:
+    """A grade section whether the grader typed it as a field or left it in `details`.
+
+    A typed section that only holds its defaults (a tool_use with `present: false`, friction of a run
+    with no trace) is no evidence and reads as absent, so a real zero is told apart from "not measured".
+    """
+    value = getattr(grade, name) if name in type(grade).model_fields else None
+    if isinstance(value, BaseModel):
+        if name in ("tool_use", "friction"):
+            tool_use = getattr(grade, "tool_use", None)
+            if tool_use is not None and getattr(tool_use, "present", True) is False:
+                value = None
+        if value is not None:
+            return value.model_dump(mode="json", exclude={"present"})
+    if not value:
+        value = grade.details.get(name)
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, tuple):
+        return [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
+    return value
+
+
+def run_metrics(run: RunRecord, grade: Grade | None) -> dict[str, float]:
+    """Runner and grader halves merged field by field (a real zero stays zero), plus total tokens."""
+    out: dict[str, float] = {}
+    for name, value in run.metrics.__dict__.items():
+        if isinstance(value, int | float) and not isinstance(value, bool):
+            out[name] = float(value)
+    if grade is not None:
+        for name, value in grade.metrics.items():
+            if isinstance(value, int | float) and not isinstance(value, bool):
+                out.setdefault(name, float(value))
+        usage = grade.usage
+        if usage.present:
+            for field_name, metric in USAGE_METRICS:
+                value = getattr(usage, field_name, None)
+                if isinstance(value, int | float) and not isinstance(value, bool):
+                    if metric == "cost_usd":
+                        out[metric] = float(value)  # priced by the grader from the pinned table
+                    else:
+                        out.setdefault(metric, float(value))
+        snapshots = grade.snapshots
+        if snapshots.count:
+            out.setdefault("snapshots", float(snapshots.count))
+            out.setdefault("snapshot_regressions", float(len(snapshots.regressions)))
+            if snapshots.first_valid is not None:
+                out.setdefault("first_valid_snapshot", float(snapshots.first_valid))
+        tool_use = grade.tool_use
+        if tool_use.present:
+            out.setdefault("tool_invocations", float(tool_use.invocations))
+            out.setdefault("tool_failures", float(tool_use.failures))
+            out.setdefault("tool_est_output_tokens", float(tool_use.est_output_tokens))
+    kinds = [out[k] for k in TOKEN_KINDS if k in out]
+    if kinds:
+        out["tokens"] = sum(kinds)
+    return out
+
+
+def load_grader() -> Callable[..., object] | None:
+    """`harness.grade.grade_run` when the grader is installed, else None."""
+    try:
+        module = importlib.import_module("harness.grade")
+    except ModuleNotFoundError as exc:
+        if exc.name in ("harness.grade",):
+            return None
+        raise
+    fn = getattr(module, "grade_run", None)
+    return fn if callable(fn) else None
+
+
+class ScenarioInfo:
+    """family / split per scenario, read from the first job.json seen for it."""
+
+    def __init__(self) -> None:
+        self._known: dict[str, tuple[str | None, str | None]] = {}
+
+    def lookup(self, scenario: str, run_dir: str, files: frozenset[str]) -> tuple[str | None, str | None]:
+        found = self._known.get(scenario)
+        if found is not None or JOB_FILE not in files:
+            return found or (None, None)
+        try:
+            job = json.loads(Path(run_dir, JOB_FILE).read_text(encoding="utf-8"))
+            spec = job.get("scenario", {}) if isinstance(job, dict) else {}
+            family, split = spec.get("family"), spec.get("split")
+            found = (family if isinstance(family, str) else None, split if isinstance(split, str) else None)
+        except (OSError, ValueError):
+            found = (None, None)
+        self._known[scenario] = found
+        return found
+
+
+def _status(run: RunRecord, grade: Grade | None) -> tuple[str, str | None]:
+    invalid = run.invalid or (grade.invalid if grade else None)
+    if invalid:
+        return "invalid", invalid
+    if grade is None:
+        return ("failed_to_run", run.error) if run.error else ("ungraded", "no grade.json")
+    if grade.status is RunStatus.GRADED:
+        failed = [c.id for c in grade.checks if c.outcome != "pass"]
+        return "graded", ("failed: " + ", ".join(failed)) if failed else None
+    return grade.status.value, grade.error or run.error
+
+
+def _flips(before: Grade, after: Grade) -> tuple[str, ...]:
+    old = {c.id: c.outcome for c in before.checks}
+    return tuple(sorted(c.id for c in after.checks if c.id in old and old[c.id] != c.outcome))
+
+
+def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -> Iterator[RunFacts]:
+    """Yield one RunFacts per run under root; with regrade, grade every run again first."""
+    grader = load_grader()
+    if regrade and grader is None:
+        raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
+    info = ScenarioInfo()
+    prefix = len(str(root).rstrip(os.sep)) + 1
+    for run_dir, files in walk_runs(root):
+        run = _read(os.path.join(run_dir, RUN_FILE), RunRecord, RUN_SCHEMA)
+        grade = _read(os.path.join(run_dir, GRADE_FILE), Grade, GRADE_SCHEMA) if GRADE_FILE in files else None
+        change: RegradeChange | None = None
+        if grader is not None and (regrade or grade is None):
+            before = grade
+            grader(Path(run_dir), project=project, regrade=regrade)
+            grade = read_grade(Path(run_dir))
+            if before is not None and grade is not None:
+                change = RegradeChange(
+                    before.passed,
+                    before.usable,
+                    _flips(before, grade),
+                    before.grader_hash != grade.grader_hash,
+                )
+        status, reason = _status(run, grade)
+        family, split = info.lookup(run.scenario, run_dir, files)
+        sections: dict[str, Any] = {}
+        if grade is not None:
+            for name in SECTIONS:
+                value = grade_section(grade, name)
+                if value:
+                    sections[name] = value
+        graded = status == "graded" and grade is not None
+        yield RunFacts(
+            dir=run_dir[prefix:].replace(os.sep, "/"),
+            version=run.version,
+            scenario=run.scenario,
+            agent=run.agent,
+            condition=run.cell,
+            levels=tuple(run.levels.items()),
+            control=run.control,
+            trial=run.trial,
+            family=family,
+            split=split,
+            status=status,
+            passed=graded and grade.passed if grade else False,
+            usable=graded and grade.usable if grade else False,
+            reason=reason,
+            exit_code=run.exit_code,
+            infra_retries=max(run.infra_retries, grade.infra_retries if grade else 0),
+            metrics=run_metrics(run, grade),
+            grade=grade,
+            sections=sections,
+            artifacts=tuple(a for a in ARTIFACTS if a in files),
+            regrade=change,
+        )

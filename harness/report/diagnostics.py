@@ -1,0 +1,349 @@
+"""Diagnostics, findings by layer, and the per-condition tables of grade sections.
+
+Everything here is accumulated while streaming, with evidence capped per item (the first
+`EVIDENCE_CAP` run directories plus a count), so a 100,000-run tree costs a few counters.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from harness.report.accumulate import rate
+from harness.report.collect import RunFacts
+from harness.report.summary import Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
+
+EVIDENCE_CAP = 20
+HEADROOM = 0.95
+NUMERIC_SECTIONS = ("tool_use", "friction")
+
+CondKey = tuple[str | None, str, str]
+FindingKind = Literal["failed-layer", "disagreement", "notable-exit"]
+
+
+@dataclass(slots=True)
+class Evidence:
+    """A count with the first few run directories that show it."""
+
+    count: int = 0
+    runs: list[str] = field(default_factory=list)
+
+    def add(self, run_dir: str) -> None:
+        self.count += 1
+        if len(self.runs) < EVIDENCE_CAP:
+            self.runs.append(run_dir)
+
+    def listing(self) -> list[str]:
+        more = self.count - len(self.runs)
+        return self.runs + ([f"... and {more} more"] if more > 0 else [])
+
+
+def flatten(value: Any, prefix: str = "") -> list[tuple[str, float]]:
+    """Numeric leaves of a JSON value as (dotted path, number); lists of records are skipped."""
+    if isinstance(value, bool):
+        return [(prefix, float(value))] if prefix else []
+    if isinstance(value, int | float):
+        return [(prefix, float(value))] if prefix else []
+    if isinstance(value, dict):
+        out: list[tuple[str, float]] = []
+        for k, v in value.items():
+            out.extend(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
+        return out
+    return []
+
+
+def expectation_verdicts(value: Any) -> list[tuple[str, str]]:
+    """(id, verdict) pairs from a dict {id: verdict | {verdict|outcome|status}} or a list of records."""
+    items: list[tuple[str, Any]] = []
+    if isinstance(value, dict):
+        items = list(value.items())
+    elif isinstance(value, list):
+        items = [(str(v.get("id") or v.get("name")), v) for v in value if isinstance(v, dict)]
+    out: list[tuple[str, str]] = []
+    for key, v in items:
+        if isinstance(v, dict):
+            v = v.get("verdict") or v.get("outcome") or v.get("status")
+        if isinstance(v, bool):
+            v = "pass" if v else "fail"
+        if isinstance(v, str):
+            out.append((str(key), v.lower()))
+    return out
+
+
+def _describe(item: Any) -> str:
+    if isinstance(item, dict) and "exit" in item and "argv" in item:
+        argv = item["argv"]
+        return f"`{' '.join(argv) if isinstance(argv, list) else argv}` exited {item['exit']}"
+    if isinstance(item, dict):
+        return ", ".join(f"{a}={b}" for a, b in sorted(item.items()))
+    return str(item)
+
+
+def _disagreement(value: Any) -> list[str]:
+    items = value if isinstance(value, list) else [value]
+    out = []
+    for item in items:
+        if isinstance(item, dict) and "direction" in item:
+            diag = "; ".join(
+                str(item.get(k) or "") for k in ("accepts_diagnostics", "rejects_diagnostics")
+            ).strip("; ")
+            out.append(f"{item['direction']}" + (f" ({diag[:160]})" if diag else ""))
+        elif item:
+            out.append(str(item)[:200])
+    return out
+
+
+def _notable_exits(tool_use: Any) -> list[str]:
+    found: list[str] = []
+    if isinstance(tool_use, dict):
+        for k, v in tool_use.items():
+            if "notable" in str(k) and v:
+                items = v if isinstance(v, list) else [v]
+                found.extend(_describe(i) for i in items)
+            elif isinstance(v, dict):
+                found.extend(_notable_exits(v))
+    return found
+
+
+class DiagAcc:
+    """Counters behind the diagnostics, findings and section tables."""
+
+    def __init__(self) -> None:
+        self.by_status: dict[str, dict[str, Evidence]] = defaultdict(lambda: defaultdict(Evidence))
+        self.infra = Evidence()
+        self.exits: dict[int, Evidence] = defaultdict(Evidence)
+        self.regrade = Evidence()
+        self.regrade_changed_grader = Evidence()
+        self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
+        self.checks: dict[tuple[str, str], list[int]] = {}
+        self.findings: dict[tuple[str, FindingKind, str], Evidence] = defaultdict(Evidence)
+        self.sections: dict[tuple[str | None, str, str, str, str], list[float]] = {}
+        self.section_runs: Counter[tuple[str | None, str, str, str]] = Counter()
+        self.expectations: dict[tuple[str | None, str, str, str], list[int]] = {}
+
+    def add(self, run: RunFacts) -> None:
+        if run.status != "graded":
+            self.by_status[run.status][run.reason or "(no reason recorded)"].add(run.dir)
+        if run.infra_retries or run.exit_code == 75:
+            self.infra.add(run.dir)
+        if run.exit_code not in (None, 0, 75):
+            self.exits[run.exit_code].add(run.dir)
+        if run.regrade is not None:
+            changed = (run.regrade.before_passed, run.regrade.before_usable) != (run.passed, run.usable)
+            if changed:
+                (self.regrade_changed_grader if run.regrade.grader_changed else self.regrade).add(run.dir)
+            if not run.regrade.grader_changed:
+                for flipped in run.regrade.flipped_checks:
+                    self.flaky[(run.scenario, flipped)].add(run.dir)
+        if run.status != "graded" or run.grade is None:
+            return
+        for check in run.grade.checks:
+            tally = self.checks.setdefault((run.scenario, check.id), [0, 0])
+            tally[0] += 1
+            if check.outcome in ("fail", "error"):
+                tally[1] += 1
+                if check.layer != "agent":
+                    self.findings[
+                        (
+                            check.layer,
+                            "failed-layer",
+                            f"{run.scenario}: check {check.id} ({check.kind}) {check.outcome}",
+                        )
+                    ].add(run.dir)
+        for layer in run.grade.failed_layers:
+            if layer != "agent" and not any(c.layer == layer for c in run.grade.checks):
+                self.findings[(layer, "failed-layer", f"{run.scenario}: layer failed")].add(run.dir)
+        for detail in _disagreement(run.sections.get("disagreement")):
+            self.findings[("authorities", "disagreement", f"{run.scenario}: {detail}")].add(run.dir)
+        for exit_detail in _notable_exits(run.sections.get("tool_use")):
+            self.findings[("tool", "notable-exit", f"{run.scenario}: {exit_detail}")].add(run.dir)
+        cond: CondKey = (run.version, run.agent, run.condition)
+        for section in NUMERIC_SECTIONS:
+            value = run.sections.get(section)
+            if value is None:
+                continue
+            self.section_runs[(*cond, section)] += 1
+            for path, number in flatten(value):
+                acc = self.sections.setdefault((*cond, section, path), [0.0])
+                acc[0] += number
+        for exp_id, verdict in expectation_verdicts(run.sections.get("expectations")):
+            acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
+            acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
+
+    def section_rows(self) -> list[SectionRow]:
+        rows = []
+        for (version, agent, condition, section, path), (total,) in sorted(
+            self.sections.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+        ):
+            runs = self.section_runs[(version, agent, condition, section)]
+            rows.append(
+                SectionRow(
+                    section=section,
+                    key=path,
+                    version=version,
+                    agent=agent,
+                    condition=condition,
+                    runs=runs,
+                    total=total,
+                    per_run=total / runs if runs else 0.0,
+                )
+            )
+        return rows
+
+    def expectation_rows(self) -> list[ExpectationRow]:
+        return [
+            ExpectationRow(expectation=e, version=v, agent=a, condition=c, rate=rate(p, p + f), unavailable=u)
+            for (v, a, c, e), (p, f, u) in sorted(
+                self.expectations.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+            )
+        ]
+
+    def finding_rows(self) -> list[Finding]:
+        return [
+            Finding(
+                layer=layer,
+                kind=kind,
+                detail=f"{detail} ({ev.count} run{'s' if ev.count != 1 else ''})",
+                runs=ev.listing(),
+            )
+            for (layer, kind, detail), ev in sorted(self.findings.items())
+        ]
+
+    def diagnostics(
+        self,
+        *,
+        control: str | None,
+        control_note: str,
+        cells: list[Group],
+        uplifts: list[Uplift],
+        condition_rows: list[Group],
+    ) -> list[Diagnostic]:
+        out: list[Diagnostic] = []
+        if control is None:
+            out.append(Diagnostic(kind="no-control", severity="warning", message=control_note))
+        for row in condition_rows:
+            if row.control and row.usable.n and row.usable.k / row.usable.n >= HEADROOM:
+                out.append(
+                    Diagnostic(
+                        kind="headroom",
+                        severity="warning",
+                        message=f"no headroom: control {row.condition} for {row.agent} is usable {row.usable} (>= {HEADROOM:.0%}); an uplift cannot show",
+                        evidence=[
+                            f"{c.key}: usable {c.usable}"
+                            for c in cells
+                            if c.control and c.agent == row.agent and c.version == row.version
+                        ],
+                    )
+                )
+        if self.infra.count:
+            out.append(
+                Diagnostic(
+                    kind="infra",
+                    severity="warning",
+                    message=f"{self.infra.count} run(s) hit a provider or infrastructure failure (exit 75 / retries)",
+                    evidence=self.infra.listing(),
+                )
+            )
+        for code, ev in sorted(self.exits.items()):
+            out.append(
+                Diagnostic(
+                    kind="agent-exit",
+                    severity="warning",
+                    message=f"{ev.count} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
+                    evidence=ev.listing(),
+                )
+            )
+        labels = {
+            "invalid": "invalid runs (excluded from rates)",
+            "failed_to_run": "failed to run (no evidence; not counted as failures)",
+            "ungradeable": "ungradeable (no evidence; not counted as failures)",
+            "ungraded": "not graded yet (run `assay grade` or `assay report --regrade`)",
+        }
+        for status in ("invalid", "failed_to_run", "ungradeable", "ungraded"):
+            for reason, ev in sorted(self.by_status.get(status, {}).items()):
+                out.append(
+                    Diagnostic(
+                        kind=status,
+                        severity="warning" if status != "ungraded" else "info",
+                        message=f"{ev.count} {labels[status]}: {reason}",
+                        evidence=ev.listing(),
+                    )
+                )
+        mixed = [c for c in cells if c.trial_variance]
+        if mixed:
+            out.append(
+                Diagnostic(
+                    kind="variance",
+                    severity="info",
+                    message=f"{len(mixed)} of {len(cells)} cells have trials that disagree (pass variance > 0)",
+                    evidence=[
+                        f"{c.key} {c.agent} {c.condition}{' @' + c.version if c.version else ''}: passed {c.passed}, variance {c.trial_variance:.3f}"
+                        for c in mixed[:EVIDENCE_CAP]
+                    ],
+                )
+            )
+        if self.regrade.count:
+            out.append(
+                Diagnostic(
+                    kind="regrade",
+                    severity="warning",
+                    message=f"{self.regrade.count} run(s) got a different verdict when regraded on the same stored workspace",
+                    evidence=self.regrade.listing(),
+                )
+            )
+        if self.regrade_changed_grader.count:
+            out.append(
+                Diagnostic(
+                    kind="regrade-changed-grader",
+                    severity="info",
+                    message=f"{self.regrade_changed_grader.count} run(s) changed verdict on regrade after the grader "
+                    "or the checks changed (new grader hash): expected, listed for review",
+                    evidence=self.regrade_changed_grader.listing(),
+                )
+            )
+        for (scenario, check), ev in sorted(self.flaky.items()):
+            out.append(
+                Diagnostic(
+                    kind="flaky-check",
+                    severity="warning",
+                    message=f"check {scenario}/{check} changed verdict on regrade of an unchanged workspace in {ev.count} run(s)",
+                    evidence=ev.listing(),
+                )
+            )
+        quiet = sorted(f"{s}/{c} ({n} runs)" for (s, c), (n, fails) in self.checks.items() if n and not fails)
+        if quiet:
+            out.append(
+                Diagnostic(
+                    kind="no-signal-check",
+                    severity="info",
+                    message=f"{len(quiet)} check(s) never failed in any arm: they carry no signal here",
+                    evidence=quiet[:EVIDENCE_CAP],
+                )
+            )
+        out.extend(_no_discrimination(cells))
+        return out
+
+
+def _no_discrimination(cells: list[Group]) -> list[Diagnostic]:
+    by_scenario: dict[tuple[str | None, str, str], list[Group]] = defaultdict(list)
+    for c in cells:
+        if c.passed.n:
+            by_scenario[(c.version, c.agent, c.key)].append(c)
+    out: list[Diagnostic] = []
+    for (version, agent, scenario), group in sorted(
+        by_scenario.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+    ):
+        if len(group) < 2:
+            continue
+        if all(g.passed.k == g.passed.n for g in group) or all(g.passed.k == 0 for g in group):
+            verdict = "passes" if group[0].passed.k else "fails"
+            out.append(
+                Diagnostic(
+                    kind="no-discrimination",
+                    severity="info",
+                    message=f"scenario {scenario} ({agent}{' @' + version if version else ''}): every arm {verdict}",
+                    evidence=[f"{g.condition}: {g.passed}" for g in group],
+                )
+            )
+    return out

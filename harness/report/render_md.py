@@ -1,0 +1,67 @@
+"""report.md from a Summary (Jinja2 template under templates/)."""
+
+from __future__ import annotations
+
+from itertools import groupby
+from pathlib import Path
+from typing import Any
+
+import jinja2
+
+from harness.report.fmt import FILTERS
+from harness.report.summary import SectionRow, Summary
+
+TEMPLATES = Path(__file__).parent / "templates"
+
+
+def environment(*, html: bool) -> jinja2.Environment:
+    """The Jinja2 environment of the report templates (strict, sorted data in, no logic out)."""
+    env = jinja2.Environment(
+        loader=jinja2.FileSystemLoader(TEMPLATES),
+        undefined=jinja2.StrictUndefined,
+        autoescape=html,
+        keep_trailing_newline=True,
+        trim_blocks=False,
+    )
+    env.filters.update(FILTERS)
+    return env
+
+
+def _is_output(row: SectionRow) -> bool:
+    return "output" in row.key or "bytes" in row.key
+
+
+def context(summary: Summary) -> dict[str, Any]:
+    """What every renderer draws: the summary plus a few lookups."""
+    tool = [r for r in summary.sections if r.section == "tool_use"]
+    findings = sorted(summary.findings, key=lambda f: f.layer)
+    return {
+        "s": summary,
+        "h": summary.header,
+        "hv": bool(summary.header.versions),
+        "headline": [u for u in summary.uplifts if u.scenario is None],
+        "scenario_uplift": {
+            (u.version, u.agent, u.condition, u.scenario): u for u in summary.uplifts if u.scenario
+        },
+        "conditions": [g for g in summary.groups if g.by == "condition"],
+        "section_tables": [
+            ("Tool use by subcommand", [r for r in tool if not _is_output(r)]),
+            ("Output size per tool command", [r for r in tool if _is_output(r)]),
+            ("Friction", [r for r in summary.sections if r.section == "friction"]),
+        ],
+        "findings_by_layer": [
+            (layer, list(items)) for layer, items in groupby(findings, key=lambda f: f.layer)
+        ],
+    }
+
+
+def render_markdown(summary: Summary) -> str:
+    """The whole report.md."""
+    text = environment(html=False).get_template("report.md.j2").render(context(summary))
+    lines = [line.rstrip() for line in text.splitlines()]
+    out: list[str] = []
+    for line in lines:
+        if line == "" and out and out[-1] == "":
+            continue
+        out.append(line)
+    return "\n".join(out).strip() + "\n"

@@ -1,0 +1,294 @@
+"""Scenario validity: do a scenario's checks tell a finished task from an unfinished one?
+
+For every scenario three kinds of workspace are built in a temporary folder and judged by
+the same check engine the grader uses:
+
+- `reference`: seed + reference overlay (+ grader files) must pass every check;
+- `seed`: the untouched seed (+ grader files) must fail at least one check;
+- `negative <name>`: seed + reference + the negative's overlay folder, then its patch
+  (a unified diff applied with `git apply` on top of seed + reference), + grader files,
+  must fail exactly the checks it names.
+
+Grader files go on last because the grader copies them in after the agent has finished.
+Every workspace is judged twice; a check whose outcome differs is reported as flaky.
+Checks that read a run (trace, transcript, ...) are `unavailable` on a bare workspace: they
+are listed as not validated rather than failed. Check coverage lists, per check, the
+negatives that name it; a check no negative names is uncovered (an error with `strict`).
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import time
+from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from pathlib import Path
+
+from compiler.contract import ScenarioJob
+from harness.checks import CheckContext, run_checks
+from harness.records import CheckOutcome
+
+REFERENCE = "reference"
+SEED = "seed"
+
+
+@dataclass(frozen=True)
+class Workspace:
+    """One workspace to build and judge."""
+
+    scenario: ScenarioJob
+    overlay: str
+    """`reference`, `seed`, or `negative <name>`."""
+    layers: tuple[Path, ...]
+    """Folders copied over each other, in order."""
+    patch: Path | None = None
+    """A unified diff applied after the layers."""
+    after: tuple[Path, ...] = ()
+    """Folders copied on last (the grader's files)."""
+    fails: frozenset[str] | None = None
+    """For a negative: the checks it must fail."""
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One reason a scenario is not valid."""
+
+    scenario: str
+    overlay: str
+    check: str | None
+    message: str
+    kind: str
+    """reference | seed | negative | error | flaky | uncovered | setup."""
+
+    def line(self) -> str:
+        """`<scenario> [<overlay>] <check>: <message>` — what the CLI prints."""
+        check = f" check {self.check}" if self.check else ""
+        return f"{self.scenario} [{self.overlay}]{check}: {self.message}"
+
+
+@dataclass(frozen=True)
+class Judged:
+    """A workspace's outcomes, first and second time."""
+
+    workspace: Workspace
+    first: tuple[CheckOutcome, ...]
+    second: tuple[CheckOutcome, ...]
+    setup_error: str | None = None
+
+
+@dataclass(frozen=True)
+class ScenarioValidity:
+    """The verdict on one scenario."""
+
+    scenario: str
+    problems: tuple[Problem, ...]
+    coverage: tuple[tuple[str, tuple[str, ...]], ...]
+    """(check id, negatives naming it), in check order."""
+    not_validated: tuple[str, ...]
+    """Checks that were unavailable on a bare workspace (they need a run)."""
+    workspaces: int
+
+
+@dataclass(frozen=True)
+class ValidityReport:
+    """The verdict on a suite."""
+
+    scenarios: tuple[ScenarioValidity, ...]
+    strict: bool
+    duration_s: float
+    check_runs: int
+
+    @property
+    def problems(self) -> list[Problem]:
+        """Everything that makes the suite invalid (uncovered checks only when strict)."""
+        return [p for s in self.scenarios for p in s.problems if p.kind != "uncovered" or self.strict]
+
+    @property
+    def uncovered(self) -> list[Problem]:
+        """Checks no negative names."""
+        return [p for s in self.scenarios for p in s.problems if p.kind == "uncovered"]
+
+    @property
+    def ok(self) -> bool:
+        """True when the suite is valid."""
+        return not self.problems
+
+
+def workspaces(scenario: ScenarioJob, project: Path) -> list[Workspace]:
+    """The reference, the seed and every negative of a scenario, as workspaces to build."""
+    seed = project / scenario.seed
+    grader = (project / scenario.grader,) if scenario.grader else ()
+    reference = (project / scenario.reference,) if scenario.reference else ()
+    found = [
+        Workspace(scenario, REFERENCE, (seed, *reference), after=grader),
+        Workspace(scenario, SEED, (seed,), after=grader),
+    ]
+    for neg in scenario.negatives:
+        overlay = (project / neg.dir,) if neg.dir else ()
+        patch = project / neg.patch if neg.patch else None
+        name = f"negative {neg.name}"
+        found.append(
+            Workspace(scenario, name, (seed, *reference, *overlay), patch, grader, frozenset(neg.fails))
+        )
+    return found
+
+
+def build(w: Workspace, dest: Path) -> None:
+    """Lay the workspace's folders over each other in dest, apply its patch, add the grader's files."""
+    dest.mkdir(parents=True)
+    for layer in w.layers:
+        shutil.copytree(layer, dest, dirs_exist_ok=True, symlinks=True)
+    if w.patch is not None:
+        done = subprocess.run(
+            ["git", "apply", "--whitespace=nowarn", str(w.patch)],
+            cwd=dest,
+            capture_output=True,
+            text=True,
+            check=False,
+        )
+        if done.returncode != 0:
+            raise ValueError(f"patch {w.patch.name} does not apply: {done.stderr.strip()}")
+    for layer in w.after:
+        shutil.copytree(layer, dest, dirs_exist_ok=True, symlinks=True)
+
+
+def judge(w: Workspace, project: Path, scratch: Path) -> Judged:
+    """Build one workspace and run its scenario's checks on it twice."""
+    dest = scratch / w.scenario.id / w.overlay.replace(" ", "-") / "workspace"
+    try:
+        build(w, dest)
+    except (OSError, ValueError) as exc:
+        return Judged(w, (), (), setup_error=str(exc))
+    ctx = CheckContext(seed=project / w.scenario.seed, scenario=w.scenario)
+    first = tuple(run_checks(w.scenario.checks, dest, ctx))
+    second = tuple(run_checks(w.scenario.checks, dest, ctx))
+    shutil.rmtree(dest, ignore_errors=True)
+    return Judged(w, first, second)
+
+
+def _outcome_text(o: CheckOutcome) -> str:
+    return f"{o.outcome}" + (f" ({o.message})" if o.message else "")
+
+
+def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
+    """Apply the validity rules to one scenario's judged workspaces."""
+    sid = scenario.id
+    problems: list[Problem] = []
+    unavailable: set[str] = set()
+    for j in judged:
+        w = j.workspace
+        if j.setup_error is not None:
+            problems.append(
+                Problem(sid, w.overlay, None, f"workspace could not be built: {j.setup_error}", "setup")
+            )
+            continue
+        for a, b in zip(j.first, j.second, strict=True):
+            if a.outcome != b.outcome:
+                problems.append(
+                    Problem(
+                        sid,
+                        w.overlay,
+                        a.id,
+                        f"flaky check: {a.outcome} then {b.outcome} on the same workspace"
+                        f" ({a.message or b.message})",
+                        "flaky",
+                    )
+                )
+        outcomes = {o.id: o for o in j.first}
+        unavailable |= {i for i, o in outcomes.items() if o.outcome == "unavailable"}
+        judged_ids = {i: o for i, o in outcomes.items() if o.outcome != "unavailable"}
+        for o in judged_ids.values():
+            if o.outcome == "error":
+                problems.append(Problem(sid, w.overlay, o.id, f"could not run: {o.message}", "error"))
+        failing = {i for i, o in judged_ids.items() if o.outcome == "fail"}
+        if w.overlay == REFERENCE:
+            problems += [
+                Problem(
+                    sid,
+                    w.overlay,
+                    i,
+                    f"the reference fails it ({scenario_layer(scenario, i)} layer): {judged_ids[i].message}",
+                    "reference",
+                )
+                for i in sorted(failing, key=list(outcomes).index)
+            ]
+        elif w.overlay == SEED:
+            if not failing:
+                passing = ", ".join(i for i, o in judged_ids.items() if o.outcome == "pass")
+                problems.append(
+                    Problem(
+                        sid,
+                        w.overlay,
+                        None,
+                        f"the untouched seed passes every check ({passing}): "
+                        "no check notices that the task was not done",
+                        "seed",
+                    )
+                )
+        else:
+            named = w.fails or frozenset()
+            for i in outcomes:
+                if i in unavailable:
+                    continue
+                o = judged_ids[i]
+                if i in named and o.outcome == "pass":
+                    problems.append(
+                        Problem(
+                            sid, w.overlay, i, "passes, but the negative names it: it must fail", "negative"
+                        )
+                    )
+                elif i not in named and o.outcome == "fail":
+                    problems.append(
+                        Problem(
+                            sid,
+                            w.overlay,
+                            i,
+                            f"fails, but the negative does not name it: {o.message}",
+                            "negative",
+                        )
+                    )
+    coverage = tuple(
+        (c.id, tuple(n.name for n in scenario.negatives if c.id in n.fails)) for c in scenario.checks
+    )
+    problems += [
+        Problem(sid, "coverage", cid, "no negative fails this check", "uncovered")
+        for cid, names in coverage
+        if not names and cid not in unavailable
+    ]
+    return ScenarioValidity(sid, tuple(problems), coverage, tuple(sorted(unavailable)), len(judged))
+
+
+def scenario_layer(scenario: ScenarioJob, check_id: str) -> str:
+    """The layer a check's failure implicates."""
+    return next((c.layer for c in scenario.checks if c.id == check_id), "agent")
+
+
+def validate(
+    scenarios: Sequence[ScenarioJob],
+    project: Path,
+    *,
+    strict: bool = False,
+    jobs: int | None = None,
+) -> ValidityReport:
+    """Judge every scenario's reference, seed and negatives; return the verdicts.
+
+    Args:
+        scenarios: The compiled scenarios.
+        project: The project root (scenario paths are relative to it).
+        strict: Make uncovered checks problems.
+        jobs: Workspaces judged at once (default: the machine's cores, at most 4).
+    """
+    started = time.monotonic()
+    todo = [w for s in scenarios for w in workspaces(s, project)]
+    workers = jobs or min(4, os.cpu_count() or 1)
+    with tempfile.TemporaryDirectory(prefix="assay-validate-") as tmp:
+        scratch = Path(tmp)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
+            judged = list(pool.map(lambda w: judge(w, project, scratch), todo))
+    results = [assess(s, [j for j in judged if j.workspace.scenario is s]) for s in scenarios]
+    runs = sum(len(j.first) + len(j.second) for j in judged)
+    return ValidityReport(tuple(results), strict, round(time.monotonic() - started, 2), runs)

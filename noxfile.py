@@ -1,0 +1,230 @@
+"""nox sessions of assay.
+
+Reads only generated/*.json: never YAML, never the compiler, so `nox -l` stays fast.
+When generated/manifest.json is missing or older than any input (or the compiler),
+`python -m harness compile` runs first. Per cell of the default matrix there is a
+`bench-<cell>` session: `nox -s bench-bin-none-off -- --agent X --trials 2`.
+
+Sessions install the project into a reused virtualenv (`pip install -e .[dev]`), so a
+fresh machine with python3 and nox needs nothing else; `nox --no-venv` runs them on the
+current interpreter instead.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import nox
+
+ROOT = Path(__file__).resolve().parent
+GENERATED = ROOT / "generated"
+MANIFEST = GENERATED / "manifest.json"
+WATCHED = ("specs", "scenarios", "compiler")
+
+nox.options.reuse_venv = "yes"
+nox.options.sessions = ["compile", "validate", "tests", "lint", "schema-drift"]
+
+
+def _newest(path: Path, limit: float) -> bool:
+    """True when anything under path (files and folders) is newer than limit."""
+    try:
+        with os.scandir(path) as entries:
+            for entry in entries:
+                if entry.name == "__pycache__":
+                    continue
+                if entry.stat(follow_symlinks=False).st_mtime > limit:
+                    return True
+                if entry.is_dir(follow_symlinks=False) and _newest(Path(entry.path), limit):
+                    return True
+    except FileNotFoundError:
+        return False
+    return False
+
+
+def _stale() -> bool:
+    try:
+        built = MANIFEST.stat().st_mtime
+    except FileNotFoundError:
+        return True
+    return any(_newest(ROOT / d, built) or (ROOT / d).stat().st_mtime > built for d in WATCHED if (ROOT / d).exists())
+
+
+def _python() -> str:
+    """An interpreter that can import the compiler: nox's own, or one of the session venvs."""
+    candidates = [sys.executable, *sorted(str(p) for p in (ROOT / ".nox").glob("*/bin/python"))]
+    for exe in candidates:
+        probe = subprocess.run([exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True)
+        if probe.returncode == 0:
+            return exe
+    return sys.executable
+
+
+def _manifest() -> dict[str, object]:
+    if _stale() and (ROOT / "specs").is_dir():
+        done = subprocess.run([_python(), "-m", "harness", "compile"], cwd=ROOT, capture_output=True, text=True)
+        if done.returncode != 0:
+            print(f"nox: `assay compile` failed; bench sessions are not listed:\n{done.stderr.strip()}", file=sys.stderr)
+    try:
+        data: dict[str, object] = json.loads(MANIFEST.read_text(encoding="utf-8"))
+        return data
+    except (OSError, ValueError):
+        return {}
+
+
+def _venv(session: nox.Session) -> bool:
+    return session.venv_backend != "none" and not isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv)
+
+
+def _install(session: nox.Session) -> str:
+    """Install the project into the session's venv; the python to run (nox's own without a venv)."""
+    if _venv(session):
+        session.install("-e", ".[dev]")
+        return "python"
+    return sys.executable
+
+
+@nox.session
+def compile(session: nox.Session) -> None:
+    """Compile specs/ and scenarios/ into generated/."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "compile", *session.posargs)
+
+
+@nox.session
+def validate(session: nox.Session) -> None:
+    """Scenario validity: references pass, seeds fail, negatives fail exactly what they name."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "compile")
+    session.run(py, "-m", "harness", "validate", *session.posargs)
+
+
+@nox.session
+def tests(session: nox.Session) -> None:
+    """The test suite (pytest; collecting no test is a failure)."""
+    py = _install(session)
+    code = session.run(py, "-m", "pytest", *session.posargs, success_codes=[0, 5])
+    if code == 5:
+        session.error("pytest collected no tests")
+
+
+@nox.session
+def lint(session: nox.Session) -> None:
+    """ruff and mypy --strict."""
+    py = _install(session)
+    session.run(py, "-m", "ruff", "check", ".")
+    session.run(py, "-m", "mypy", "--strict")
+
+
+@nox.session(name="schema-drift")
+def schema_drift(session: nox.Session) -> None:
+    """Fail when generated/schema/*.json is stale against the models."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "schema", "--check")
+
+
+@nox.session(name="bench-compile")
+def bench_compile(session: nox.Session) -> None:
+    """Compile benchmark: 500 scenarios x 15 cells x 4 agents x 5 trials; prints figures."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_compile.py", *session.posargs)
+
+
+@nox.session(name="bench-grade")
+def bench_grade(session: nox.Session) -> None:
+    """Grading benchmark: runs graded per second on the example suite; check subprocesses vs harness."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_grade.py", *session.posargs)
+
+
+_MANIFEST = _manifest()
+_DEFAULT = _MANIFEST.get("default_matrix")
+
+
+@nox.session
+def bench(session: nox.Session) -> None:
+    """Run the whole default matrix (-- --agent X --trials N filter)."""
+    py = _install(session)
+    if not isinstance(_DEFAULT, str):
+        session.error("no default matrix in generated/manifest.json")
+    session.run(py, "-m", "harness", "matrix", _DEFAULT, *session.posargs)
+
+
+def _bench_cell(matrix: str, cell: str) -> object:
+    def run(session: nox.Session) -> None:
+        py = _install(session)
+        session.run(py, "-m", "harness", "matrix", matrix, "--cell", cell, *session.posargs)
+
+    run.__doc__ = f"Run cell {cell} of matrix {matrix} (-- --agent X --trials N filter)."
+    return run
+
+
+for _s in _MANIFEST.get("sessions", []) or []:  # type: ignore[union-attr]
+    if isinstance(_s, dict) and isinstance(_s.get("name"), str) and isinstance(_s.get("cell"), str):
+        nox.session(name=_s["name"])(_bench_cell(str(_s["matrix"]), _s["cell"]))
+
+
+AGENT_CLIS = ("claude_code", "codex", "mini_swe_agent", "aider")
+
+
+@nox.session
+def agents(session: nox.Session) -> None:
+    """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
+    tests against the scripted model server (-- extra pytest args)."""
+    py = _install(session)
+    session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
+    session.run(py, "-m", "pytest", "-m", "agents", "-p", "no:cacheprovider", "tests/adapters",
+                *session.posargs)
+
+
+@nox.session
+def report(session: nox.Session) -> None:
+    """Report over a run tree: report.md, summary.json, report.html, junit.xml
+    (-- <run-tree> [--regrade] [--format md,html,json,junit] [--out DIR]; default tree runs/<default matrix>)."""
+    py = _install(session)
+    args = list(session.posargs)
+    if not args or args[0].startswith("-"):
+        if not isinstance(_DEFAULT, str):
+            session.error("give a run tree: nox -s report -- runs/<matrix>")
+        args.insert(0, str(ROOT / "runs" / _DEFAULT))
+    session.run(py, "-m", "harness", "report", *args)
+
+
+@nox.session
+def browser(session: nox.Session) -> None:
+    """The browser-marked tests in headless Chromium (installs Debian's chromium when missing and
+    apt-get is usable as root; set ASSAY_NO_APT=1 to skip that). Screenshot: build/test-artifacts/."""
+    import shutil
+
+    py = _install(session)
+    has_chromium = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
+    if not has_chromium and shutil.which("apt-get") and os.geteuid() == 0 and not os.environ.get("ASSAY_NO_APT"):
+        session.run("apt-get", "update", external=True)
+        session.run("apt-get", "install", "-y", "chromium", external=True)
+    session.run(py, "-m", "pytest", "-m", "browser", "-p", "no:cacheprovider", "-rs", "tests", *session.posargs)
+
+
+@nox.session(name="bench-report")
+def bench_report(session: nox.Session) -> None:
+    """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_report.py", *session.posargs)
+
+
+@nox.session
+def isolation(session: nox.Session) -> None:
+    """The isolation suite: plug-ins, limits, gateway, path safety and the hostile-agent attacks,
+    under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked."""
+    py = _install(session)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "tests/isolation", "tests/gateway", "tests/pathsafe",
+                *session.posargs)
+
+
+@nox.session(name="bench-isolation")
+def bench_isolation(session: nox.Session) -> None:
+    """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_isolation.py", *session.posargs)

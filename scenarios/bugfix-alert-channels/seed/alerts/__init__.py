@@ -1,0 +1,1 @@
+"""Routing monitoring alerts to chat channels."""

@@ -1,0 +1,1 @@
+"""Monthly figures for the shop's owners."""

@@ -1,0 +1,1 @@
+"""Invoices for the consulting side of the business."""

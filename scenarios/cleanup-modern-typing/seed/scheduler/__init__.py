@@ -1,0 +1,1 @@
+"""Spreading maintenance jobs over the days of a week."""

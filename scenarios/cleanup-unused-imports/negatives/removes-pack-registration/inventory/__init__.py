@@ -1,0 +1,6 @@
+"""Stock keeping for the shop's back office."""
+
+from inventory.models import Item, StockLevel
+from inventory.parsing import parse_csv_row
+
+__all__ = ["Item", "StockLevel", "parse_csv_row"]

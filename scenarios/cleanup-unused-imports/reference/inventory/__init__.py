@@ -1,0 +1,7 @@
+"""Stock keeping for the shop's back office."""
+
+from inventory.models import Item, StockLevel
+from inventory.parsing import parse_csv_row
+from inventory import packs  # noqa: F401  (registers the suppliers' pack sizes on import)
+
+__all__ = ["Item", "StockLevel", "parse_csv_row"]

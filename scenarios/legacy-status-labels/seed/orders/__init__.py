@@ -1,0 +1,1 @@
+"""Order states for the customer-facing status page."""

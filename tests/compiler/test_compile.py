@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from compiler.contract import iter_jobs, load_job, load_manifest, parse_job_id
+from compiler.pipeline import compile_project
+
+
+def _tree(root: Path) -> dict[str, bytes]:
+    return {p.relative_to(root).as_posix(): p.read_bytes() for p in sorted(root.rglob("*")) if p.is_file()}
+
+
+def test_compile_emits_manifest_and_jobs(valid_project: Path, tmp_path: Path) -> None:
+    result = compile_project(valid_project, generated=tmp_path / "gen")
+    assert not result.up_to_date
+    assert result.jobs == 16
+    manifest = load_manifest(tmp_path / "gen")
+    assert manifest.default_matrix == "default"
+    assert manifest.factor_order == ("tool", "knowledge", "network")
+    assert [s.name for s in manifest.sessions] == ["bench-none-none-off", "bench-bin-none-off", "bench-bin-skill-none-off"]
+    jobs = list(iter_jobs(tmp_path / "gen"))
+    assert len(jobs) == 16
+    assert len({j.id for j in jobs}) == 16
+    for job in jobs:
+        assert load_job(tmp_path / "gen", job.id) == job
+        assert parse_job_id(job.id).scenario == job.scenario.id
+    only = list(iter_jobs(tmp_path / "gen", agents=["scripted-weak"], trials=1))
+    assert [j.id for j in only] == [
+        "default/none/none/off/scripted-weak/fix-unused-import/t01",
+        "default/none/none/off/scripted-weak/sum-answer/t01",
+    ]
+
+
+def test_resolved_fields(valid_project: Path, tmp_path: Path) -> None:
+    compile_project(valid_project, generated=tmp_path)
+    job = load_job(tmp_path, "default/bin+skill/none/off/scripted-good/fix-unused-import/t02")
+    assert job.cell.provisions.path == ("specs/tools/bin",)
+    assert job.cell.provisions.skill_dir == "specs/guides/ruff"
+    assert job.limits.timeout_s == 300
+    assert job.options.env_pass == ("LANG",)
+    lint = job.scenario.checks[1]
+    assert (lint.kind, lint.source_kind, lint.authority) == ("command", "lint", "ruff")
+    assert lint.params["run"] == "ruff check --select F401 --output-format json ."
+    assert lint.params["result"] == {"count": {"json_path": "$", "max": 0}}
+    assert job.scenario.checks[0].params == {"run": "python -m py_compile app/main.py", "exit": 0}
+    answer = load_job(tmp_path, "default/none/none/off/scripted-good/sum-answer/t01").scenario
+    assert answer.split == "train" and answer.reference_note == "computed by hand"
+    with pytest.raises(KeyError):
+        load_job(tmp_path, "default/bin/none/off/scripted-weak/sum-answer/t01")  # excluded
+    with pytest.raises(KeyError):
+        load_job(tmp_path, "default/none/none/off/scripted-good/sum-answer/t03")
+
+
+def test_compile_twice_is_byte_identical(valid_project: Path, tmp_path: Path) -> None:
+    compile_project(valid_project, generated=tmp_path / "a")
+    compile_project(valid_project, generated=tmp_path / "b")
+    first = _tree(tmp_path / "a")
+    assert first == _tree(tmp_path / "b")
+    again = compile_project(valid_project, generated=tmp_path / "a")
+    assert again.up_to_date
+    forced = compile_project(valid_project, generated=tmp_path / "a", force=True)
+    assert forced.written == 0 and _tree(tmp_path / "a") == first
+
+
+def test_changed_spec_changes_hash_not_id(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    compile_project(proj)
+    jid = "default/none/none/off/scripted-good/fix-unused-import/t01"
+    before = load_job(proj / "generated", jid).hash
+    prompt = proj / "scenarios/fix-unused-import/prompt.md"
+    prompt.write_text(prompt.read_text() + "Keep it short.\n")
+    assert not compile_project(proj).up_to_date
+    after = load_job(proj / "generated", jid)
+    assert after.hash != before and after.scenario.prompt.endswith("Keep it short.\n")
+    other = "default/none/none/off/scripted-good/sum-answer/t01"
+    assert load_job(proj / "generated", other).id == other

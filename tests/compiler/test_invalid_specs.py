@@ -1,0 +1,60 @@
+"""Every invalid spec under tests/fixtures/specs/invalid/<case>/ fails with exactly expected.txt."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.errors import SpecErrors
+from compiler.pipeline import build
+
+INVALID = Path(__file__).resolve().parents[1] / "fixtures" / "specs" / "invalid"
+CASES = sorted(p.name for p in INVALID.iterdir() if p.is_dir())
+LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<rest>.+)$")
+
+
+def test_corpus_is_large_enough() -> None:
+    assert len(CASES) >= 30
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_case(case: str) -> None:
+    folder = INVALID / case
+    expected = (folder / "expected.txt").read_text(encoding="utf-8")
+    with pytest.raises(SpecErrors) as info:
+        build(folder)
+    got = "\n".join(e.text() for e in info.value.errors) + "\n"
+    assert got == expected
+    heads = [line for line in expected.splitlines() if not line.startswith("  hint: ")]
+    assert heads, "a case must expect at least one error"
+    for line in heads:
+        m = LINE.match(line)
+        assert m, line
+        assert (folder / m["file"]).exists() or m["file"] == "specs/project.yaml"
+
+
+def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run([sys.executable, "-m", "harness", "--project", str(project), *args], cwd=root,
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_cli_exit_2_and_formats(tmp_path: Path) -> None:
+    case = INVALID / "negatives-wrong"
+    text = _assay(case, "compile", "--out", str(tmp_path / "g"))
+    assert text.returncode == 2
+    assert text.stderr == (case / "expected.txt").read_text() + "4 error(s)\n"
+    assert not (tmp_path / "g").exists()
+    as_json = _assay(case, "compile", "--format", "json", "--out", str(tmp_path / "g"))
+    errors = json.loads(as_json.stdout)["errors"]
+    assert as_json.returncode == 2
+    assert [e["code"] for e in errors] == ["E234", "E240", "E241", "E233"]
+    assert errors[1]["path"] == "negatives.silent.fails[0]" and errors[1]["hint"] == "did you mean 'greets'?"
+    github = _assay(case, "compile", "--format", "github", "--out", str(tmp_path / "g"))
+    first = github.stdout.splitlines()[1]
+    assert first.startswith("::error file=scenarios/greet/scenario.yaml,line=12,col=21,title=E240::")

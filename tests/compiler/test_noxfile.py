@@ -1,0 +1,44 @@
+"""The noxfile lists a bench-<cell> session per cell of the default matrix, compiling on demand."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytest.importorskip("nox", reason="nox is not installed")
+
+
+def _project(valid_project: Path, tmp_path: Path) -> Path:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    shutil.copy(ROOT / "noxfile.py", proj / "noxfile.py")
+    for pkg in ("compiler", "harness"):
+        (proj / pkg).symlink_to(ROOT / pkg)
+    return proj
+
+
+def _list(proj: Path) -> list[str]:
+    done = subprocess.run([sys.executable, "-m", "nox", "-l"], cwd=proj, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return [line.split()[1] for line in done.stdout.splitlines() if line[:2] in ("* ", "- ")]
+
+
+def test_lists_bench_sessions_and_recompiles_when_stale(valid_project: Path, tmp_path: Path) -> None:
+    proj = _project(valid_project, tmp_path)
+    assert not (proj / "generated/manifest.json").exists()
+    names = _list(proj)
+    assert (proj / "generated/manifest.json").exists()
+    for name in ("compile", "validate", "tests", "lint", "schema-drift", "bench", "bench-compile",
+                 "bench-none-none-off", "bench-bin-none-off", "bench-bin-skill-none-off"):
+        assert name in names
+    time.sleep(0.05)
+    matrix = proj / "specs/matrices/default.yaml"
+    matrix.write_text(matrix.read_text().replace("factors:\n  tool: [none, bin]", "factors:\n  tool: [none]"))
+    names = _list(proj)
+    assert "bench-bin-none-off" not in names and "bench-none-none-off" in names

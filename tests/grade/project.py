@@ -1,0 +1,100 @@
+"""A small real project (specs + one scenario with hidden grader files), compiled with `assay compile`."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+PROJECT = """\
+kind: project
+spec_version: 1
+name: grade-demo
+languages: [python]
+authorities:
+  python: { description: the interpreter's own compiler }
+factors:
+  tool:
+    none: {}
+  knowledge:
+    none: {}
+  network:
+    off: { network: false }
+control: none/none/off
+"""
+AGENT = """\
+kind: agent
+id: marker
+adapter: command
+command: "touch {marker}"
+"""
+MATRIX = """\
+kind: matrix
+id: default
+default: true
+agents: [marker]
+trials: {trials}
+"""
+SCENARIO = """\
+kind: scenario
+id: add-one
+family: arith
+language: python
+split: test
+entry: app/main.py
+writable: ["app/**"]
+prompt: prompt.md
+checks:
+  - {{ id: compiles, kind: command, authority: python, run: "python -m py_compile app/main.py" }}
+  - {{ id: hidden-tests, kind: command, run: "python hidden_test.py {expected}" }}
+  - {{ id: keeps-api, kind: contains, file: app/main.py, text: ["def handler("] }}
+negatives:
+  drops-handler: {{ fails: [keeps-api, hidden-tests] }}
+"""
+HIDDEN = """\
+import sys
+sys.path.insert(0, "app")
+from main import handler
+want = int(sys.argv[1])
+got = handler(1)
+assert got == want, f"handler(1) returned {got}, expected {want}"
+"""
+
+
+def run_assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    """`assay --project <project> ...` in a subprocess."""
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "--project", str(project), *args],
+        cwd=project,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def write_project(root: Path, *, marker: Path, expected: int = 2, trials: int = 3) -> Path:
+    """Write the project files and compile them."""
+    files = {
+        "specs/project.yaml": PROJECT,
+        "specs/agents/marker.yaml": AGENT.format(marker=marker),
+        "specs/matrices/default.yaml": MATRIX.format(trials=trials),
+        "scenarios/add-one/scenario.yaml": SCENARIO.format(expected=expected),
+        "scenarios/add-one/prompt.md": "Make handler add one to its argument.\n",
+        "scenarios/add-one/seed/app/main.py": "def handler(x):\n    return x\n",
+        "scenarios/add-one/reference/app/main.py": "def handler(x):\n    return x + 1\n",
+        "scenarios/add-one/negatives/drops-handler/app/main.py": "def other(x):\n    return x + 1\n",
+        "scenarios/add-one/grader/hidden_test.py": HIDDEN,
+    }
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(text)
+    compile_project(root)
+    return root
+
+
+def compile_project(root: Path) -> None:
+    done = run_assay(root, "compile", "--force")
+    assert done.returncode == 0, done.stderr + done.stdout

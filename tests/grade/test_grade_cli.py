@@ -1,0 +1,75 @@
+"""`assay grade` as a user runs it: a real subprocess, exit codes, progress, stale flags."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.grade.helpers import BROKEN_PY, VALID_PY, command, make_job, make_project, make_run, scenario
+
+
+def _assay(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    root = Path(__file__).resolve().parents[2]
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *args],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={"PYTHONPATH": str(root), "PATH": "/usr/bin:/bin"},
+    )
+
+
+def test_grade_tree_exit_codes_and_stale_flag(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "x = 1\n"})
+    scen = scenario([command("compiles", "python -m py_compile app/main.py")])
+    runs = tmp_path / "proj" / "runs"
+    make_run(runs / "a" / "trial-01", make_job(scen, trial=1), workspace={"app/main.py": VALID_PY})
+    make_run(runs / "a" / "trial-02", make_job(scen, trial=2), workspace={"app/main.py": VALID_PY})
+    done = _assay("grade", "runs", cwd=project)
+    assert done.returncode == 0, done.stderr
+    assert "2 run(s): graded 2" in done.stdout and "passed 2, failed 0" in done.stdout
+    assert "[2/2] graded" in done.stderr
+
+    (runs / "a" / "trial-02" / "workspace" / "app" / "main.py").write_text(BROKEN_PY)
+    again = _assay("grade", "runs", cwd=project)
+    assert again.returncode == 0 and "reused 2" in again.stdout  # stored verdicts are reused
+
+    # a check changes in the run's job: the stored grades are stale, flagged, kept
+    job_file = runs / "a" / "trial-02" / "job.json"
+    data = json.loads(job_file.read_text())
+    data["scenario"]["checks"][0]["timeout_s"] = 30.0
+    job_file.write_text(json.dumps(data))
+    flagged = _assay("grade", "runs", cwd=project)
+    assert "stale 1" in flagged.stdout and "--regrade" in flagged.stderr
+
+    regraded = _assay("grade", "runs", "--regrade", cwd=project)
+    assert regraded.returncode == 1, regraded.stdout
+    assert "regraded 2" in regraded.stdout and "passed 1, failed 1" in regraded.stdout
+
+
+def test_grade_nothing_and_missing(tmp_path: Path) -> None:
+    (tmp_path / "empty").mkdir()
+    assert _assay("grade", "empty", cwd=tmp_path).returncode == 3
+    missing = _assay("grade", "nope", cwd=tmp_path)
+    assert missing.returncode == 2 and "does not exist" in missing.stderr
+
+
+def test_parallel_grading_matches_serial(tmp_path: Path) -> None:
+    from harness.grade import grade_tree
+    from tests.grade.helpers import strip_times
+
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "x = 1\n"})
+    scen = scenario([command("compiles", "python -m py_compile app/main.py")])
+    runs = tmp_path / "runs"
+    for n in range(1, 5):
+        make_run(runs / f"t{n}", make_job(scen, trial=n), workspace={"app/main.py": VALID_PY if n % 2 else BROKEN_PY})
+    serial = grade_tree(runs, project=project, regrade=True)
+    parallel = grade_tree(runs, project=project, regrade=True, parallel=2)
+    assert [e.run_dir for e in serial] == [e.run_dir for e in parallel]
+    assert [strip_times(e.grade.model_dump(mode="json")) for e in serial] == [
+        strip_times(e.grade.model_dump(mode="json")) for e in parallel
+    ]
+    assert [e.grade.passed for e in parallel] == [True, False, True, False]

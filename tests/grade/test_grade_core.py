@@ -1,0 +1,149 @@
+"""grade_run on hand-built run directories: statuses, hidden files, sections, persistence."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from harness.grade import grade_run, is_stale
+from harness.records import FutureSchemaError, RunStatus, read_grade
+from tests.grade.helpers import (
+    BROKEN_PY,
+    VALID_PY,
+    call,
+    check,
+    command,
+    make_job,
+    make_project,
+    make_run,
+    scenario,
+)
+
+HIDDEN_TEST = "import sys\nsys.path.insert(0, 'app')\nfrom main import handler\nassert handler(1) == 2, 'handler(1) != 2'\n"
+
+
+def _project(tmp_path: Path) -> Path:
+    return make_project(
+        tmp_path / "proj",
+        seed={"app/main.py": "def handler(x):\n    return x\n"},
+        grader={"test_hidden.py": HIDDEN_TEST},
+    )
+
+
+def _scen(**kw: object):
+    checks = [
+        command("compiles", "python -m py_compile app/main.py", authority="python"),
+        command("hidden-tests", "python test_hidden.py"),
+        check("keeps-api", "contains", file="app/main.py", text="def handler("),
+    ]
+    return scenario(checks, grader="scenarios/demo/grader", **kw)
+
+
+def test_passing_run_is_graded_and_persisted(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY}, trace=[])
+    grade = grade_run(run, project=project)
+    assert grade.status is RunStatus.GRADED
+    assert [c.outcome for c in grade.checks] == ["pass", "pass", "pass"], grade.checks
+    assert grade.passed and grade.usable
+    assert grade.authorities["python"].status == "valid"
+    assert read_grade(run) == grade
+    # the preserved workspace is never touched: the hidden file exists only in the graded copy
+    assert not (run / "workspace" / "test_hidden.py").exists()
+    assert grade.grader_hash.startswith("g1-") and is_stale(run, project=project) is False
+
+
+def test_agent_edit_of_hidden_tests_is_overwritten(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    cheat = {"app/main.py": "def handler(x):\n    return x\n", "test_hidden.py": "print('all good')\n"}
+    run = make_run(tmp_path / "run", make_job(_scen()), workspace=cheat)
+    grade = grade_run(run, project=project)
+    outcome = {c.id: c for c in grade.checks}
+    assert outcome["hidden-tests"].outcome == "fail"
+    assert not grade.passed and grade.failed_layers == ("agent",)
+    assert any(d.startswith("hidden-tests:") for d in grade.diagnostics)
+
+
+def test_hidden_files_required(tmp_path: Path) -> None:
+    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    grade = grade_run(run, project=None)
+    assert grade.status is RunStatus.UNGRADEABLE
+    assert "grader files" in (grade.error or "")
+
+
+def test_statuses(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    job = make_job(_scen())
+    crashed = make_run(tmp_path / "a", job, workspace={}, error="adapter crashed", exit_code=None)
+    assert grade_run(crashed, project=project).status is RunStatus.FAILED_TO_RUN
+    timed = make_run(tmp_path / "b", job, workspace={}, timed_out=True, exit_code=None)
+    assert grade_run(timed, project=project).error == "the agent timed out"
+    missing = make_run(tmp_path / "c", job, workspace={"app/main.py": VALID_PY})
+    (missing / "job.json").unlink()
+    g = grade_run(missing, project=project)
+    assert g.status is RunStatus.UNGRADEABLE and "job.json" in (g.error or "")
+    no_ws = make_run(tmp_path / "d", job, workspace={})
+    (no_ws / "workspace").rmdir()
+    assert grade_run(no_ws, project=project).status is RunStatus.UNGRADEABLE
+    # an agent that exited 1 is still graded: its work is evidence
+    failed_agent = make_run(tmp_path / "e", job, workspace={"app/main.py": VALID_PY}, exit_code=1)
+    assert grade_run(failed_agent, project=project).status is RunStatus.GRADED
+
+
+def test_future_grade_is_refused(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    grade_run(run, project=project)
+    data = json.loads((run / "grade.json").read_text())
+    data["schema_version"] = 99
+    (run / "grade.json").write_text(json.dumps(data))
+    with pytest.raises(FutureSchemaError):
+        grade_run(run, project=project)
+
+
+def test_existing_grade_reused_unless_regrade(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    first = grade_run(run, project=project)
+    (run / "workspace" / "app" / "main.py").write_text(BROKEN_PY)
+    assert grade_run(run, project=project) == first
+    again = grade_run(run, project=project, regrade=True)
+    assert not again.passed and again.authorities["python"].status == "invalid"
+
+
+def test_tool_use_and_friction(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    trace = [
+        call(1, "mytool", "--help", out=800),
+        call(2, "mytool", "chek", "app", exit=2, err=30),
+        call(3, "mytool", "check", "app", exit=1, out=401),
+        call(4, "mytool", "check", "app", exit=1, out=401),
+        call(5, "mytool", "check", "app", exit=1, out=401),
+        call(6, "mytool", "check", "app", exit=0),
+        call(7, "mytool", "compile", exit=3),
+    ]
+    scen = _scen(notable_exits=(3, 4))
+    run = make_run(
+        tmp_path / "run",
+        make_job(scen),
+        workspace={"app/main.py": VALID_PY},
+        trace=trace,
+        snapshots=[(5.5, "app/main.py", VALID_PY)],
+    )
+    g = grade_run(run, project=project)
+    use = g.tool_use
+    assert use.invocations == 7 and use.failures == 5
+    assert use.by_subcommand["mytool check"].invocations == 4
+    assert use.by_subcommand["mytool check"].failures == 3
+    assert use.by_subcommand["mytool check"].est_output_tokens == (3 * 401 + 40 + 3) // 4
+    assert [(n.index, n.exit) for n in use.notable_exits] == [(6, 3)]
+    f = g.friction
+    assert f.help_lookups == 1 and f.usage_errors == 1 and f.unknown_subcommands == 1
+    # `check` after the failed `chek` is another subcommand, not a retry; the three runs of
+    # `check` after a failing `check` are; the write at 5.5 makes the last one no identical repeat
+    assert f.retries_after_failure == 3
+    assert f.identical_repeats == 2
+    assert f.repeated_failures == 3
+    assert g.metrics["tool_calls"] == 7.0 and g.metrics["tool_failures"] == 5.0

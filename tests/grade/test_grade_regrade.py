@@ -1,0 +1,90 @@
+"""Must-show 1: a stored run tree graded, then regraded after a check changed; no agent starts."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from pathlib import Path
+
+from compiler.contract import iter_jobs
+from harness.records import find_runs
+from tests.grade.helpers import make_run, strip_times
+from tests.grade.project import SCENARIO, compile_project, run_assay, write_project
+
+# trial -> what the agent left in app/main.py
+WORK = {
+    1: "def handler(x):\n    return x + 1\n",  # right under the original check
+    2: "def handler(x):\n    return x + 2\n",  # right under the changed check
+    3: "def handler(x):\n    return x +\n",  # broken: wrong under both
+}
+
+
+def _tree_state(root: Path) -> dict[str, str]:
+    """sha256 of every file under the runs except grade.json."""
+    return {
+        str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
+        for p in sorted(root.rglob("*"))
+        if p.is_file() and p.name != "grade.json"
+    }
+
+
+def _grades(root: Path) -> dict[int, dict[str, object]]:
+    out = {}
+    for run in find_runs(root):
+        trial = json.loads((run / "run.json").read_text())["trial"]
+        out[trial] = json.loads((run / "grade.json").read_text())
+    return out
+
+
+def _verdicts(root: Path) -> dict[int, dict[str, str]]:
+    return {t: {c["id"]: c["outcome"] for c in g["checks"]} for t, g in _grades(root).items()}
+
+
+def test_regrade_after_a_check_change(tmp_path: Path) -> None:
+    marker = tmp_path / "AGENT-STARTED"
+    project = write_project(tmp_path / "proj", marker=marker)
+    runs = project / "runs"
+    for job in iter_jobs(project / "generated"):
+        make_run(runs / f"trial-{job.trial:02d}", job, workspace={"app/main.py": WORK[job.trial]})
+    before = _tree_state(runs)
+
+    first = run_assay(project, "grade", "runs")
+    assert first.returncode == 1, first.stderr  # trials 2 and 3 fail
+    assert _verdicts(runs) == {
+        1: {"compiles": "pass", "hidden-tests": "pass", "keeps-api": "pass"},
+        2: {"compiles": "pass", "hidden-tests": "fail", "keeps-api": "pass"},
+        3: {"compiles": "fail", "hidden-tests": "fail", "keeps-api": "pass"},
+    }
+    graded = _grades(runs)
+
+    # regrading the unchanged tree twice gives identical grades, timings aside
+    run_assay(project, "grade", "runs", "--regrade")
+    once = {t: strip_times(g) for t, g in _grades(runs).items()}
+    run_assay(project, "grade", "runs", "--regrade")
+    twice = {t: strip_times(g) for t, g in _grades(runs).items()}
+    assert once == twice == {t: strip_times(g) for t, g in graded.items()}
+
+    # the check changes in the spec; the project is recompiled
+    scen = project / "scenarios" / "add-one" / "scenario.yaml"
+    scen.write_text(SCENARIO.format(expected=3))
+    compile_project(project)
+
+    flagged = run_assay(project, "grade", "runs")
+    assert "stale 3" in flagged.stdout and "--regrade" in flagged.stderr
+    assert _verdicts(runs)[1]["hidden-tests"] == "pass"  # kept as it was, only flagged
+
+    regraded = run_assay(project, "grade", "runs", "--regrade")
+    assert "regraded 3" in regraded.stdout, regraded.stdout
+    after = _verdicts(runs)
+    assert (
+        after[1]["hidden-tests"] == "fail" and after[2]["hidden-tests"] == "pass"
+    )  # flipped where they should
+    assert after[3] == _verdicts(runs)[3] == {"compiles": "fail", "hidden-tests": "fail", "keeps-api": "pass"}
+    new = _grades(runs)
+    assert all(new[t]["grader_hash"] != graded[t]["grader_hash"] for t in WORK)
+    assert new[2]["passed"] is True and new[1]["passed"] is False
+
+    # no agent was started: its command would have created the marker, and nothing but grade.json changed
+    assert not marker.exists()
+    assert _tree_state(runs) == before
+    assert "stale 0" in run_assay(project, "grade", "runs").stdout

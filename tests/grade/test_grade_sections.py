@@ -1,0 +1,250 @@
+"""Each section of grade.json on a run built to trigger it."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from harness.grade import JudgeRequest, JudgeVerdict, grade_run
+from harness.records import RunStatus
+from tests.grade.helpers import (
+    BROKEN_PY,
+    VALID_PY,
+    call,
+    check,
+    command,
+    make_job,
+    make_project,
+    make_run,
+    scenario,
+)
+
+COMPILES = command("compiles", "python -m py_compile app/main.py", authority="python")
+
+
+def _project(tmp_path: Path, prices: str | None = None) -> Path:
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "def handler(x):\n    return x\n"})
+    if prices:
+        (project / "specs" / "prices.yaml").write_text(prices)
+    return project
+
+
+def test_snapshots_valid_then_invalid(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    snaps = [(10, "app/main.py", BROKEN_PY), (20, "app/main.py", VALID_PY), (30, "app/main.py", BROKEN_PY)]
+    usage = [
+        {"t": 5, "input": 100, "output": 10},
+        {"t": 15, "input": 200, "output": 20},
+        {"t": 25, "input": 400, "output": 40},
+    ]
+    scen = scenario([COMPILES, check("stays-valid", "snapshot", max_regressions=0)])
+    run = make_run(
+        tmp_path / "run", make_job(scen), workspace={"app/main.py": BROKEN_PY}, snapshots=snaps, usage=usage
+    )
+    g = grade_run(run, project=project)
+    s = g.snapshots
+    assert s.count == 3 and s.authority == "python"
+    assert [v.valid for v in s.verdicts] == [False, True, False]
+    assert s.first_valid == 1 and s.regressions == (2,) and s.final_valid is False
+    assert g.usage.tokens_to_first_valid == 100 + 10 + 200 + 20
+    outcome = {c.id: c for c in g.checks}["stays-valid"]
+    assert outcome.outcome == "fail" and "regression" in outcome.message
+
+
+def test_snapshot_without_writes_and_without_authority(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    scen = scenario([COMPILES, check("entry-ok", "snapshot")])
+    g = grade_run(
+        make_run(tmp_path / "a", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+    )
+    assert {c.id: c.outcome for c in g.checks}["entry-ok"] == "fail"  # never wrote the entry
+    assert g.snapshots.count == 0 and g.snapshots.first_valid is None
+    plain = scenario([check("has", "contains", file="app/main.py", text="handler")])
+    g2 = grade_run(
+        make_run(
+            tmp_path / "b",
+            make_job(plain),
+            workspace={"app/main.py": VALID_PY},
+            snapshots=[(1, "app/main.py", VALID_PY)],
+        ),
+        project=project,
+    )
+    assert g2.snapshots.count == 1 and g2.snapshots.verdicts == () and g2.snapshots.authority is None
+
+
+def test_usage_cost_from_pinned_prices_not_the_agent(tmp_path: Path) -> None:
+    prices = (
+        "kind: prices\nversion: test-1\nmodels:\n  model-a: { input: 2.0, output: 10.0, cache_read: 0.5 }\n"
+    )
+    project = _project(tmp_path, prices)
+    usage = [
+        {"t": 1, "input": 1000, "output": 100, "cache_read": 5000, "context": 6000, "context_limit": 200000},
+        {"t": 2, "input": 2000, "output": 300, "reasoning": 50, "context": 9000, "context_limit": 200000},
+    ]
+    scen = scenario([COMPILES])
+    run = make_run(
+        tmp_path / "run",
+        make_job(scen, model="model-a-2026-01-01"),
+        workspace={"app/main.py": VALID_PY},
+        usage=usage,
+    )
+    u = grade_run(run, project=project).usage
+    assert (u.turns, u.input, u.output, u.cache_read, u.reasoning) == (2, 3000, 400, 5000, 50)
+    assert u.peak_context == 9000 and u.peak_context_share == 0.045
+    assert u.cost_usd == round((3000 * 2.0 + 400 * 10.0 + 5000 * 0.5) / 1e6, 6)
+    assert u.price_table == "test-1" and u.model == "model-a-2026-01-01"
+    unpriced = make_run(
+        tmp_path / "r2", make_job(scen, model="other"), workspace={"app/main.py": VALID_PY}, usage=usage
+    )
+    u2 = grade_run(unpriced, project=project).usage
+    assert u2.cost_usd is None and "not priced" in (u2.price_table or "")
+    none = grade_run(
+        make_run(tmp_path / "r3", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+    ).usage
+    assert not none.present and none.turns is None  # no usage is not zero usage
+
+
+def test_unexpected_context_invalidates(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    scen = scenario([COMPILES])
+    ok = make_run(
+        tmp_path / "a",
+        make_job(scen, skill="guides/x"),
+        workspace={"app/main.py": VALID_PY},
+        context=["/runs/t1/skill/GUIDE.md", "app/main.py"],
+    )
+    g = grade_run(ok, project=project)
+    assert g.context.present and g.context.unexpected == () and g.invalid is None
+    bad = make_run(
+        tmp_path / "b",
+        make_job(scen),
+        workspace={"app/main.py": VALID_PY},
+        context=["/home/u/.claude/CLAUDE.md"],
+    )
+    g2 = grade_run(bad, project=project)
+    assert g2.context.unexpected == ("/home/u/.claude/CLAUDE.md",)
+    assert g2.invalid and "CLAUDE.md" in g2.invalid and g2.status is RunStatus.GRADED
+
+
+def test_two_authorities_disagree(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    strict = command(
+        "strict-ok",
+        "! grep -q 'x + 1' app/main.py || { echo 'style: x + 1 is banned'; exit 1; }",
+        authority="styler",
+    )
+    scen = scenario([COMPILES, strict])
+    g = grade_run(
+        make_run(tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+    )
+    assert g.authorities["python"].status == "valid" and g.authorities["styler"].status == "invalid"
+    (d,) = g.disagreement
+    assert (d.accepts, d.rejects, d.direction) == ("python", "styler", "python accepts, styler rejects")
+    assert "banned" in d.rejects_diagnostics
+
+
+def test_missing_authority_fails_explicitly(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    scen = scenario(
+        [command("oracle", "no-such-oracle-binary app/main.py", authority="oracle", layer="engine")]
+    )
+    g = grade_run(
+        make_run(tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+    )
+    (c,) = g.checks
+    assert c.outcome == "fail" and c.message.startswith("authority oracle unavailable")
+    assert g.authorities["oracle"].status == "unavailable" and not g.passed
+    assert g.failed_layers == ("engine",)
+
+
+def test_lint_findings_make_a_pass_unusable(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    emit = 'echo \'[{"code": "F401"}, {"code": "E501"}]\''
+    lint = command("lint", emit, result={"count": {"json_path": "$", "max": 5}})
+    g = grade_run(
+        make_run(tmp_path / "run", make_job(scenario([lint])), workspace={"app/main.py": VALID_PY}),
+        project=project,
+    )
+    assert g.passed and not g.usable
+    (f,) = g.lint_findings
+    assert (f.check, f.count, f.severity) == ("lint", 2, "error")
+
+
+class _Judge:
+    def __init__(self, answer: JudgeVerdict | Exception) -> None:
+        self.answer = answer
+        self.requests: list[JudgeRequest] = []
+
+    def judge(self, request: JudgeRequest) -> JudgeVerdict:
+        self.requests.append(request)
+        if isinstance(self.answer, Exception):
+            raise self.answer
+        return self.answer
+
+
+def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    scen = scenario([COMPILES, check("polite", "judge", rubric="The agent explains its change.")])
+    transcript = [{"role": "assistant", "text": "I changed handler to add one."}]
+
+    def run(name: str, judge: Any) -> Any:
+        r = make_run(
+            tmp_path / name, make_job(scen), workspace={"app/main.py": VALID_PY}, transcript=transcript
+        )
+        return grade_run(r, project=project, judge=judge)
+
+    off = run("off", None)
+    assert {c.id: c.outcome for c in off.checks}[
+        "polite"
+    ] == "unavailable" and off.passed  # excused, never a pass
+    broken = run("broken", _Judge(ConnectionError("endpoint refused")))
+    polite = {c.id: c for c in broken.checks}["polite"]
+    assert polite.outcome == "unavailable" and "endpoint refused" in polite.message
+    assert {c.id: c.outcome for c in broken.checks}["compiles"] == "pass"  # the rest stands
+    judge = _Judge(JudgeVerdict(passed=False, reason="It never explained anything."))
+    no = run("no", judge)
+    assert {c.id: c.message for c in no.checks}["polite"] == "judge: It never explained anything."
+    assert not no.passed and "added one" not in judge.requests[0].transcript
+    assert "add one" in judge.requests[0].transcript and judge.requests[0].rubric.startswith("The agent")
+
+
+def test_events_metrics_and_check(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    scen = scenario([COMPILES, check("recalled", "events", where={"type": "recall"}, min=2)])
+    events = [{"type": "recall"}, {"type": "recall"}, {"type": "memory_write"}, {"type": "custom"}]
+    g = grade_run(
+        make_run(tmp_path / "a", make_job(scen), workspace={"app/main.py": VALID_PY}, events=events),
+        project=project,
+    )
+    assert g.metrics["recalls"] == 2 and g.metrics["memory_writes"] == 1 and g.metrics["mishaps"] == 0
+    assert g.metrics["events.custom"] == 1 and {c.id: c.outcome for c in g.checks}["recalled"] == "pass"
+    g2 = grade_run(
+        make_run(tmp_path / "b", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+    )
+    assert "recalls" not in g2.metrics and {c.id: c.outcome for c in g2.checks}["recalled"] == "fail"
+
+
+def test_trace_and_transcript_checks(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    checks = [
+        check("checked-after", "trace", command="mytool", subcommand="check", after_last_write=True),
+        check("said-done", "transcript", contains="done", role="assistant"),
+    ]
+    trace = [call(1, "mytool", "check"), call(9, "mytool", "check")]
+    snaps = [(5, "app/main.py", VALID_PY)]
+    job = make_job(scenario(checks))
+    good = make_run(
+        tmp_path / "a",
+        job,
+        workspace={"app/main.py": VALID_PY},
+        trace=trace,
+        snapshots=snaps,
+        transcript=[{"role": "assistant", "text": "All done."}],
+    )
+    g = grade_run(good, project=project)
+    assert [c.outcome for c in g.checks] == ["pass", "pass"]
+    early = make_run(
+        tmp_path / "b", job, workspace={"app/main.py": VALID_PY}, trace=trace[:1], snapshots=snaps
+    )
+    g2 = grade_run(early, project=project)
+    assert [c.outcome for c in g2.checks] == ["fail", "unavailable"] and not g2.passed

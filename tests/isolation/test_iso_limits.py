@@ -1,0 +1,79 @@
+"""Resource limits: each one stops the command and is reported by limits_hit."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.isolation import SandboxLimits
+from harness.isolation.limits import tree_size
+from tests.isolation.conftest import Trial
+
+pytestmark = pytest.mark.isolation
+
+
+def _cgroups_available() -> bool:
+    return Path("/sys/fs/cgroup/memory/cgroup.procs").exists() and Path("/sys/fs/cgroup/pids/cgroup.procs").exists()
+
+
+needs_cgroup = pytest.mark.skipif(not _cgroups_available(), reason="cgroup v1 memory/pids controllers not mounted")
+
+
+@needs_cgroup
+def test_memory_limit_is_hit_and_recorded(trial: Trial) -> None:
+    out = trial.py("x = bytearray(400 * 1024 * 1024); x[::4096] = b'1' * len(x[::4096]); print('survived')",
+                   limits=SandboxLimits(memory_mb=64))
+    assert "survived" not in out.stdout
+    assert "memory" in out.limits_hit
+
+
+@needs_cgroup
+def test_fork_bomb_is_capped_and_recorded(trial: Trial) -> None:
+    code = (
+        "import os, time\nkids = 0\nfor _ in range(200):\n    try:\n        pid = os.fork()\n"
+        "    except OSError:\n        break\n    if pid == 0:\n        time.sleep(5); os._exit(0)\n    kids += 1\n"
+        "print(kids)\n"
+    )
+    out = trial.py(code, limits=SandboxLimits(pids=20), timeout=30)
+    assert int(out.stdout.strip()) < 20
+    assert "pids" in out.limits_hit
+
+
+def test_file_size_limit_is_hit_and_recorded(trial: Trial) -> None:
+    out = trial.run(trial.spec(["/bin/sh", "-c", "head -c 5000000 /dev/zero > big.bin"],
+                               limits=SandboxLimits(file_size_mb=1)))
+    assert out.returncode != 0
+    assert (trial.workspace / "big.bin").stat().st_size == 1024 * 1024
+    assert "file_size" in out.limits_hit
+
+
+def test_cpu_limit_is_hit_and_recorded(trial: Trial) -> None:
+    out = trial.py("while True: pass", limits=SandboxLimits(cpu_s=1), timeout=20)
+    assert not out.timed_out
+    assert "cpu" in out.limits_hit
+
+
+def test_filling_the_workspace_is_stopped_and_recorded(trial: Trial) -> None:
+    code = (
+        "import time\nfor i in range(400):\n    open(f'f{i}.bin', 'wb').write(b'x' * 1024 * 1024)\n"
+        "    time.sleep(0.01)\nprint('filled')\n"
+    )
+    out = trial.py(code, limits=SandboxLimits(workspace_mb=20), timeout=30)
+    assert "filled" not in out.stdout
+    assert "workspace" in out.limits_hit
+    assert tree_size([trial.workspace]) < 200 * 1024 * 1024
+
+
+def test_no_limits_no_hits(trial: Trial) -> None:
+    out = trial.py("print('fine')", limits=SandboxLimits(memory_mb=256, pids=64, file_size_mb=10, cpu_s=30))
+    assert out.stdout.strip() == "fine", out.stderr
+    assert out.limits_hit == ()
+
+
+def test_cgroups_are_removed_after_the_run(trial: Trial) -> None:
+    trial.py("print(1)", limits=SandboxLimits(memory_mb=256, pids=64))
+    for controller in ("memory", "pids"):
+        assay = Path("/sys/fs/cgroup") / controller / "assay"
+        if assay.exists():
+            assert not [p for p in assay.iterdir() if p.is_dir() and p.name.startswith("test-")]

@@ -1,0 +1,113 @@
+"""Build real run trees on disk (run.json / grade.json / job.json through the contract models)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from harness.records import (
+    CheckOutcome,
+    Grade,
+    RunnerMetrics,
+    RunRecord,
+    RunStatus,
+    write_atomic,
+    write_record,
+)
+
+CONTROL = "none/none/off"
+
+
+def levels_of(cell: str) -> dict[str, str]:
+    tool, knowledge, network = cell.split("/")
+    return {"tool": tool, "knowledge": knowledge, "network": network}
+
+
+def add_run(
+    root: Path,
+    *,
+    scenario: str,
+    cell: str,
+    trial: int,
+    agent: str = "scripted",
+    passed: bool | None = True,
+    usable: bool | None = None,
+    version: str | None = None,
+    status: RunStatus = RunStatus.GRADED,
+    invalid: str | None = None,
+    error: str | None = None,
+    exit_code: int | None = 0,
+    infra_retries: int = 0,
+    tokens: tuple[int, int] | None = (1000, 200),
+    cost: float | None = 0.01,
+    peak_context: int | None = 5000,
+    checks: list[tuple[str, str, str]] | None = None,
+    family: str | None = None,
+    split: str | None = None,
+    details: dict[str, Any] | None = None,
+    sections: dict[str, Any] | None = None,
+    control: bool | None = None,
+    grade: bool = True,
+) -> Path:
+    """One run directory with a run.json and (unless grade=False) a grade.json.
+
+    `sections` are typed Grade fields (tool_use, friction, expectations, disagreement, usage...).
+    """
+    parts = [version] if version else []
+    run_dir = root.joinpath(*parts, scenario, agent, *cell.split("/"), f"trial-{trial:02d}")
+    run_dir.mkdir(parents=True)
+    metrics = RunnerMetrics(
+        turns=3,
+        input_tokens=tokens[0] if tokens else None,
+        output_tokens=tokens[1] if tokens else None,
+        cost_usd=cost,
+        peak_context=peak_context,
+        duration_s=1.5,
+    )
+    run = RunRecord(
+        job_id=f"m/{cell}/{agent}/{scenario}/t{trial:02d}",
+        job_hash="h" * 8,
+        matrix="m",
+        scenario=scenario,
+        cell=cell,
+        levels=levels_of(cell),
+        control=(cell == CONTROL) if control is None else control,
+        agent=agent,
+        trial=trial,
+        version=version,
+        exit_code=exit_code,
+        started_at=0.0,
+        ended_at=1.5,
+        infra_retries=infra_retries,
+        invalid=invalid,
+        error=error,
+        metrics=metrics,
+    )
+    write_record(run_dir / "run.json", run)
+    (run_dir / "diff.patch").write_text("", encoding="utf-8")
+    (run_dir / "agent.log").write_text("log\n", encoding="utf-8")
+    if family or split:
+        job = {"schema_version": 1, "scenario": {"id": scenario, "family": family or "f", "split": split}}
+        write_atomic(run_dir / "job.json", json.dumps(job))
+    if grade:
+        ok = bool(passed)
+        outcomes = tuple(
+            CheckOutcome(id=cid, kind="command", layer=layer, outcome=outcome)  # type: ignore[arg-type]
+            for cid, layer, outcome in (
+                checks if checks is not None else [("works", "agent", "pass" if ok else "fail")]
+            )
+        )
+        g = Grade(
+            status=status,
+            passed=ok and status is RunStatus.GRADED,
+            usable=(ok if usable is None else usable) and status is RunStatus.GRADED,
+            error=error if status is not RunStatus.GRADED else None,
+            invalid=invalid,
+            checks=outcomes,
+            failed_layers=tuple(sorted({c.layer for c in outcomes if c.outcome == "fail"})),
+            details=details or {},
+            **(sections or {}),
+        )
+        write_record(run_dir / "grade.json", g)
+    return run_dir

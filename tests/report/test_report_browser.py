@@ -1,0 +1,91 @@
+"""report.html in real headless Chromium: no console errors, no network, charts render, tables sort."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from cdp import Browser, find_chromium
+from test_report_summary import build_tree
+
+pytestmark = pytest.mark.browser
+
+REPO = Path(__file__).resolve().parents[2]
+ARTIFACTS = Path(os.environ.get("ASSAY_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))
+
+
+@pytest.fixture(scope="module")
+def browser(tmp_path_factory: pytest.TempPathFactory) -> Browser:
+    binary = find_chromium()
+    if binary is None:
+        pytest.skip("chromium is not installed (apt-get install chromium); the browser test did not run")
+    b = Browser(binary, tmp_path_factory.mktemp("profile"))
+    yield b  # type: ignore[misc]
+    b.stop()
+
+
+def render(tmp_path: Path) -> Path:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    build_tree(tree)
+    out = tmp_path / "out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "harness", "report", str(tree), "--format", "html", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return out / "report.html"
+
+
+def test_report_html_in_chromium(browser: Browser, tmp_path: Path) -> None:
+    page = render(tmp_path)
+    text = page.read_text()
+    assert "<script src=" not in text and "<link " not in text
+    browser.call("Page.navigate", url=page.as_uri())
+    browser.wait_event("Page.loadEventFired")
+    rendered = browser.evaluate("""new Promise(resolve => {
+        const ids = ["uplift-chart", "heatmap-chart", "tokens-chart"];
+        const t0 = Date.now();
+        (function poll() {
+            const ok = ids.every(id => { const el = document.getElementById(id);
+                return el && el._fullLayout && el.querySelector(".main-svg"); });
+            if (ok || Date.now() - t0 > 15000) resolve(ok); else setTimeout(poll, 100);
+        })();
+    })""")
+    assert rendered is True
+    uplift = browser.evaluate(
+        "(() => { const gd = document.getElementById('uplift-chart');"
+        " return {traces: gd._fullData.length, points: gd.querySelectorAll('.scatterlayer .point').length,"
+        " bars: gd.querySelectorAll('.errorbar').length, y: gd.data[0].y}; })()"
+    )
+    assert uplift["traces"] == 1 and uplift["points"] == 2 and uplift["bars"] == 2
+    assert uplift["y"] == ["bin/none/off", "bin+skill/wiki/on"]
+    heat = browser.evaluate(
+        "(() => { const gd = document.getElementById('heatmap-chart');"
+        " return {type: gd._fullData[0].type, rows: gd.data[0].y.length, cols: gd.data[0].x.length,"
+        " drawn: gd.querySelectorAll('.heatmaplayer image, .hm image').length,"
+        " labels: Array.from(gd.querySelectorAll('.heatmaplayer text, .hm text')).map(t => t.textContent)}; })()"
+    )
+    assert heat["type"] == "heatmap" and (heat["rows"], heat["cols"]) == (3, 3) and heat["drawn"] >= 1
+    assert "5/5" in heat["labels"]
+    # Sorting: the conditions table by tokens/run, descending after two clicks.
+    order = browser.evaluate(
+        "(() => { const t = document.getElementById('conditions-table');"
+        " const th = Array.from(t.tHead.rows[0].cells).find(c => c.textContent === 'tokens/run');"
+        " th.click(); th.click();"
+        " return Array.from(t.tBodies[0].rows).map(r => r.cells[1].textContent); })()"
+    )
+    assert order[0] == "bin/none/off"
+    links = browser.evaluate("Array.from(document.querySelectorAll('td.runs a')).map(a => a.href)")
+    assert any(h.endswith("/tree/s1/scripted/bin/none/off/trial-01/diff.patch") for h in links)
+    assert any(h.endswith("agent.log") for h in links)
+    assert browser.errors() == []
+    assert [u for u in browser.requests() if not u.startswith(("file:", "data:", "about:"))] == []
+    shot = ARTIFACTS / "report-html.png"
+    browser.screenshot(shot)
+    assert shot.stat().st_size > 10_000

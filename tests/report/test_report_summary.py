@@ -1,0 +1,271 @@
+"""Fixture run trees with hand-computed answers, aggregated into summary.json."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pytest
+from report_tree import CONTROL, add_run
+from scipy.stats import binomtest
+
+from harness.gradeschema import (
+    Disagreement,
+    ExpectationOutcome,
+    Friction,
+    NotableExit,
+    SubcommandUse,
+    ToolUse,
+)
+from harness.records import FutureSchemaError, RunStatus
+from harness.report import build_summary, read_summary, write_summary
+from harness.report.stats import PairTable, newcombe_paired
+from harness.report.summary import Group, Summary
+
+BIN = "bin/none/off"
+SKILL = "bin+skill/wiki/on"
+# Pass (1) / fail (0) per trial 1..4.
+CONTROL_PASS = {"s1": [1, 0, 0, 0], "s2": [1, 1, 0, 0], "s3": [0, 0, 0, 0]}
+BIN_PASS = {"s1": [1, 1, 1, 0], "s2": [1, 1, 1, 1], "s3": [0, 1, 0, 0]}
+
+
+def build_tree(root: Path) -> None:
+    for scenario in ("s1", "s2", "s3"):
+        split = "test" if scenario == "s3" else "train"
+        for trial in range(1, 5):
+            ctrl = bool(CONTROL_PASS[scenario][trial - 1])
+            add_run(
+                root,
+                scenario=scenario,
+                cell=CONTROL,
+                trial=trial,
+                passed=ctrl,
+                family="lint",
+                split=split,
+                usable=False if (scenario, trial) == ("s2", 1) else None,
+                checks=[("works", "agent", "pass" if ctrl else "fail"), ("keeps-api", "agent", "pass")],
+            )
+            ok = bool(BIN_PASS[scenario][trial - 1])
+            checks = [("works", "agent", "pass" if ok else "fail"), ("keeps-api", "agent", "pass")]
+            if (scenario, trial) == ("s3", 1):
+                checks.append(("engine-ok", "engine", "fail"))
+            notable = (
+                (NotableExit(index=1, argv=("mytool", "check"), exit=3),)
+                if (scenario, trial) == ("s1", 2)
+                else ()
+            )
+            sections: dict[str, Any] = {
+                "tool_use": ToolUse(
+                    present=True,
+                    invocations=3,
+                    by_subcommand={
+                        "mytool check": SubcommandUse(invocations=2, output_bytes=400, est_output_tokens=100),
+                        "mytool lint": SubcommandUse(invocations=1),
+                    },
+                    notable_exits=notable,
+                ),
+                "friction": Friction(usage_errors=1 if trial == 1 else 0, help_lookups=2),
+                "expectations": (
+                    ExpectationOutcome(id="E01", outcome="pass" if ok else "fail"),
+                    ExpectationOutcome(id="E05", outcome="unavailable"),
+                ),
+            }
+            if (scenario, trial) == ("s2", 3):
+                sections["disagreement"] = (
+                    Disagreement(
+                        accepts="mytool", rejects="oracle", direction="mytool accepts, oracle rejects"
+                    ),
+                )
+            add_run(
+                root,
+                scenario=scenario,
+                cell=BIN,
+                trial=trial,
+                passed=ok,
+                family="lint",
+                split=split,
+                tokens=(2000, 300),
+                checks=checks,
+                sections=sections,
+            )
+            add_run(root, scenario=scenario, cell=SKILL, trial=trial, passed=True, family="lint", split=split)
+    add_run(
+        root,
+        scenario="s1",
+        cell=BIN,
+        trial=5,
+        status=RunStatus.FAILED_TO_RUN,
+        passed=False,
+        error="adapter crashed",
+        exit_code=1,
+    )
+    add_run(
+        root, scenario="s1", cell=BIN, trial=6, passed=False, invalid="canary: mytool reachable under none"
+    )
+    add_run(
+        root,
+        scenario="s2",
+        cell=BIN,
+        trial=5,
+        status=RunStatus.UNGRADEABLE,
+        passed=False,
+        error="workspace missing",
+    )
+    add_run(root, scenario="s2", cell=BIN, trial=7, passed=True, infra_retries=2)
+
+
+@pytest.fixture(scope="module")
+def summary(tmp_path_factory: pytest.TempPathFactory) -> Summary:
+    root = tmp_path_factory.mktemp("tree")
+    build_tree(root)
+    return build_summary(root)
+
+
+def condition_row(summary: Summary, condition: str) -> Group:
+    return next(g for g in summary.groups if g.by == "condition" and g.condition == condition)
+
+
+def test_header(summary: Summary) -> None:
+    h = summary.header
+    assert h.totals.runs == 40
+    assert (h.totals.graded, h.totals.failed_to_run, h.totals.ungradeable, h.totals.invalid) == (37, 1, 1, 1)
+    assert h.min_graded_per_cell == 4
+    assert h.control == CONTROL
+    assert h.conditions == [CONTROL, BIN, SKILL]
+
+
+def test_rates_with_counts_and_wilson(summary: Summary) -> None:
+    ctrl, binr = condition_row(summary, CONTROL), condition_row(summary, BIN)
+    assert (ctrl.passed.k, ctrl.passed.n) == (3, 12)
+    assert (ctrl.usable.k, ctrl.usable.n) == (2, 12)
+    assert (binr.passed.k, binr.passed.n) == (9, 13)  # 8/12 paired + the infra-retried trial 7
+    assert (binr.counts.runs, binr.counts.failed_to_run, binr.counts.ungradeable, binr.counts.invalid) == (
+        16,
+        1,
+        1,
+        1,
+    )
+    ci = binomtest(9, 13).proportion_ci(method="wilson")
+    assert (binr.passed.low, binr.passed.high) == pytest.approx((ci.low, ci.high))
+    assert str(ctrl.passed) == "0.25 (3/12)"
+
+
+def test_paired_uplift_hand_computed(summary: Summary) -> None:
+    u = next(u for u in summary.uplifts if u.scenario is None and u.condition == BIN)
+    # Pairs: a=3 (both), b=5 (only bin), c=0, d=4; trial 7 has no control partner.
+    assert (u.both, u.only_treatment, u.only_control, u.neither, u.pairs) == (3, 5, 0, 4, 12)
+    assert (u.rate.k, u.control_rate.k) == (8, 3)
+    assert u.value == pytest.approx(5 / 12)
+    assert u.mcnemar_p == pytest.approx(binomtest(0, 5, 0.5).pvalue) == 0.0625
+    assert u.clusters == 3
+    assert u.design_effect == pytest.approx(11 / 35)  # below 1: not applied
+    assert (u.low, u.high) == pytest.approx(tuple(newcombe_paired(PairTable(3, 5, 0, 4))))
+    # Tokens only where both are usable: s1 t1 and s2 t2 (s2 t1's control is not usable).
+    assert u.token_pairs == 2
+    assert (u.tokens_treatment, u.tokens_control) == (2300, 1200)
+    s2 = next(u for u in summary.uplifts if u.scenario == "s2" and u.condition == BIN)
+    assert (s2.only_treatment, s2.only_control, s2.pairs) == (2, 0, 4)
+
+
+def test_cost_and_metrics(summary: Summary) -> None:
+    binr = condition_row(summary, BIN)
+    total = 12 * 2300 + 1200  # trial 7 used the default 1000 + 200 tokens
+    assert binr.cost.tokens_per_run == pytest.approx(total / 13)
+    assert binr.cost.tokens_per_usable == pytest.approx(total / 9)
+    assert binr.cost.cost_per_usable == pytest.approx(0.01 * 13 / 9)
+    assert binr.cost.peak_context is not None and binr.cost.peak_context.max == 5000
+    cell = next(c for c in summary.cells if c.key == "s1" and c.condition == BIN)
+    assert cell.metrics["tokens"].n == 4 and cell.metrics["turns"].mean == 3
+    assert cell.trial_variance == pytest.approx(0.25)  # 3 of 4: sample variance 0.25
+
+
+def test_split_family_tables(summary: Summary) -> None:
+    test_rows = [g for g in summary.groups if g.by == "split" and g.key == "test"]
+    by_cond = {g.condition: g.passed for g in test_rows}
+    assert (by_cond[CONTROL].k, by_cond[CONTROL].n) == (0, 4)
+    assert (by_cond[BIN].k, by_cond[BIN].n) == (1, 4)
+    assert {g.key for g in summary.groups if g.by == "family"} == {"lint"}
+
+
+def test_sections_and_expectations(summary: Summary) -> None:
+    rows = {(r.section, r.key): r for r in summary.sections if r.condition == BIN}
+    assert rows[("tool_use", "by_subcommand.mytool check.invocations")].total == 24  # 12 graded runs, 2 each
+    assert rows[("tool_use", "by_subcommand.mytool check.output_bytes")].per_run == 400
+    assert ("tool_use", "present") not in rows
+    assert not [r for r in summary.sections if r.condition == CONTROL]  # no trace there: not a zero
+    assert rows[("friction", "usage_errors")].total == 3
+    e01 = next(e for e in summary.expectations if e.expectation == "E01")
+    assert (e01.rate.k, e01.rate.n) == (8, 12)
+    e05 = next(e for e in summary.expectations if e.expectation == "E05")
+    assert (e05.rate.n, e05.unavailable) == (0, 12)
+
+
+def test_diagnostics_and_findings(summary: Summary) -> None:
+    kinds = {d.kind: d for d in summary.diagnostics}
+    assert kinds["invalid"].evidence == ["s1/scripted/bin/none/off/trial-06"]
+    assert "canary" in kinds["invalid"].message
+    assert kinds["failed_to_run"].evidence == ["s1/scripted/bin/none/off/trial-05"]
+    assert kinds["ungradeable"].evidence == ["s2/scripted/bin/none/off/trial-05"]
+    assert kinds["infra"].evidence == ["s2/scripted/bin/none/off/trial-07"]
+    assert any("exit code 1" in d.message for d in summary.diagnostics)
+    assert "headroom" not in kinds
+    assert any("keeps-api" in e for e in kinds["no-signal-check"].evidence)
+    nodisc = [d for d in summary.diagnostics if d.kind == "no-discrimination"]
+    assert nodisc == []  # s3: control 0/4, bin 1/4, skill 4/4
+    layers = {(f.layer, f.kind): f for f in summary.findings}
+    assert layers[("engine", "failed-layer")].runs == ["s3/scripted/bin/none/off/trial-01"]
+    assert layers[("tool", "notable-exit")].runs == ["s1/scripted/bin/none/off/trial-02"]
+    assert "`mytool check` exited 3" in layers[("tool", "notable-exit")].detail
+    assert layers[("authorities", "disagreement")].runs == ["s2/scripted/bin/none/off/trial-03"]
+    assert "mytool accepts, oracle rejects" in layers[("authorities", "disagreement")].detail
+
+
+def test_summary_roundtrip_and_future_schema(summary: Summary, tmp_path: Path) -> None:
+    path = tmp_path / "summary.json"
+    write_summary(path, summary)
+    assert read_summary(path) == summary
+    data = json.loads(path.read_text())
+    data["schema_version"] = 99
+    path.write_text(json.dumps(data))
+    with pytest.raises(FutureSchemaError, match="newer"):
+        read_summary(path)
+
+
+def test_no_control_reports_rates_only(tmp_path: Path) -> None:
+    for t in (1, 2):
+        add_run(tmp_path, scenario="s", cell=BIN, trial=t, passed=t == 1)
+    s = build_summary(tmp_path)
+    assert s.header.control is None and s.uplifts == []
+    assert s.diagnostics[0].kind == "no-control"
+
+
+def test_headroom_and_no_discrimination(tmp_path: Path) -> None:
+    for t in range(1, 21):
+        add_run(tmp_path, scenario="easy", cell=CONTROL, trial=t, passed=True)
+        add_run(tmp_path, scenario="easy", cell=BIN, trial=t, passed=True)
+    s = build_summary(tmp_path)
+    kinds = {d.kind for d in s.diagnostics}
+    assert {"headroom", "no-discrimination"} <= kinds
+    u = s.uplifts[0]
+    assert (u.value, u.mcnemar_p, u.detectable) == (0.0, 1.0, None)
+
+
+def test_version_comparison_with_control_drift(tmp_path: Path) -> None:
+    # baseline v1: control 1/4, bin 3/4 -> uplift +0.50; candidate v2: control 2/4, bin 3/4 -> +0.25.
+    outcomes = {"v1": ([1, 0, 0, 0], [1, 1, 1, 0]), "v2": ([1, 1, 0, 0], [1, 1, 1, 0])}
+    for version, (ctrl, binp) in outcomes.items():
+        for t in range(1, 5):
+            add_run(tmp_path, scenario="s", cell=CONTROL, trial=t, passed=bool(ctrl[t - 1]), version=version)
+            add_run(tmp_path, scenario="s", cell=BIN, trial=t, passed=bool(binp[t - 1]), version=version)
+    (tmp_path / "versions.json").write_text(
+        json.dumps({"schema_version": 1, "baseline": "v2", "candidate": "v1"})
+    )
+    s = build_summary(tmp_path)
+    assert s.header.versions == ["v2", "v1"]  # baseline first, from versions.json
+    agg = next(d for d in s.version_deltas if d.scenario is None)
+    assert agg.value == pytest.approx(0.5 - 0.25)
+    (drift,) = s.control_drift
+    assert (drift.baseline.k, drift.candidate.k, drift.pairs) == (2, 1, 4)
+    assert drift.value == pytest.approx(-0.25)
+    assert (drift.low, drift.high) == pytest.approx(tuple(newcombe_paired(PairTable(1, 0, 1, 2))))

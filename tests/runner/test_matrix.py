@@ -1,0 +1,116 @@
+"""The matrix command as a real process: SIGKILL halfway, Ctrl-C, then resume."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.records import find_runs, read_run
+from tests.runner.conftest import command_agent, make_job
+from tests.runner.test_proc import _wait_gone
+
+N = 8
+
+
+def _write_jobs(folder: Path, agent_cmd: str, n: int = N) -> list[str]:
+    folder.mkdir(parents=True, exist_ok=True)
+    ids = []
+    for trial in range(1, n + 1):
+        job = make_job(agent=command_agent(agent_cmd), trial=trial, matrix="m")
+        (folder / f"t{trial:02d}.json").write_text(job.model_dump_json())
+        ids.append(job.id)
+    return ids
+
+
+def _matrix(project: Path, jobs: Path, runs: Path, *extra: str) -> subprocess.Popen[bytes]:
+    root = Path(__file__).resolve().parents[2]
+    argv = [
+        sys.executable,
+        "-m",
+        "harness",
+        "--project",
+        str(project),
+        "matrix",
+        "--job-file",
+        str(jobs),
+        "--runs",
+        str(runs),
+        "--parallel",
+        "2",
+        *extra,
+    ]
+    env = {**os.environ, "PYTHONPATH": str(root)}
+    return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+
+
+def _finished(runs: Path) -> list[Path]:
+    return find_runs(runs) if runs.exists() else []
+
+
+def _wait_for(predicate: object, seconds: float = 30.0) -> None:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if predicate():  # type: ignore[operator]
+            return
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting")
+
+
+@pytest.mark.slow
+def test_sigkill_halfway_then_rerun_runs_every_trial_exactly_once(project: Path, tmp_path: Path) -> None:
+    ledger = tmp_path / "ledger"
+    marker = f"0.4{os.getpid()}"
+    ids = _write_jobs(tmp_path / "jobs", f"sleep {marker}; echo $BENCH_TRIAL >> {ledger}")
+    runs = tmp_path / "runs"
+    first = _matrix(project, tmp_path / "jobs", runs)
+    _wait_for(lambda: len(_finished(runs)) >= 3)
+    first.send_signal(signal.SIGKILL)
+    first.communicate()
+    # the killed runner's running agents died with it (parent-death signal + pid namespace)
+    assert _wait_gone(marker, 3.0) == []
+    before = {read_run(d).job_id: read_run(d).started_at for d in _finished(runs)}
+    assert 3 <= len(before) < N
+    second = _matrix(project, tmp_path / "jobs", runs)
+    _out, err = second.communicate(timeout=120)
+    assert second.returncode == 0, err.decode()
+    runs_found = _finished(runs)
+    records = [read_run(d) for d in runs_found]
+    assert sorted(r.job_id for r in records) == sorted(ids)
+    assert all(r.exit_code == 0 and r.error is None for r in records)
+    # finished trials were skipped, not run again
+    assert {r.job_id: r.started_at for r in records if r.job_id in before} == before
+    assert f"{len(before)} finished trial(s) skipped" in err.decode()
+    # every trial's agent completed; only the ones killed mid-run appear twice in the ledger
+    finished_agents = ledger.read_text().split()
+    assert sorted(set(finished_agents)) == sorted(str(t) for t in range(1, N + 1))
+
+
+@pytest.mark.slow
+def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path: Path) -> None:
+    ids = _write_jobs(tmp_path / "jobs", "sleep 30", n=4)
+    runs = tmp_path / "runs"
+    first = _matrix(project, tmp_path / "jobs", runs)
+    _wait_for(lambda: len(list(runs.rglob("agent.log"))) >= 2)
+    start = time.monotonic()
+    first.send_signal(signal.SIGINT)
+    _out, err = first.communicate(timeout=30)
+    assert first.returncode == 130, err.decode()
+    assert time.monotonic() - start < 10
+    interrupted = [read_run(d) for d in _finished(runs)]
+    assert len(interrupted) == 2 and all(r.interrupted for r in interrupted)
+    # resume: a quick agent this time, same job hashes
+    _write_jobs(tmp_path / "jobs", "exit 0", n=4)
+    second = _matrix(project, tmp_path / "jobs", runs)
+    _out, err = second.communicate(timeout=60)
+    assert second.returncode == 0, err.decode()
+    records = [read_run(d) for d in _finished(runs)]
+    assert sorted(r.job_id for r in records) == sorted(ids)
+    assert not any(r.interrupted for r in records)
+    assert json.loads((Path(str(_finished(runs)[0])) / "job.json").read_text())["matrix"] == "m"

@@ -1,0 +1,141 @@
+"""run_trial end to end with real processes, git and files."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+from compiler.contract import AgentSpec
+from harness.records import read_run
+from harness.runner import run_trial
+from tests.runner.conftest import bin_cell, command_agent, make_job, none_cell
+
+
+def test_noop_trial_writes_a_complete_run_dir(project: Path, tmp_path: Path) -> None:
+    run_dir = tmp_path / "run"
+    record = run_trial(make_job(), project=project, run_dir=run_dir)
+    assert record.error is None, record.traceback
+    assert record.exit_code == 0
+    assert record.invalid is None
+    assert read_run(run_dir) == record
+    assert (run_dir / "workspace" / "app" / "main.py").read_text().startswith("import os")
+    assert (run_dir / "diff.patch").read_bytes() == b""
+    assert json.loads((run_dir / "job.json").read_text())["id"] == record.job_id
+    assert (run_dir / "agent.log").exists()
+
+
+def test_scripted_agent_edits_and_tool_is_traced(project: Path, tmp_path: Path) -> None:
+    agent = AgentSpec(id="fixer", adapter="scripted", args={"script": "scripts/fixer.yaml", "skill": 1.0})
+    record = run_trial(make_job(agent=agent, cell=bin_cell()), project=project, run_dir=tmp_path / "run")
+    assert record.error is None, record.traceback
+    assert record.unsafe_edits == ()
+    patch = (tmp_path / "run" / "diff.patch").read_text()
+    assert "-import os" in patch
+    trace = [json.loads(line) for line in (tmp_path / "run" / "trace.jsonl").read_text().splitlines()]
+    assert [r["argv"] for r in trace] == [["mytool", "check", "app/main.py"]]
+    assert trace[0]["exit"] == 0 and trace[0]["output_bytes"] > 0
+    assert record.metrics.turns and record.metrics.turns >= 3
+    snaps = (tmp_path / "run" / "snapshots" / "index.jsonl").read_text().splitlines()
+    assert len(snaps) == 1 and json.loads(snaps[0])["file"] == "app/main.py"
+    answer = json.loads((tmp_path / "run" / "workspace" / "answer.json").read_text())
+    assert answer == {"done": True}
+
+
+def test_absent_tool_not_found_and_canary_passes(project: Path, tmp_path: Path) -> None:
+    agent = command_agent("command -v mytool > found.txt; echo rc=$? >> found.txt; exit 0")
+    record = run_trial(
+        make_job(agent=agent, cell=none_cell(), writable=("**",)), project=project, run_dir=tmp_path / "run"
+    )
+    assert record.invalid is None
+    assert [(c.kind, c.command, c.ok) for c in record.canaries] == [("absent", "mytool", True)]
+    assert (tmp_path / "run" / "workspace" / "found.txt").read_text().strip() in ("rc=1", "rc=127")
+    assert not (tmp_path / "run" / "trace.jsonl").exists()
+
+
+def test_canary_failure_marks_run_invalid(project: Path, tmp_path: Path) -> None:
+    cell = bin_cell().model_copy(
+        update={
+            "provisions": bin_cell().provisions.model_copy(
+                update={"canaries": none_cell().provisions.canaries}
+            )
+        }
+    )
+    record = run_trial(make_job(cell=cell), project=project, run_dir=tmp_path / "run")
+    assert record.invalid is not None and "mytool" in record.invalid
+
+
+def test_write_outside_writable_is_an_unsafe_edit(project: Path, tmp_path: Path) -> None:
+    agent = command_agent("echo x >> README.md; echo y >> app/main.py; echo '{}' > answer.json")
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "run")
+    assert record.unsafe_edits == ("README.md",)
+
+
+def test_other_failures_are_data(project: Path, tmp_path: Path) -> None:
+    record = run_trial(make_job(agent=command_agent("exit 3")), project=project, run_dir=tmp_path / "a")
+    assert record.exit_code == 3 and record.error is None
+    missing = make_job(agent=AgentSpec(id="x", adapter="scripted", args={"script": "nope.yaml"}))
+    record = run_trial(missing, project=project, run_dir=tmp_path / "b")
+    assert record.error is not None and "nope.yaml" in record.error
+    assert read_run(tmp_path / "b").error == record.error
+
+
+def test_hung_agent_is_killed_at_its_timeout_with_its_grandchild(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Limits
+    from harness import proc
+    from tests.runner.test_proc import _wait_gone
+
+    if not proc.pidns_available():
+        import pytest
+
+        pytest.skip("pid namespaces unavailable: tree kill not guaranteed here")
+    marker = f"{os.getpid()}{time.monotonic_ns() % 10_000}.25"
+    agent = command_agent(f"(setsid sh -c 'exec sleep {marker}' &); exec sleep {marker}1")
+    job = make_job(agent=agent, limits=Limits(timeout_s=1.0))
+    record = run_trial(job, project=project, run_dir=tmp_path / "run")
+    assert record.timed_out and record.limits_hit == ("timeout",)
+    assert record.exit_code is None and record.error and "timed out" in record.error
+    assert _wait_gone(marker) == []
+
+
+def test_exit_75_is_retried_and_recorded(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Options
+
+    counter = tmp_path / "attempts"
+    agent = command_agent(f"echo attempt >> {counter}; echo junk >> app/main.py; exit 75")
+    job = make_job(agent=agent, options=Options(isolation="none", infra_retries=2))
+    record = run_trial(job, project=project, run_dir=tmp_path / "run")
+    assert counter.read_text().count("attempt") == 3
+    assert record.infra_retries == 2 and record.exit_code == 75
+    assert record.error and "exited 75 after 2 retries" in record.error
+    # each retry starts from the baseline: only the last attempt's line is in the workspace
+    assert (tmp_path / "run" / "workspace" / "app" / "main.py").read_text().count("junk") == 1
+    assert len(list((tmp_path / "run" / "retries").iterdir())) == 2
+
+
+def test_exit_75_then_success(project: Path, tmp_path: Path) -> None:
+    counter = tmp_path / "n"
+    agent = command_agent(f"echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || exit 75; exit 0")
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "run")
+    assert record.infra_retries == 1 and record.exit_code == 0 and record.error is None
+
+
+def test_knowledge_folder_cannot_be_written_through(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Provisions
+
+    cell = none_cell().model_copy(update={"provisions": Provisions(links={"wiki": "wiki"})})
+    agent = command_agent(
+        "cat wiki/guide.md > seen.txt; echo hacked > wiki/guide.md; echo new > wiki/new.md; rm -f wiki/guide.md; "
+        "ls wiki >> seen.txt; exit 0"
+    )
+    record = run_trial(
+        make_job(agent=agent, cell=cell, writable=("**",)), project=project, run_dir=tmp_path / "run"
+    )
+    assert record.error is None, record.traceback
+    assert (project / "wiki" / "guide.md").read_text() == "# Wiki\nknowledge\n"
+    assert not (project / "wiki" / "new.md").exists()
+    seen = (tmp_path / "run" / "workspace" / "seen.txt").read_text()
+    assert "knowledge" in seen and "guide.md" in seen
+    assert record.unsafe_edits == ()
+    assert "wiki" not in (tmp_path / "run" / "diff.patch").read_text()
