@@ -12,10 +12,10 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from compiler.contract import Job
 from harness.executor import TrialOutcome, TrialTask, select
@@ -95,11 +95,16 @@ def _clock(seconds: float) -> str:
 
 
 def execute(
-    tasks: Sequence[TrialTask], *, parallel: int, executor: str = "local", stream: TextIO | None = None
+    tasks: Sequence[TrialTask],
+    *,
+    parallel: int,
+    executor: str = "local",
+    stream: TextIO | None = None,
+    options: Mapping[str, Any] | None = None,
 ) -> list[TrialOutcome]:
     """Run the tasks with the named executor, printing progress; re-raises KeyboardInterrupt."""
     progress = Progress(total=len(tasks), stream=stream or sys.stderr)
-    return select(executor).run(tasks, parallel=parallel, on_outcome=progress, cancel=threading.Event())
+    return select(executor, **(options or {})).run(tasks, parallel=parallel, on_outcome=progress, cancel=threading.Event())
 
 
 def summary(outcomes: Sequence[TrialOutcome]) -> dict[str, int]:

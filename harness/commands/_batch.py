@@ -5,19 +5,26 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from compiler.contract import Job
 from harness import batch
+from harness.errors import UsageError
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """Options common to run and matrix."""
     parser.add_argument("--runs", default=None, help="run tree root (default: <project>/runs)")
     parser.add_argument("--trials", type=int, default=None, help="keep trials 1..N only")
-    parser.add_argument("--parallel", "-j", type=int, default=1, help="trials at once (default 1)")
+    parser.add_argument("--parallel", "-j", type=int, default=None,
+                        help="trials at once (default 1); with --executor dask: per worker (default: its threads)")
     parser.add_argument(
-        "--executor", default="local", help="executor: local, or pkg.mod:Class (default local)"
+        "--executor", default="local", help="executor: local, dask, or pkg.mod:Class (default local)"
     )
+    parser.add_argument("--scheduler", default=None, help="--executor dask: scheduler address (tcp://host:8786)")
+    parser.add_argument("--scheduler-file", default=None, help="--executor dask: scheduler file of `dask scheduler`")
+    parser.add_argument("--resources", default=None,
+                        help="--executor dask: Dask resources every trial takes, e.g. 'GPU=1,mem=4e9'")
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: the matrix's)")
     parser.add_argument("--force", action="store_true", help="rerun finished trials too")
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
@@ -25,19 +32,36 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
 
 
+def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Options of the chosen executor (only dask takes any); parallel 0 means the workers' threads."""
+    if args.executor != "dask":
+        if args.scheduler or args.scheduler_file or args.resources:
+            raise UsageError("--scheduler, --scheduler-file and --resources need --executor dask")
+        return {}
+    from harness.executor.requirements import RequirementError, parse_resources
+
+    try:
+        resources = parse_resources(args.resources or "")
+    except RequirementError as exc:
+        raise UsageError(str(exc)) from exc
+    return {"scheduler": args.scheduler, "scheduler_file": args.scheduler_file, "resources": resources}
+
+
 def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
+    options = _executor_options(args)
+    parallel = args.parallel if args.parallel is not None else (0 if args.executor == "dask" else 1)
     plan = batch.plan(
-        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel > 1
+        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=parallel != 1
     )
     if plan.skipped:
         print(f"assay: {len(plan.skipped)} finished trial(s) skipped", file=sys.stderr)
     if not plan.tasks:
         print("assay: nothing to run", file=sys.stderr)
         return 0
-    outcomes = batch.execute(plan.tasks, parallel=args.parallel, executor=args.executor)
+    outcomes = batch.execute(plan.tasks, parallel=parallel, executor=args.executor, options=options)
     counts = batch.summary(outcomes)
     print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
     return 1 if counts.get("error") else 0

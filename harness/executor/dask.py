@@ -18,6 +18,7 @@ used only for those — it cannot stop a running task.
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 import uuid
@@ -76,7 +77,7 @@ def _identity(data: bytes) -> bytes:
     return data
 
 
-class _Slots(WorkerPlugin):  # type: ignore[misc]
+class _Slots(WorkerPlugin):
     """Worker plugin: sets the per-worker trial slots on every worker, present and future."""
 
     name = "assay-slots"
@@ -154,10 +155,9 @@ class _Run:
 
     def _resources(self, job: Job) -> dict[str, float] | None:
         wanted = dict(self.settings.resources)
-        try:
+        # A malformed entry is reported as failed_to_run by the worker, with the reason.
+        with contextlib.suppress(requirements.RequirementError):
             wanted.update(requirements.parse(job.agent.requires).resources)
-        except requirements.RequirementError:
-            pass  # reported as failed_to_run by the worker, with the reason
         if self.parallel > 0:
             wanted[SLOT] = 1.0
         return wanted or None
@@ -211,10 +211,9 @@ class _Run:
             started = [f for f in futures if by_key[f.key].job.id not in seen]
             # Running trials end on their workers and come back as interrupted runs; queued ones
             # see the event at start and return at once.
-            try:
+            # Whatever is still running after the grace period is ended on its worker by the event.
+            with contextlib.suppress(TimeoutError):
                 wait(started, timeout=self.settings.grace_s)
-            except TimeoutError:
-                pass  # whatever is still running is ended on its worker by the event
             for future in started:
                 if future.done():
                     outcome = self._finish(by_key[future.key], future)

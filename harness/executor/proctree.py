@@ -7,6 +7,7 @@ orphans of its tree are re-parented to it rather than to init and stay findable 
 
 from __future__ import annotations
 
+import contextlib
 import ctypes
 import os
 import signal
@@ -58,10 +59,8 @@ def descendants(pid: int) -> list[int]:
 
 def _signal(pids: list[int], sig: int) -> None:
     for pid in pids:
-        try:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
             os.kill(pid, sig)
-        except (ProcessLookupError, PermissionError):
-            pass
 
 
 def kill_descendants(pid: int | None = None, *, rounds: int = 5) -> int:
@@ -85,8 +84,6 @@ def kill_tree(pid: int) -> None:
     """SIGKILL pid, its process group and every descendant found under it."""
     found = descendants(pid)
     _signal([pid, *found], signal.SIGSTOP)  # freeze first so nothing forks out of reach meanwhile
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
         os.killpg(pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
     _signal([pid, *found, *descendants(pid)], signal.SIGKILL)

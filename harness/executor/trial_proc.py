@@ -15,6 +15,7 @@ the trial `failed_to_run` with the reason, as data, like any other failure to ru
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import platform
@@ -98,10 +99,8 @@ def _watch_stdin(cancel: threading.Event) -> None:
     os.close(quiet)
 
     def _read() -> None:
-        try:
+        with contextlib.suppress(OSError):
             os.read(channel, 1)
-        except OSError:
-            pass
         cancel.set()
 
     threading.Thread(target=_read, daemon=True, name="cancel-on-stdin").start()

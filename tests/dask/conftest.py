@@ -7,6 +7,7 @@ trial goes through the real runner in a child process of a worker.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -20,7 +21,18 @@ from typing import Any
 
 import pytest
 
-from compiler.contract import AgentSpec, Canaries, Cell, CheckSpec, Job, Limits, Options, Provisions, ScenarioJob, job_id
+from compiler.contract import (
+    AgentSpec,
+    Canaries,
+    Cell,
+    CheckSpec,
+    Job,
+    Limits,
+    Options,
+    Provisions,
+    ScenarioJob,
+    job_id,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dask" / "project"
@@ -157,10 +169,8 @@ class Cluster:
 
     def stop(self) -> None:
         for proc in [*self.workers.values(), self.scheduler]:
-            try:
+            with contextlib.suppress(ProcessLookupError):
                 os.killpg(proc.pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pass
         for proc in [*self.workers.values(), self.scheduler]:
             try:
                 proc.wait(timeout=15)
