@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -162,9 +163,15 @@ def _bench_cell(matrix: str, cell: str) -> object:
     return run
 
 
+_SAFE = re.compile(r"^bench-[a-z0-9]+(?:-[a-z0-9]+)*$")
 for _s in _MANIFEST.get("sessions", []) or []:  # type: ignore[union-attr]
     if isinstance(_s, dict) and isinstance(_s.get("name"), str) and isinstance(_s.get("cell"), str):
-        nox.session(name=_s["name"])(_bench_cell(str(_s["matrix"]), _s["cell"]))
+        _name = _s["name"]
+        if not _SAFE.match(_name):
+            continue  # the compiler derives plain names; anything else is not ours to run
+        if _name in nox.registry.get():
+            _name += "-cell"  # a cell named like a fixed session (bench-compile) must not replace it
+        nox.session(name=_name)(_bench_cell(str(_s["matrix"]), _s["cell"]))
 
 
 AGENT_CLIS = ("claude_code", "codex", "mini_swe_agent", "aider")

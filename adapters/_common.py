@@ -15,10 +15,12 @@ Contract (seed 000 plus assay's additions), read from the environment:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
 import shutil
+import signal
 import subprocess
 import sys
 import threading
@@ -243,27 +245,65 @@ class Run:
 def run_cli(argv: list[str], *, env: dict[str, str], cwd: Path, stdin: str | None,
             log_dir: Path, name: str, stop_when: Callable[[str], bool] | None = None) -> Run:
     """Run the CLI, tee stdout to `<log_dir>/<name>.stdout` line by line with arrival times,
-    stderr to `<name>.stderr`. `stop_when(line)` returning True terminates the CLI (e.g. on
-    endless provider retries). No timeout here: the runner owns limits and kills the tree."""
+    stderr to `<name>.stderr`. `stop_when(line)`, called on every stdout and stderr line,
+    returning True terminates the CLI (e.g. on endless provider retries). No timeout here: the
+    runner owns limits and kills the tree."""
     out_path, err_path = log_dir / f"{name}.stdout", log_dir / f"{name}.stderr"
     lines: list[tuple[float, str]] = []
-    with err_path.open("w", encoding="utf-8") as err, out_path.open("w", encoding="utf-8") as out:
-        proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=err,
-                                stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                                text=True, encoding="utf-8", errors="replace")
-        if stdin is not None:
-            assert proc.stdin is not None
-            feeder = threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True)
-            feeder.start()
-        assert proc.stdout is not None
+    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+                            text=True, encoding="utf-8", errors="replace")
+    lock = threading.Lock()
+
+    def check(line: str) -> None:
+        if stop_when is not None:
+            with lock:
+                stop = stop_when(line)
+            if stop and proc.poll() is None:
+                kill_tree(proc.pid)
+
+    def drain_stderr() -> None:
+        assert proc.stderr is not None
+        with err_path.open("w", encoding="utf-8") as err:
+            for line in proc.stderr:
+                err.write(line)
+                err.flush()
+                check(line)
+
+    if stdin is not None:
+        threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+    reader = threading.Thread(target=drain_stderr, daemon=True)
+    reader.start()
+    assert proc.stdout is not None
+    with out_path.open("w", encoding="utf-8") as out:
         for line in proc.stdout:
             lines.append((time.time(), line.rstrip("\n")))
             out.write(line)
             out.flush()
-            if stop_when is not None and stop_when(line) and proc.poll() is None:
-                proc.terminate()
-        code = proc.wait()
+            check(line)
+    code = proc.wait()
+    reader.join(timeout=10)
     return Run(code, lines, err_path.read_text(encoding="utf-8", errors="replace"))
+
+
+def kill_tree(pid: int) -> None:
+    """SIGKILL a process and all its descendants (CLIs that relaunch themselves ignore SIGTERM
+    to the parent)."""
+    children: dict[int, list[int]] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        children.setdefault(int(fields[1]), []).append(int(stat.parent.name))
+    order, todo = [], [pid]
+    while todo:
+        current = todo.pop()
+        order.append(current)
+        todo.extend(children.get(current, []))
+    for target in reversed(order):
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(target, signal.SIGKILL)
 
 
 def _feed(pipe: Any, text: str) -> None:

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -183,6 +184,13 @@ def main() -> int:
             f"serial:     {serial_s:7.2f} s  {len(serial) / serial_s:7.1f} runs/s  {1000 * serial_s / len(serial):6.1f} ms/run"
         )
         print(f"parallel {args.parallel}: {parallel_s:7.2f} s  {len(serial) / parallel_s:7.1f} runs/s")
+        by_check: dict[str, float] = {}
+        for e in serial:
+            for c in e.grade.checks:
+                by_check[f"{c.kind}:{c.id}"] = by_check.get(f"{c.kind}:{c.id}", 0.0) + c.duration_s
+        top = sorted(by_check.items(), key=lambda kv: -kv[1])[:5]
+        print("slowest checks (total s): " + ", ".join(f"{k} {v:.1f}" for k, v in top))
+        print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(
             f"time in check subprocesses: {share:5.1%}  harness: {1 - share:5.1%}  "
             f"({in_subprocess[0]:.2f} s of {serial_s:.2f} s)"

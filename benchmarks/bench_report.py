@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import random
 import resource
 import subprocess
@@ -129,7 +130,8 @@ def main() -> int:
         print(f"generating {args.runs:,} runs under {tree} ...", flush=True)
         print(f"  generated in {generate(tree, args.runs):.1f} s", flush=True)
     out = args.tree / "out"
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    usage0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    load = os.getloadavg()[0]
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "harness", "report", str(tree), "--format", args.formats, "--out", str(out)],
@@ -138,12 +140,18 @@ def main() -> int:
         text=True,
     )
     elapsed = time.perf_counter() - t0
-    peak_mb = max(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, before) / 1024.0
+    usage1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    peak_mb = usage1.ru_maxrss / 1024.0  # the largest child: the report or one of its workers
+    cpu = (usage1.ru_utime - usage0.ru_utime) + (usage1.ru_stime - usage0.ru_stime)
     if proc.returncode != 0:
         print(proc.stdout + proc.stderr)
         return proc.returncode
     sizes = ", ".join(f"{p.name} {p.stat().st_size / 1e6:.1f} MB" for p in sorted(out.iterdir()))
-    print(f"report over {args.runs:,} graded runs: {elapsed:.2f} s wall, peak RSS {peak_mb:.0f} MB ({sizes})")
+    print(
+        f"report over {args.runs:,} graded runs: {elapsed:.2f} s wall, {cpu:.2f} s CPU (all processes), "
+        f"peak RSS {peak_mb:.0f} MB, load average before {load:.1f} on {os.cpu_count()} cores"
+    )
+    print(f"  outputs: {sizes}")
     ok = elapsed < TARGET_S and peak_mb < TARGET_MB
     print(f"targets: < {TARGET_S:.0f} s and < {TARGET_MB:.0f} MB: {'met' if ok else 'MISSED'}")
     return 0 if ok else 1

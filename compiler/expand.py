@@ -134,7 +134,14 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
     agents = list(spec.agents or [])
     scenarios = rules.select_scenarios(m, v.scenarios)
     axes: dict[str, list[Any]] = {**rules.matrix_levels(m, v.levels), "agent": agents, "scenario": scenarios}
-    exp = gha.expand(axes, spec.exclude or [], spec.include or [])
+    keep = None
+    if spec.cells is not None:
+        wanted = set(spec.cells)
+
+        def keep(combo: dict[str, Any]) -> bool:
+            return "/".join(combo[f] for f in factors) in wanted
+
+    exp = gha.expand(axes, spec.exclude or [], spec.include or [], keep=keep)
     runs: dict[str, list[tuple[str, str]]] = {s: [] for s in scenarios}
     used: dict[str, Cell] = {}
     for combo, inc in zip(exp.combos, exp.appended_by, strict=True):
@@ -160,6 +167,12 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
             if name not in used:
                 used[name] = all_cells.get(name) or make_cell(c, v, one)
             runs.setdefault(one["scenario"], []).append((name, one["agent"]))
+    for i, cell in enumerate(spec.cells or []):
+        if cell not in used:
+            combo = dict(zip(factors, cell.split("/"), strict=True))
+            why = _violates(v.project, combo)
+            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E229",
+                  f"cell '{cell}' runs nothing: " + (f"a constraint prunes it ({why})" if why else "every combination is excluded"))
     trials = spec.trials or 1
     total = sum(len(r) for r in runs.values()) * trials
     cap = spec.max_jobs if spec.max_jobs is not None else DEFAULT_MAX_JOBS

@@ -37,6 +37,13 @@ class Inputs:
     scenario_dirs: tuple[str, ...]
     spec_files: tuple[str, ...]
 
+    folders: dict[str, list[str]] = field(default_factory=dict)
+    """Folder -> every input file below it, sorted (built by `scan`)."""
+
+    def under(self, folder: str) -> list[str]:
+        """Input files below a folder, sorted."""
+        return self.folders.get(folder, [])
+
     def fingerprint(self, salt: str = "") -> str:
         """One hash over every input path and content (and a salt such as the compiler's own hash)."""
         h = hashlib.sha256(salt.encode())
@@ -78,7 +85,12 @@ def scan(root: Path) -> Inputs:
             for p in _files_under(d):
                 data[p.relative_to(root).as_posix()] = p.read_bytes()
     hashes = {rel: hashlib.sha256(b).hexdigest() for rel, b in data.items()}
-    return Inputs(root, data, hashes, tuple(scenario_dirs), tuple(spec_files))
+    folders: dict[str, list[str]] = {}
+    for rel in sorted(data):
+        parts = rel.split("/")
+        for depth in range(1, len(parts)):
+            folders.setdefault("/".join(parts[:depth]), []).append(rel)
+    return Inputs(root, data, hashes, tuple(scenario_dirs), tuple(spec_files), folders)
 
 
 def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:

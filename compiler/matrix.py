@@ -11,7 +11,7 @@
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -29,11 +29,17 @@ def _matches(combo: dict[str, Any], entry: dict[str, Any]) -> bool:
 
 
 def expand(axes: Mapping[str, Sequence[Any]], exclude: Sequence[dict[str, Any]] = (),
-           include: Sequence[dict[str, Any]] = ()) -> Expanded:
-    """Expand one matrix the way GitHub Actions does (see the module docstring)."""
+           include: Sequence[dict[str, Any]] = (), keep: Callable[[dict[str, Any]], bool] | None = None) -> Expanded:
+    """Expand one matrix the way GitHub Actions does (see the module docstring).
+
+    `keep` narrows the product before exclude (a matrix's explicit cell list); the
+    combinations it keeps are the "original" ones include entries may extend.
+    """
     keys = list(axes)
     original = set(keys)
     combos = [dict(zip(keys, values, strict=True)) for values in itertools.product(*axes.values())] if keys else []
+    if keep is not None:
+        combos = [c for c in combos if keep(c)]
     if exclude:
         combos = [c for c in combos if not any(_matches(c, ex) for ex in exclude)]
     base = [dict(c) for c in combos]

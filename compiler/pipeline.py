@@ -12,13 +12,14 @@ import json
 from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from compiler import emit as emit_stage
-from compiler import expand as expand_stage
 from compiler import load as load_stage
-from compiler import validate as validate_stage
-from compiler.contract import MANIFEST_FILE
-from compiler.expand import Plan
+
+if TYPE_CHECKING:
+    from compiler.expand import Plan
+
+MANIFEST_FILE = "manifest.json"  # = compiler.contract.MANIFEST_FILE; the up-to-date check imports no models
 
 
 @dataclass(frozen=True)
@@ -49,6 +50,10 @@ def build(root: Path) -> Plan:
 
 def plan_of(inputs: load_stage.Inputs) -> Plan:
     """Parse, validate and expand already-scanned inputs."""
+    # The later stages import pydantic, cerberus and Jinja2; an unchanged project never needs them.
+    from compiler import expand as expand_stage
+    from compiler import validate as validate_stage
+
     sources = load_stage.parse_sources(inputs)
     validated = validate_stage.validate(sources, inputs.fingerprint(compiler_hash()))
     return expand_stage.expand(validated)
@@ -74,6 +79,8 @@ def compile_project(root: Path, *, generated: Path | None = None, force: bool = 
     if not force and _stored_fingerprint(gen) == fingerprint:
         (gen / MANIFEST_FILE).touch()  # tells the noxfile's cheap mtime check that generated/ is current
         return Result(plan=None, up_to_date=True, written=0, jobs=0)
+    from compiler import emit as emit_stage
+
     plan = plan_of(inputs)
     written = emit_stage.emit(plan, gen)
     return Result(plan=plan, up_to_date=False, written=written, jobs=sum(m.jobs for m in plan.matrices.values()))

@@ -126,7 +126,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
     if not isinstance(value, dict):
         return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {_describe(value)}")]
     v = _validator(model)
-    if v.validate(value):
+    if v.validate(value, normalize=False):  # nothing to normalize; checking only
         return []
     out: list[SpecError] = []
     for err in _flatten(v._errors):

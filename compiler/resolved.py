@@ -18,6 +18,8 @@ class ScenarioIn:
     doc: Doc
     check_paths: tuple[tuple[str | int, ...], ...]
     """Key path of each check in `doc` (same order as job.checks)."""
+    files: list[str] = field(default_factory=list)
+    """Every input file of the scenario's folder (their hashes go into the job hash)."""
     prompt_file: str | None = None
     """Project-relative prompt file (for positions of forbidden words)."""
 

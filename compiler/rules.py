@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import re
 from collections import defaultdict
 from typing import Any
@@ -137,6 +138,14 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
             c.add(doc.loc(("factors", f), key=True), f"factors.{f}", "E223", f"unknown factor '{f}'", did_you_mean(f, v.levels))
             continue
         _value_ok(c, doc, ("factors", f), f, lvls, v, "matrix")
+    for i, cell in enumerate(m.spec.cells or []):
+        parts = cell.split("/")
+        if len(parts) != len(v.levels) or any(p not in v.levels[f] for f, p in zip(v.levels, parts, strict=False)):
+            names = ["/".join(c) for c in itertools.product(*(list(lv) for lv in v.levels.values()))]
+            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E225", f"unknown cell '{cell}'",
+                  did_you_mean(cell, names) + f" (levels in factor order: {'/'.join(v.levels)})")
+        elif m.spec.factors and any(p not in m.spec.factors.get(f, [p]) for f, p in zip(v.levels, parts, strict=False)):
+            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E226", f"cell '{cell}' is outside the matrix's `factors:`")
     if isinstance(m.spec.scenarios, list):
         _value_ok(c, doc, ("scenarios",), "scenario", m.spec.scenarios, v, "matrix")
     for key in ("include", "exclude"):

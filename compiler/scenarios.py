@@ -147,8 +147,7 @@ def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindD
 
 
 def _tree(src: Sources, folder: str, sub: str) -> list[str]:
-    prefix = f"{folder}/{sub}/"
-    return [rel for rel in src.inputs.data if rel.startswith(prefix)]
+    return src.inputs.under(f"{folder}/{sub}")
 
 
 def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, what: str) -> str | None:
@@ -281,7 +280,7 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
     )
-    return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), prompt_file=prompt_file)
+    return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), files=src.inputs.under(folder), prompt_file=prompt_file)
 
 
 def build_all(c: Collector, docs: dict[str, Doc], src: Sources, project: ProjectDoc,

@@ -49,6 +49,16 @@ def command(job: Job) -> list[str]:
     return _python_module(agent.adapter)
 
 
+def _project_file(project: Path, rel: str) -> Path | None:
+    """A file named by an agent argument: project-relative, or relative to specs/agents/
+    (where agent specs live, for a compiler that leaves arguments as written)."""
+    for base in (project, project / "specs" / "agents"):
+        path = (base / rel).resolve()
+        if path.is_file() and (path == project or project in path.parents):
+            return path
+    return None
+
+
 def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
     """The adapter arguments as the adapter receives them in BENCH_AGENT_ARGS."""
     args: dict[str, Any] = dict(job.agent.args)
@@ -56,8 +66,8 @@ def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
         args["model"] = job.agent.model
     script = args.get("script")
     if isinstance(script, str) and "script_inline" not in args:
-        path = (project / script).resolve()
-        if not path.is_file():
+        path = _project_file(project, script)
+        if path is None:
             raise UsageError(f"agent {job.agent.id!r}: script {script!r} not found under {project}")
         args["script_inline"] = yaml.safe_load(path.read_text(encoding="utf-8"))
     if job.agent.adapter == "oracle":

@@ -79,5 +79,6 @@ def context_violation(paths: TrialPaths) -> str | None:
 
 def workspace(ws: Workspace, writable: tuple[str, ...], run_dir: Path) -> tuple[str, ...]:
     """Write diff.patch and return the unsafe edits."""
-    (run_dir / "diff.patch").write_bytes(diff(ws))
-    return tuple(unsafe_edits(changes(ws), writable))
+    changed = changes(ws)
+    (run_dir / "diff.patch").write_bytes(diff(ws, changed))
+    return tuple(unsafe_edits(changed, writable))

@@ -72,15 +72,12 @@ def select(
     return jobs
 
 
-def matrix_seed(project: Path, matrix: str | None) -> int:
-    """The shuffle seed of a matrix from the manifest (0 when the manifest does not say)."""
+def matrix_settings(project: Path, matrix: str | None) -> tuple[int, int | None]:
+    """(shuffle seed, parallel) of a matrix from the manifest; (0, None) when it does not say."""
     load_manifest = getattr(contract, "load_manifest", None)
-    if load_manifest is None or matrix is None:
-        return 0
-    manifest = load_manifest(project / GENERATED)
-    matrices = getattr(manifest, "matrices", None)
-    entry = matrices.get(matrix) if isinstance(matrices, dict) else None
-    if entry is None and isinstance(matrices, list | tuple):
-        entry = next((m for m in matrices if getattr(m, "id", None) == matrix), None)
-    seed = getattr(entry, "seed", 0) if entry is not None else 0
-    return int(seed or 0)
+    if load_manifest is None or matrix is None or not (project / GENERATED / "manifest.json").is_file():
+        return 0, None
+    entry = load_manifest(project / GENERATED).matrices.get(matrix)
+    if entry is None:
+        return 0, None
+    return int(entry.seed or 0), entry.parallel

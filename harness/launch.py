@@ -6,13 +6,16 @@ all go through it, so a canary proves exactly the environment the agent gets.
 
 from __future__ import annotations
 
+import dataclasses
 import threading
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness import proc
 from harness.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.isolation.limits import confine
+from harness.pathsafe import collect
 
 
 @dataclass(frozen=True)
@@ -27,10 +30,18 @@ class Launcher:
     network: bool
     limits: SandboxLimits
     ro_binds: tuple[tuple[Path, Path], ...] = ()
+    outbox: tuple[Path, Path] | None = None
+    """(outbox, run dir): the sandbox sees the outbox at the run dir's path; collected after each command."""
+    watch: tuple[Path, ...] = ()
+    """Writable folders whose total size limits.workspace_mb caps."""
+    label: str = "trial"
+    """Name of the command's cgroups (the job id)."""
+    refused: list[str] = field(default_factory=list)
+    """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
 
-    def argv(self, argv: Sequence[str]) -> list[str]:
-        """The isolation's argv for `argv` (before proc adds its namespace launcher)."""
-        spec = SandboxSpec(
+    def spec(self, argv: Sequence[str]) -> SandboxSpec:
+        """What `argv` may see and do."""
+        return SandboxSpec(
             argv=list(argv),
             cwd=self.cwd,
             env=dict(self.env),
@@ -39,7 +50,10 @@ class Launcher:
             network=self.network,
             limits=self.limits,
         )
-        return self.isolation.wrap(spec)
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        """The isolation's argv for `argv` (before proc adds its namespace launcher)."""
+        return self.isolation.wrap(self.spec(argv))
 
     def run(
         self,
@@ -52,9 +66,28 @@ class Launcher:
         capture: bool = False,
         cancel: threading.Event | None = None,
     ) -> proc.ProcResult:
-        """Run `argv` confined, in the workspace, to its end or the harness's."""
+        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
+        with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
+            done = self._run(box.argv, stdin=stdin, timeout_s=timeout_s, log=log, output_cap=output_cap,
+                             capture=capture, cancel=cancel)
+            hits = box.limits_hit(done.exit_code)
+        if self.outbox is not None:
+            self.refused.extend(collect(*self.outbox))
+        return dataclasses.replace(done, limits_hit=hits) if hits else done
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None,
+        timeout_s: float | None,
+        log: Path | None,
+        output_cap: int,
+        capture: bool,
+        cancel: threading.Event | None,
+    ) -> proc.ProcResult:
         return proc.run(
-            self.argv(argv),
+            argv,
             cwd=self.cwd,
             env=self.env,
             stdin=stdin,

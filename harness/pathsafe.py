@@ -177,3 +177,56 @@ def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
     """True when the workspace-relative path matches one of the globs (`**` spans folders)."""
     text = clean_relative(rel).as_posix()
     return any(_glob_regex(g).match(text) for g in globs)
+
+
+RESERVED = frozenset({"run.json", "grade.json", "job.json", "versions.json", "diff.patch", "agent.log", "setup.log",
+                      "gateway.jsonl", "steps", "retries", "snapshots", "workspace", "state", "home", "tmp", "skill",
+                      ".assay"})
+"""Run-directory names only the harness writes; an outbox entry of that name is refused."""
+
+
+def collect(outbox: Path, dest: Path, *, append: Iterable[str] = ("trace.jsonl",)) -> list[str]:
+    """Move what a sandboxed process wrote into its outbox over to `dest` (the run directory).
+
+    The sandbox sees the outbox at the run directory's path, so adapters and shims write
+    `usage.jsonl` & co. where their environment says, while the real run directory (records,
+    snapshots, job file) stays invisible. Moved: regular files, and folders that do not
+    exist in `dest` yet. Refused, and returned: symlinks, devices, reserved names
+    (`RESERVED`), anything that would land on an existing folder of `dest`. Files named in
+    `append` are appended to (the tracing shim writes across commands). Empty folders of
+    mount points that the sandbox created are dropped silently.
+    """
+    refused: list[str] = []
+    appended = frozenset(append)
+    for entry in sorted(os.listdir(outbox)):
+        src, target = outbox / entry, dest / entry
+        st = os.lstat(src)
+        if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
+            if any(not stat.S_ISDIR(sub.st_mode) for _, sub in walk(src)):  # written under a mount point's shadow
+                refused.append(entry + "/")
+            shutil.rmtree(src)
+            continue
+        if entry in RESERVED or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)) or target.is_symlink():
+            refused.append(entry)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(src)
+            else:
+                src.unlink()
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            target.mkdir()
+            for rel, sub in walk(src):
+                if stat.S_ISDIR(sub.st_mode):
+                    (target / rel).mkdir()
+                elif stat.S_ISREG(sub.st_mode):
+                    os.replace(src / rel, target / rel)
+                else:  # no symlink may enter the run directory: the harness writes there as root
+                    refused.append(f"{entry}/{rel.as_posix()}")
+            shutil.rmtree(src)
+        elif entry in appended and target.is_file():
+            with open(target, "ab") as fout:
+                fout.write(read_inside(outbox, entry))
+            src.unlink()
+        else:
+            os.replace(src, target)
+    return refused

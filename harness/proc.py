@@ -56,6 +56,8 @@ class ProcResult:
     """Captured output (only when capture=True; at most the cap)."""
     tree_kill: str
     """How the tree was ended: "pidns" (guaranteed) or "killpg" (not guaranteed)."""
+    limits_hit: tuple[str, ...] = ()
+    """Resource limits the command hit (memory, pids, file_size, cpu, workspace), set by the launcher."""
 
 
 @functools.cache

@@ -58,14 +58,26 @@ def _paths(job: Job, run_dir: Path, project: Path) -> TrialPaths:
     )
 
 
+OUTBOX = ".sandbox-out"
+"""The folder the sandbox sees at the run directory's path (see `harness.pathsafe.collect`)."""
+
+
 def _launcher(
     job: Job, paths: TrialPaths, env: dict[str, str], provided: provision.Provided, iso: Isolation
 ) -> Launcher:
     lim = job.limits
-    code_dirs = {Path(sys.prefix), Path(sys.base_prefix), agents.CODE_ROOT}
+    # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
+    code_dirs = {Path(sys.prefix), Path(sys.base_prefix), agents.CODE_ROOT / "adapters"}
+    outbox = paths.run_dir / OUTBOX
+    outbox.mkdir(exist_ok=True)
+    own = [paths.workspace, paths.home, paths.tmp, paths.state]
+    read_only = [p for p in (paths.shim_bin, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
     mounts = (
-        Mount(src=paths.run_dir, dest=paths.run_dir, writable=True),
-        Mount(src=paths.workspace, dest=paths.workspace, writable=True),
+        # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
+        # environment says, but never see job.json, snapshots or records, nor plant links there.
+        Mount(src=outbox, dest=paths.run_dir, writable=True),
+        *(Mount(src=d, dest=d, writable=True) for d in own),
+        *(Mount(src=d, dest=d, writable=False) for d in read_only),
         *provided.mounts,
         *(Mount(src=d, dest=d, writable=False) for d in sorted(code_dirs)),
     )
@@ -76,8 +88,13 @@ def _launcher(
         home=paths.home,
         mounts=mounts,
         network=job.cell.provisions.network,
-        limits=SandboxLimits(memory_mb=lim.memory_mb, pids=lim.pids, file_size_mb=lim.file_size_mb),
+        limits=SandboxLimits(
+            memory_mb=lim.memory_mb, pids=lim.pids, file_size_mb=lim.file_size_mb, workspace_mb=lim.workspace_mb
+        ),
         ro_binds=provided.ro_binds,
+        outbox=(outbox, paths.run_dir),
+        watch=(paths.workspace, paths.home, paths.tmp, paths.state),
+        label=job.id,
     )
 
 
@@ -147,6 +164,8 @@ class _Session:
             error = f"agent output passed the cap of {self.job.limits.output_bytes} bytes"
         elif done.exit_code == INFRA_EXIT:
             error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
+        elif done.limits_hit:  # like a timeout: stopped by the harness, so never graded as a pass
+            error = f"agent hit its {', '.join(done.limits_hit)} limit"
         metrics = capture.metrics(self.paths, duration_s=done.duration_s)
         step = StepRecord(
             name=name,
@@ -198,6 +217,13 @@ def _sum_metrics(steps: list[StepRecord]) -> RunnerMetrics:
     return RunnerMetrics(**total)
 
 
+def _extra(provided: provision.Provided | None, launcher: Launcher | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
+    if launcher is not None and launcher.refused:
+        extra["sandbox_refused"] = sorted(set(launcher.refused))
+    return extra
+
+
 def run_trial(
     job: Job, *, project: Path, run_dir: Path, cancel: threading.Event | None = None, concurrent: bool = False
 ) -> RunRecord:
@@ -222,6 +248,7 @@ def run_trial(
     canary_results: tuple[CanaryResult, ...] = ()
     provided: provision.Provided | None = None
     session: _Session | None = None
+    launcher: Launcher | None = None
     argv: list[str] = []
     try:
         paths = _paths(job, run_dir, project)
@@ -248,7 +275,7 @@ def run_trial(
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
             fields["limits_hit"] = tuple(
                 n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit
-            )
+            ) + done.limits_hit
             if step.error:
                 fields["error"] = step.error
                 break
@@ -285,7 +312,7 @@ def run_trial(
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if len(steps) > 1 else (),
-        extra={"shimmed": list(provided.shimmed)} if provided else {},
+        extra=_extra(provided, launcher),
         **fields,
     )
     write_record(run_dir / RUN_FILE, record)

@@ -38,6 +38,7 @@ class MatrixDoc(SpecModel):
     default: bool | None = Field(default=None, description="The matrix nox bench-<cell> sessions come from (exactly one).")
     agents: list[str] | None = Field(default=None, description="Agent ids.")
     factors: dict[str, list[str]] | None = Field(default=None, description="Factor -> levels to use (default: all levels).")
+    cells: list[str] | None = Field(default=None, description="Only these cells (names like bin/none/off), as seed 000's matrix.json lists them.")
     scenarios: Literal["all"] | list[str] | ScenarioFilter | None = Field(default=None, description="`all`, a list of ids, or a filter.")
     trials: int | None = Field(default=None, description="Trials per agent x cell x scenario.")
     exclude: list[dict[str, Any]] | None = Field(default=None, description="Partial combinations removed (GitHub Actions semantics).")

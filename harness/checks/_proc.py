@@ -1,21 +1,25 @@
-"""A minimal subprocess call for check commands: timeout, process-group kill, capped output.
+"""Check commands through the project's one process wrapper (`harness.proc`).
 
-This stands in until the project's one process wrapper (`harness.proc`) lands; the
-engine calls only `run_command`, so switching is a one-module change.
+`harness.proc.run` owns timeouts and the end of the whole process tree (a pid namespace
+where the machine allows it). It merges stderr into stdout; a check's result reader needs
+stdout alone (a tool's JSON report), so the command's stderr goes to a file of its own
+before the real command is exec'd.
 """
 
 from __future__ import annotations
 
-import contextlib
-import os
-import signal
-import subprocess
+import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
+from harness import proc
+
 OUTPUT_CAP = 4_000_000
 """Bytes of stdout (and of stderr) kept from one check command."""
+
+_SPLIT = 'exec 2>"$0"; exec "$@"'
+"""Runs "$@" with its stderr sent to the file named by $0."""
 
 
 class Completed(NamedTuple):
@@ -28,34 +32,21 @@ class Completed(NamedTuple):
 
 
 def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float) -> Completed:
-    """Run argv in its own process group; on timeout kill the whole group."""
-    proc = subprocess.Popen(
-        list(argv),
-        cwd=cwd,
-        env=dict(env),
-        stdin=subprocess.DEVNULL,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        start_new_session=True,
-    )
-    timed_out = False
-    try:
-        out, err = proc.communicate(timeout=timeout_s)
-    except subprocess.TimeoutExpired:
-        timed_out = True
-        _kill_group(proc.pid)
-        out, err = proc.communicate()
-    finally:
-        # Children that outlive their parent (a daemonised server) die with the group.
-        _kill_group(proc.pid)
+    """Run argv to its end or its timeout; the whole tree is gone afterwards."""
+    with tempfile.TemporaryDirectory(prefix="assay-check-") as tmp:
+        err_file = Path(tmp) / "stderr"
+        done = proc.run(
+            ["sh", "-c", _SPLIT, str(err_file), *argv],
+            cwd=cwd,
+            env=env,
+            timeout_s=timeout_s,
+            output_cap=OUTPUT_CAP,
+            capture=True,
+        )
+        err = err_file.read_bytes()[:OUTPUT_CAP] if err_file.exists() else b""
     return Completed(
-        exit_code=None if timed_out else proc.returncode,
-        stdout=out[:OUTPUT_CAP].decode("utf-8", "replace"),
-        stderr=err[:OUTPUT_CAP].decode("utf-8", "replace"),
-        timed_out=timed_out,
+        exit_code=done.exit_code,
+        stdout=done.output.decode("utf-8", "replace"),
+        stderr=err.decode("utf-8", "replace"),
+        timed_out=done.timed_out,
     )
-
-
-def _kill_group(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.killpg(pid, signal.SIGKILL)

@@ -16,15 +16,27 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     """Options common to run and matrix."""
     parser.add_argument("--runs", default=None, help="run tree root (default: <project>/runs)")
     parser.add_argument("--trials", type=int, default=None, help="keep trials 1..N only")
-    parser.add_argument("--parallel", "-j", type=int, default=None,
-                        help="trials at once (default 1); with --executor dask: per worker (default: its threads)")
+    parser.add_argument(
+        "--parallel",
+        "-j",
+        type=int,
+        default=None,
+        help="trials at once (default: the matrix's, else 1); with --executor dask: per worker (default: its threads)",
+    )
     parser.add_argument(
         "--executor", default="local", help="executor: local, dask, or pkg.mod:Class (default local)"
     )
-    parser.add_argument("--scheduler", default=None, help="--executor dask: scheduler address (tcp://host:8786)")
-    parser.add_argument("--scheduler-file", default=None, help="--executor dask: scheduler file of `dask scheduler`")
-    parser.add_argument("--resources", default=None,
-                        help="--executor dask: Dask resources every trial takes, e.g. 'GPU=1,mem=4e9'")
+    parser.add_argument(
+        "--scheduler", default=None, help="--executor dask: scheduler address (tcp://host:8786)"
+    )
+    parser.add_argument(
+        "--scheduler-file", default=None, help="--executor dask: scheduler file of `dask scheduler`"
+    )
+    parser.add_argument(
+        "--resources",
+        default=None,
+        help="--executor dask: Dask resources every trial takes, e.g. 'GPU=1,mem=4e9'",
+    )
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: the matrix's)")
     parser.add_argument("--force", action="store_true", help="rerun finished trials too")
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
@@ -33,7 +45,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
 
 
 def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
-    """Options of the chosen executor (only dask takes any); parallel 0 means the workers' threads."""
+    """Options of the chosen executor (only dask takes any)."""
     if args.executor != "dask":
         if args.scheduler or args.scheduler_file or args.resources:
             raise UsageError("--scheduler, --scheduler-file and --resources need --executor dask")
@@ -47,21 +59,24 @@ def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"scheduler": args.scheduler, "scheduler_file": args.scheduler_file, "resources": resources}
 
 
-def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int) -> int:
+def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int, parallel: int | None = None) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
-    runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
     options = _executor_options(args)
-    parallel = args.parallel if args.parallel is not None else (0 if args.executor == "dask" else 1)
+    if args.executor == "dask":
+        args.parallel = args.parallel or 0  # per worker; 0: as many as each worker has threads
+    else:
+        args.parallel = args.parallel or parallel or 1
+    runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
     plan = batch.plan(
-        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=parallel != 1
+        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel != 1
     )
     if plan.skipped:
         print(f"assay: {len(plan.skipped)} finished trial(s) skipped", file=sys.stderr)
     if not plan.tasks:
         print("assay: nothing to run", file=sys.stderr)
         return 0
-    outcomes = batch.execute(plan.tasks, parallel=parallel, executor=args.executor, options=options)
+    outcomes = batch.execute(plan.tasks, parallel=args.parallel, executor=args.executor, options=options)
     counts = batch.summary(outcomes)
     print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
     return 1 if counts.get("error") else 0

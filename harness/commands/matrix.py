@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
+from compiler.contract import Job
 from harness import jobs
 from harness.commands._batch import add_options, run_jobs
 
@@ -34,5 +35,10 @@ def execute(args: argparse.Namespace) -> int:
             scenarios=args.scenario,
             trials=args.trials,
         )
-    seed = args.seed if args.seed is not None else jobs.matrix_seed(project, args.matrix)
-    return run_jobs(selected, args, seed=seed)
+    seed, parallel = jobs.matrix_settings(project, args.matrix or _only_matrix(selected))
+    return run_jobs(selected, args, seed=args.seed if args.seed is not None else seed, parallel=parallel)
+
+
+def _only_matrix(selected: list[Job]) -> str | None:
+    names = {j.matrix for j in selected}
+    return names.pop() if len(names) == 1 else None

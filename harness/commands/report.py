@@ -31,6 +31,12 @@ def configure(parser: argparse.ArgumentParser) -> None:
         help=f"comma-separated subset of {','.join(FORMATS)} (default: all)",
     )
     parser.add_argument("--out", type=Path, default=None, help="output folder (default: the run tree)")
+    parser.add_argument(
+        "--jobs",
+        type=int,
+        default=None,
+        help="worker processes for reading the tree (default: 2 for large trees)",
+    )
 
 
 def parse_formats(value: str) -> tuple[str, ...]:
@@ -82,7 +88,7 @@ def execute(args: argparse.Namespace) -> int:
             summary = read_summary(tree)
             root = Path(summary.header.root)
         elif tree.is_dir():
-            summary = build_summary(tree, regrade=args.regrade, project=Path(args.project))
+            summary = build_summary(tree, regrade=args.regrade, project=Path(args.project), jobs=args.jobs)
             root = tree
         else:
             raise UsageError(f"{tree}: no such run tree")

@@ -168,16 +168,33 @@ class _Run:
         blobs = {t.digest: self.tree_futures[t.digest] for t in bundle.trees}
         self.stats.submitted[job.id] = time.monotonic()
         return self.client.submit(
-            run_remote, task.job_json, task.concurrent, bundle, blobs, self.cancel_name, hard_deadline(job),
-            key=f"assay-trial-{uuid.uuid4().hex}", pure=False, resources=self._resources(job),
+            run_remote,
+            task.job_json,
+            task.concurrent,
+            bundle,
+            blobs,
+            self.cancel_name,
+            hard_deadline(job),
+            key=f"assay-trial-{uuid.uuid4().hex}",
+            pure=False,
+            resources=self._resources(job),
         )
 
     def _finish(self, task: TrialTask, future: Any) -> TrialOutcome:
         job_id = task.job.id
         if future.status != "finished":
-            detail = f"{type(future.exception()).__name__}: {future.exception()}" if future.status == "error" else future.status
-            return TrialOutcome(job_id=job_id, run_dir=task.run_dir, status="error", seconds=0.0,
-                                detail=f"no run came back from the cluster ({detail}); rerun on resume")
+            detail = (
+                f"{type(future.exception()).__name__}: {future.exception()}"
+                if future.status == "error"
+                else future.status
+            )
+            return TrialOutcome(
+                job_id=job_id,
+                run_dir=task.run_dir,
+                status="error",
+                seconds=0.0,
+                detail=f"no run came back from the cluster ({detail}); rerun on resume",
+            )
         result: RemoteResult = future.result()
         self.stats.results[job_id] = result
         self.stats.received[job_id] = time.monotonic()
@@ -185,8 +202,9 @@ class _Run:
             install_run(result.archive, Path(task.run_dir))
         return replace(result.outcome, run_dir=task.run_dir)
 
-    def run(self, tasks: Sequence[TrialTask], on_outcome: Callable[[TrialOutcome], None],
-            cancel: threading.Event) -> list[TrialOutcome]:
+    def run(
+        self, tasks: Sequence[TrialTask], on_outcome: Callable[[TrialOutcome], None], cancel: threading.Event
+    ) -> list[TrialOutcome]:
         from distributed import Event, as_completed, wait
 
         if self.parallel > 0:

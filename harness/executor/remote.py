@@ -198,8 +198,12 @@ def run_remote(
     scratch = base / "runs" / uuid.uuid4().hex
     try:
         if watch.fired.is_set():
-            outcome = TrialOutcome(job_id=job.id, run_dir="", status="interrupted", seconds=0.0, detail=NOT_STARTED)
-            return RemoteResult(outcome=outcome, archive=None, worker=worker, started=started, ended=time.time(), trial_s=0.0)
+            outcome = TrialOutcome(
+                job_id=job.id, run_dir="", status="interrupted", seconds=0.0, detail=NOT_STARTED
+            )
+            return RemoteResult(
+                outcome=outcome, archive=None, worker=worker, started=started, ended=time.time(), trial_s=0.0
+            )
         project = materialise(base / "cache", bundle, blobs)
         scratch.mkdir(parents=True)
         run_dir = scratch / "run"
@@ -211,20 +215,36 @@ def run_remote(
         trial_s = time.monotonic() - trial_started
         if why == "deadline":
             outcome = write_failed_run(
-                job, run_dir, f"trial passed the executor's hard deadline of {deadline_s:g} s on worker {worker}",
-                project=project, concurrent=concurrent,
+                job,
+                run_dir,
+                f"trial passed the executor's hard deadline of {deadline_s:g} s on worker {worker}",
+                project=project,
+                concurrent=concurrent,
             )
         elif (scratch / "outcome.json").is_file():
             outcome = TrialOutcome(**json.loads((scratch / "outcome.json").read_text(encoding="utf-8")))
         else:
-            detail = f"trial process ended with status {proc.returncode} on worker {worker} without an outcome"
+            detail = (
+                f"trial process ended with status {proc.returncode} on worker {worker} without an outcome"
+            )
             if why != "cancelled":
                 detail += ":\n" + _tail(scratch / "trial.log")
-            outcome = TrialOutcome(job_id=job.id, run_dir="", status="interrupted" if why else "error",
-                                   seconds=trial_s, detail=detail)
+            outcome = TrialOutcome(
+                job_id=job.id,
+                run_dir="",
+                status="interrupted" if why else "error",
+                seconds=trial_s,
+                detail=detail,
+            )
         archive = pack_run(run_dir) if (run_dir / "run.json").is_file() else None
-        return RemoteResult(outcome=outcome, archive=archive, worker=worker, started=started,
-                            ended=time.time(), trial_s=trial_s)
+        return RemoteResult(
+            outcome=outcome,
+            archive=archive,
+            worker=worker,
+            started=started,
+            ended=time.time(),
+            trial_s=trial_s,
+        )
     finally:
         _release(watch)
         remove_tree(scratch)

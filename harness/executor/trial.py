@@ -52,9 +52,9 @@ def grader_available() -> bool:
 
 def grade(run_dir: Path, project: Path) -> tuple[str, str]:
     """Grade a run with harness.grade.grade_run; (status, detail)."""
-    from harness import grade as grading  # type: ignore[attr-defined, unused-ignore]
+    from harness.grade import grade_run
 
-    result = grading.grade_run(run_dir, project=project)
+    result = grade_run(run_dir, project=project)
     status = getattr(result, "status", None)
     status_value = getattr(status, "value", status)
     if status_value and status_value != "graded":

@@ -36,7 +36,9 @@ from harness.records import RUN_FILE, RunRecord, write_atomic, write_record
 from harness.rundirs import JOB_FILE, clear
 
 
-def write_failed_run(job: Job, run_dir: Path, error: str, *, project: Path, concurrent: bool = False) -> TrialOutcome:
+def write_failed_run(
+    job: Job, run_dir: Path, error: str, *, project: Path, concurrent: bool = False
+) -> TrialOutcome:
     """Record a trial that could not run here (run.json with `error`, then its grade)."""
     started = time.time()
     clear(run_dir)
@@ -87,7 +89,9 @@ def run(task: TrialTask, cancel: threading.Event) -> TrialOutcome:
     job = task.job
     reason = unmet(job)
     if reason is not None:
-        return write_failed_run(job, Path(task.run_dir), reason, project=Path(task.project), concurrent=task.concurrent)
+        return write_failed_run(
+            job, Path(task.run_dir), reason, project=Path(task.project), concurrent=task.concurrent
+        )
     return execute(task, cancel)
 
 

@@ -195,6 +195,7 @@ def _judge(
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
     raw = [derive.scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
+    view.cache[snapvalid.FINAL_OUTCOMES] = {o.id: o for o in raw}
     outcomes = derive.authority_outcomes(raw)
     counted = [o for o in outcomes if not (o.kind in EXCUSED_UNAVAILABLE and o.outcome == "unavailable")]
     passed = all(o.outcome == "pass" for o in counted)

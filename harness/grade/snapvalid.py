@@ -20,7 +20,10 @@ from harness.checks.base import CheckContext, CheckError
 from harness.grade.derive import scrub_outcome
 from harness.grade.view import RunView
 from harness.gradeschema import SnapshotVerdict
+from harness.records import CheckOutcome
 
+FINAL_OUTCOMES = "final-outcomes"
+"""view.cache key: the main pass's outcomes by check id (the final workspace's verdicts)."""
 RUN_KINDS = frozenset({"trace", "events", "transcript", "snapshot", "judge"})
 
 
@@ -73,27 +76,18 @@ def validity(
             source = seeded if seeded is not None and seeded.is_file() else final
             state[rel] = source.read_bytes() if source.is_file() else None
         memo: dict[str, tuple[bool | None, str]] = {}
+        # The state equal to the final workspace was judged by the main pass already.
+        known: dict[str, CheckOutcome] = view.cache.get(FINAL_OUTCOMES, {})
+        if all(j.id in known for j in judges):
+            memo[_digest(_final_state(paths, workspace))] = _verdict([known[j.id] for j in judges])
         verdicts: list[SnapshotVerdict] = []
         for snap in view.snapshots:
-            state[snap.path] = (
-                snap.file.read_bytes() if snap.file is not None and snap.file.is_file() else None
-            )
-            digest = hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()
+            stored = snap.file
+            state[snap.path] = stored.read_bytes() if stored is not None and stored.is_file() else None
+            digest = _digest(state)
             if digest not in memo:
                 _materialise(tree, state)
-                outcomes = [scrub_outcome(run_check(j, tree, ctx), tree) for j in judges]
-                if all(o.outcome == "pass" for o in outcomes):
-                    memo[digest] = (True, "")
-                elif any(o.outcome in ("error", "unavailable") for o in outcomes):
-                    memo[digest] = (
-                        None,
-                        "; ".join(f"{o.id}: {o.message}" for o in outcomes if o.outcome != "pass"),
-                    )
-                else:
-                    memo[digest] = (
-                        False,
-                        "; ".join(f"{o.id}: {o.message}" for o in outcomes if o.outcome != "pass"),
-                    )
+                memo[digest] = _verdict([scrub_outcome(run_check(j, tree, ctx), tree) for j in judges])
             valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
@@ -103,6 +97,23 @@ def validity(
     result = tuple(verdicts)
     view.cache[key] = result
     return result
+
+
+def _digest(state: Mapping[str, bytes | None]) -> str:
+    return hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()
+
+
+def _final_state(paths: Sequence[str], workspace: Path) -> dict[str, bytes | None]:
+    return {rel: (workspace / rel).read_bytes() if (workspace / rel).is_file() else None for rel in paths}
+
+
+def _verdict(outcomes: Sequence[CheckOutcome]) -> tuple[bool | None, str]:
+    message = "; ".join(f"{o.id}: {o.message}" for o in outcomes if o.outcome != "pass")
+    if all(o.outcome == "pass" for o in outcomes):
+        return True, ""
+    if any(o.outcome in ("error", "unavailable") for o in outcomes):
+        return None, message
+    return False, message
 
 
 def _materialise(tree: Path, state: Mapping[str, bytes | None]) -> None:

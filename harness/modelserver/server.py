@@ -13,11 +13,11 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict
 
-from harness.modelserver import anthropic, openai_chat, openai_responses
+from harness.modelserver import anthropic, gemini, openai_chat, openai_responses
 from harness.modelserver.script import Script, echo_index, substitute
 from harness.modelserver.wire import OutCall, Rendered, Reply, RequestView, find_cwd, json_body, output_chars
 
-Protocol = Literal["anthropic", "chat", "responses", "other"]
+Protocol = Literal["anthropic", "chat", "responses", "gemini", "other"]
 _ROUTES: dict[str, tuple[Protocol, ModuleType]] = {
     "/v1/messages": ("anthropic", anthropic),
     "/v1/chat/completions": ("chat", openai_chat),
@@ -157,7 +157,12 @@ class _Handler(BaseHTTPRequestHandler):
         if path.endswith("/count_tokens"):
             self._other(200, {"input_tokens": len(raw) // 4})
             return
+        if path.endswith(":countTokens"):
+            self._other(200, {"totalTokens": len(raw) // 4})
+            return
         route = _ROUTES.get(path)
+        if path.endswith((":generateContent", ":streamGenerateContent")):
+            route = ("gemini", gemini)
         if route is None:
             self._other(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
             return
@@ -170,7 +175,11 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _answer(self, protocol: Protocol, wire: ModuleType, body: dict[str, Any], raw: bytes) -> None:
         state, script = self.server.state, self.server.state.script
-        view: RequestView = wire.parse(body)
+        view: RequestView
+        if wire is gemini:
+            view = gemini.parse(body, stream=self.path.split("?")[0].endswith(":streamGenerateContent"))
+        else:
+            view = wire.parse(body)
         seq = state.next_seq()
         common = {"seq": seq, "method": "POST", "path": self.path, "protocol": protocol,
                   "stream": view.stream, "model": view.model,

@@ -81,6 +81,7 @@ class GroupAcc:
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.tokens.merge(other.tokens)
+        self.pass_moments.merge(other.pass_moments)
         self.cost.merge(other.cost)
         for name, m in other.metrics.items():
             mine = self.metrics.get(name)

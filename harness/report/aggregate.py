@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import json
+import multiprocessing
 from collections import defaultdict
 from collections.abc import Iterable
+from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
+from typing import Any
 
 from harness.records import VERSIONS_FILE
 from harness.report.accumulate import GroupAcc, GroupBy
-from harness.report.collect import RunFacts, collect
+from harness.report.collect import RunFacts, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 
 GroupKey = tuple[GroupBy, str, str | None, str, str]
+RunRow = tuple[Any, ...]
+"""A run as RunEntry's fields in order: tuples pickle and sort far faster than models."""
 """(by, key, version, agent, condition)."""
 
 
@@ -38,7 +43,7 @@ class Aggregator:
         self.diag = DiagAcc()
         self.levels: dict[str, tuple[tuple[str, str], ...]] = {}
         self.control_cells: set[str] = set()
-        self.runs: list[RunEntry] = []
+        self.runs: list[RunRow] = []
         self.agents: set[str] = set()
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
@@ -61,23 +66,50 @@ class Aggregator:
             )
         self.diag.add(run)
         self.runs.append(
-            RunEntry.model_construct(
-                dir=run.dir,
-                version=v,
-                scenario=run.scenario,
-                agent=a,
-                condition=c,
-                trial=run.trial,
-                status=run.status,
-                passed=run.passed,
-                usable=run.usable,
-                reason=run.reason,
-                tokens=run.metrics.get("tokens"),
-                cost=run.metrics.get("cost_usd"),
-                duration_s=run.metrics.get("duration_s"),
-                artifacts=list(run.artifacts),
+            (
+                run.dir,
+                v,
+                run.scenario,
+                a,
+                c,
+                run.trial,
+                run.status,
+                run.passed,
+                run.usable,
+                run.reason,
+                run.metrics.get("tokens"),
+                run.metrics.get("cost_usd"),
+                run.metrics.get("duration_s"),
+                run.artifacts,
             )
         )
+
+    def merge(self, other: Aggregator) -> None:
+        """Fold in the aggregate of another part of the tree (parallel collection)."""
+        for key, acc in other.cells.items():
+            self.cells[key].merge(acc)
+        for scenario, tags in other.scenario_tags.items():
+            if scenario not in self.scenario_tags or tags != ("(none)", "(none)"):
+                self.scenario_tags[scenario] = tags
+        self.pairs.merge(other.pairs)
+        self.diag.merge(other.diag)
+        for cond, levels in other.levels.items():
+            self.levels.setdefault(cond, levels)
+        self.control_cells |= other.control_cells
+        self.runs.extend(other.runs)
+        self.agents |= other.agents
+        self.scenarios |= other.scenarios
+        self.versions |= other.versions
+
+    def run_entries(self) -> list[RunEntry]:
+        """The runs in path order, as summary models."""
+        names = tuple(RunEntry.model_fields)
+        entries = []
+        for row in sorted(self.runs, key=lambda r: r[0]):
+            values = dict(zip(names, row, strict=True))
+            values["artifacts"] = list(row[-1])
+            entries.append(RunEntry.model_construct(**values))
+        return entries
 
     def _control(self) -> tuple[str | None, str]:
         if not self.control_cells:
@@ -186,7 +218,7 @@ class Aggregator:
                 condition_rows=condition_rows,
             ),
             findings=self.diag.finding_rows(),
-            runs=self.runs,
+            runs=self.run_entries(),
         )
 
 
@@ -198,6 +230,30 @@ def summarize(runs: Iterable[RunFacts], root: Path, *, regraded: bool = False) -
     return agg.summary(root, regraded=regraded)
 
 
-def build_summary(root: Path, *, regrade: bool = False, project: Path | None = None) -> Summary:
-    """Walk a run tree (grading what needs it, or everything with regrade) into a Summary."""
-    return summarize(collect(root, regrade=regrade, project=project), root, regraded=regrade)
+def _aggregate_part(root: Path, starts: list[str], regrade: bool, project: Path | None) -> Aggregator:
+    agg = Aggregator()
+    for run in collect(root, regrade=regrade, project=project, starts=starts):
+        agg.add(run)
+    return agg
+
+
+def build_summary(
+    root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
+) -> Summary:
+    """Walk a run tree (grading what needs it, or everything with regrade) into a Summary.
+
+    jobs: worker processes; None picks 1 for small trees and up to the CPU count for large ones.
+    Each worker streams its share of the top-level subtrees and returns its counters, which merge
+    exactly (pooled moments, capped sorted evidence), so the summary does not depend on jobs.
+    """
+    parts = partition(root, jobs)
+    if len(parts) <= 1:
+        return summarize(collect(root, regrade=regrade, project=project), root, regraded=regrade)
+    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
+    with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
+        futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
+        results = [f.result() for f in futures]
+    total = results[0]
+    for other in results[1:]:
+        total.merge(other)
+    return total.summary(root, regraded=regrade)

@@ -100,9 +100,51 @@ class RunFacts:
         return self.metrics.get("cost_usd")
 
 
-def walk_runs(root: Path) -> Iterator[tuple[str, frozenset[str]]]:
+PARALLEL_MIN_RUNS = 5000
+"""Below this many runs (estimated), one process is faster than starting workers."""
+
+
+def _subdirs(path: str) -> list[str]:
+    with os.scandir(path) as entries:
+        return sorted(
+            e.path
+            for e in entries
+            if e.is_dir(follow_symlinks=False) and e.name not in _NOT_RUNS and not e.name.startswith(".")
+        )
+
+
+def partition(root: Path, jobs: int | None) -> list[list[str]]:
+    """Split the tree into up to `jobs` groups of subtrees (round-robin) for parallel collection.
+
+    Descends through single-child folders; a tree whose top holds a run.json, or one estimated
+    under PARALLEL_MIN_RUNS runs when jobs is None, stays one part.
+    """
+    workers = jobs if jobs is not None else min(2, os.cpu_count() or 1)
+    top = str(root)
+    while True:
+        if os.path.exists(os.path.join(top, RUN_FILE)):
+            return [[top]]
+        subs = _subdirs(top)
+        if len(subs) != 1:
+            break
+        top = subs[0]
+    if workers <= 1 or len(subs) < 2:
+        return [[top]]
+    if jobs is None:
+        sample = sum(1 for _ in zip(walk_runs(Path(subs[0])), range(PARALLEL_MIN_RUNS), strict=False))
+        if sample * len(subs) < PARALLEL_MIN_RUNS:
+            return [[top]]
+    return [part for part in (subs[i::workers] for i in range(workers)) if part]
+
+
+def walk_runs(root: Path, starts: list[str] | None = None) -> Iterator[tuple[str, frozenset[str]]]:
     """Yield (run dir, its file names) in sorted order, not descending into run artifacts."""
-    for dirpath, dirnames, filenames in os.walk(root):
+    for start in starts or [str(root)]:
+        yield from _walk(start)
+
+
+def _walk(start: str) -> Iterator[tuple[str, frozenset[str]]]:
+    for dirpath, dirnames, filenames in os.walk(start):
         if RUN_FILE in filenames:
             dirnames[:] = []
             yield dirpath, frozenset(filenames)
@@ -231,14 +273,16 @@ def _flips(before: Grade, after: Grade) -> tuple[str, ...]:
     return tuple(sorted(c.id for c in after.checks if c.id in old and old[c.id] != c.outcome))
 
 
-def collect(root: Path, *, regrade: bool = False, project: Path | None = None) -> Iterator[RunFacts]:
+def collect(
+    root: Path, *, regrade: bool = False, project: Path | None = None, starts: list[str] | None = None
+) -> Iterator[RunFacts]:
     """Yield one RunFacts per run under root; with regrade, grade every run again first."""
     grader = load_grader()
     if regrade and grader is None:
         raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
     info = ScenarioInfo()
     prefix = len(str(root).rstrip(os.sep)) + 1
-    for run_dir, files in walk_runs(root):
+    for run_dir, files in walk_runs(root, starts):
         run = _read(os.path.join(run_dir, RUN_FILE), RunRecord, RUN_SCHEMA)
         grade = _read(os.path.join(run_dir, GRADE_FILE), Grade, GRADE_SCHEMA) if GRADE_FILE in files else None
         change: RegradeChange | None = None

@@ -34,6 +34,11 @@ class Evidence:
         if len(self.runs) < EVIDENCE_CAP:
             self.runs.append(run_dir)
 
+    def merge(self, other: Evidence) -> None:
+        """Fold in another part's evidence; the kept runs stay the first ones in sorted order."""
+        self.count += other.count
+        self.runs = sorted(self.runs + other.runs)[:EVIDENCE_CAP]
+
     def listing(self) -> list[str]:
         more = self.count - len(self.runs)
         return self.runs + ([f"... and {more} more"] if more > 0 else [])
@@ -110,7 +115,7 @@ class DiagAcc:
     """Counters behind the diagnostics, findings and section tables."""
 
     def __init__(self) -> None:
-        self.by_status: dict[str, dict[str, Evidence]] = defaultdict(lambda: defaultdict(Evidence))
+        self.by_status: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.infra = Evidence()
         self.exits: dict[int, Evidence] = defaultdict(Evidence)
         self.regrade = Evidence()
@@ -122,9 +127,30 @@ class DiagAcc:
         self.section_runs: Counter[tuple[str | None, str, str, str]] = Counter()
         self.expectations: dict[tuple[str | None, str, str, str], list[int]] = {}
 
+    def merge(self, other: DiagAcc) -> None:
+        """Fold in the counters of another part of the tree."""
+        for status_key, ev in other.by_status.items():
+            self.by_status[status_key].merge(ev)
+        for code, ev in other.exits.items():
+            self.exits[code].merge(ev)
+        for check_key, ev in other.flaky.items():
+            self.flaky[check_key].merge(ev)
+        for finding_key, ev in other.findings.items():
+            self.findings[finding_key].merge(ev)
+        self.infra.merge(other.infra)
+        self.regrade.merge(other.regrade)
+        self.regrade_changed_grader.merge(other.regrade_changed_grader)
+        for table in ("checks", "expectations", "sections"):
+            mine_t, theirs_t = getattr(self, table), getattr(other, table)
+            for key, values in theirs_t.items():
+                acc = mine_t.setdefault(key, [0] * len(values))
+                for i, v in enumerate(values):
+                    acc[i] += v
+        self.section_runs.update(other.section_runs)
+
     def add(self, run: RunFacts) -> None:
         if run.status != "graded":
-            self.by_status[run.status][run.reason or "(no reason recorded)"].add(run.dir)
+            self.by_status[(run.status, run.reason or "(no reason recorded)")].add(run.dir)
         if run.infra_retries or run.exit_code == 75:
             self.infra.add(run.dir)
         if run.exit_code not in (None, 0, 75):
@@ -261,7 +287,7 @@ class DiagAcc:
             "ungraded": "not graded yet (run `assay grade` or `assay report --regrade`)",
         }
         for status in ("invalid", "failed_to_run", "ungradeable", "ungraded"):
-            for reason, ev in sorted(self.by_status.get(status, {}).items()):
+            for (_, reason), ev in sorted(kv for kv in self.by_status.items() if kv[0][0] == status):
                 out.append(
                     Diagnostic(
                         kind=status,

@@ -12,7 +12,7 @@ import json
 from pathlib import Path
 from typing import Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.records import FutureSchemaError, write_atomic
 
@@ -262,11 +262,20 @@ def write_summary(path: Path, summary: Summary) -> None:
 
 def read_summary(path: Path) -> Summary:
     """Read summary.json, refusing a newer schema with a clear message."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    text = path.read_bytes()
+    try:
+        summary = Summary.model_validate_json(text)
+    except ValidationError:
+        _refuse_future(path, json.loads(text))
+        raise
+    _refuse_future(path, {"schema_version": summary.schema_version})
+    return summary
+
+
+def _refuse_future(path: Path, data: object) -> None:
     version = data.get("schema_version", 0) if isinstance(data, dict) else 0
     if isinstance(version, int) and version > SUMMARY_SCHEMA:
         raise FutureSchemaError(
             f"{path}: summary schema_version {version} is newer than this assay understands "
             f"({SUMMARY_SCHEMA}); upgrade assay"
         )
-    return Summary.model_validate(data)

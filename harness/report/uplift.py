@@ -97,6 +97,11 @@ class Pairs:
     def add(self, key: PairKey, condition: str, outcome: Outcome) -> None:
         self.outcomes[key][condition] = outcome
 
+    def merge(self, other: Pairs) -> None:
+        """Fold in the outcomes of another part of the tree."""
+        for key, by_cond in other.outcomes.items():
+            self.outcomes[key].update(by_cond)
+
     def uplifts(self, control: str, conditions: list[str]) -> list[Uplift]:
         """Aggregate rows (scenario None) then per-scenario rows, in condition order."""
         tallies: dict[tuple[str | None, str, str, str | None], _Tally] = defaultdict(_Tally)

@@ -16,6 +16,7 @@ from tests.adapters import (
     test_adapter_aider,
     test_adapter_claude_code,
     test_adapter_codex,
+    test_adapter_gemini_cli,
     test_adapter_mini_swe_agent,
 )
 from tests.adapters.helpers import require_cli
@@ -28,6 +29,7 @@ CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
     "codex": ("@openai/codex", "codex", test_adapter_codex.SCRIPT, {}),
     "mini_swe_agent": ("mini-swe-agent", "mini", test_adapter_mini_swe_agent.SCRIPT, {}),
     "aider": ("aider-chat", "aider", test_adapter_aider.SCRIPT, {"files": ["app.py"]}),
+    "gemini_cli": ("@google/gemini-cli", "gemini", test_adapter_gemini_cli.SCRIPT, {}),
 }
 
 

@@ -16,14 +16,17 @@ def _tree(root: Path) -> dict[str, bytes]:
 def test_compile_emits_manifest_and_jobs(valid_project: Path, tmp_path: Path) -> None:
     result = compile_project(valid_project, generated=tmp_path / "gen")
     assert not result.up_to_date
-    assert result.jobs == 16
+    assert result.jobs == 18
     manifest = load_manifest(tmp_path / "gen")
     assert manifest.default_matrix == "default"
     assert manifest.factor_order == ("tool", "knowledge", "network")
     assert [s.name for s in manifest.sessions] == ["bench-none-none-off", "bench-bin-none-off", "bench-bin-skill-none-off"]
     jobs = list(iter_jobs(tmp_path / "gen"))
-    assert len(jobs) == 16
-    assert len({j.id for j in jobs}) == 16
+    assert len(jobs) == 18 == len({j.id for j in jobs})
+    assert len(list(iter_jobs(tmp_path / "gen", matrix="default"))) == 16
+    smoke = [j.id for j in iter_jobs(tmp_path / "gen", matrix="smoke")]
+    assert smoke == ["smoke/none/none/off/scripted-good/sum-answer/t01", "smoke/bin/none/off/scripted-good/sum-answer/t01"]
+    assert manifest.matrices["smoke"].seed == 7 and not manifest.matrices["smoke"].default
     for job in jobs:
         assert load_job(tmp_path / "gen", job.id) == job
         assert parse_job_id(job.id).scenario == job.scenario.id

@@ -18,7 +18,7 @@ def _project(valid_project: Path, tmp_path: Path) -> Path:
     proj = tmp_path / "p"
     shutil.copytree(valid_project, proj)
     shutil.copy(ROOT / "noxfile.py", proj / "noxfile.py")
-    for pkg in ("compiler", "harness"):
+    for pkg in ("compiler", "harness", "adapters"):
         (proj / pkg).symlink_to(ROOT / pkg)
     return proj
 

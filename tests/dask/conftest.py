@@ -66,8 +66,15 @@ def command_agent(command: str, *, requires: tuple[str, ...] = (), id: str = "cm
     return AgentSpec(id=id, adapter="command", command=command, requires=requires)
 
 
-def make_job(agent: AgentSpec, cell: Cell, trial: int, *, matrix: str = "dasktest", timeout_s: float = 60,
-             env_pass: tuple[str, ...] = ()) -> Job:
+def make_job(
+    agent: AgentSpec,
+    cell: Cell,
+    trial: int,
+    *,
+    matrix: str = "dasktest",
+    timeout_s: float = 60,
+    env_pass: tuple[str, ...] = (),
+) -> Job:
     """A job of the fixture's `fix` scenario."""
     scenario = ScenarioJob(
         id="fix",
@@ -117,11 +124,19 @@ def child_env(**extra: str) -> dict[str, str]:
     return env
 
 
-def spawn(argv: list[str], *, log: Path, env: dict[str, str], new_session: bool = True) -> subprocess.Popen[bytes]:
+def spawn(
+    argv: list[str], *, log: Path, env: dict[str, str], new_session: bool = True
+) -> subprocess.Popen[bytes]:
     """A background process writing stdout and stderr to log."""
     with log.open("wb") as sink:
-        return subprocess.Popen(argv, env=env, stdout=sink, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                                start_new_session=new_session)
+        return subprocess.Popen(
+            argv,
+            env=env,
+            stdout=sink,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            start_new_session=new_session,
+        )
 
 
 class Cluster:
@@ -133,9 +148,21 @@ class Cluster:
         self.scheduler_file = base / "scheduler.json"
         self.workers: dict[str, subprocess.Popen[bytes]] = {}
         self.scheduler = spawn(
-            [sys.executable, "-m", "dask", "scheduler", "--host", "127.0.0.1", "--port", "0",
-             "--no-dashboard", "--scheduler-file", str(self.scheduler_file)],
-            log=base / "scheduler.log", env=child_env(),
+            [
+                sys.executable,
+                "-m",
+                "dask",
+                "scheduler",
+                "--host",
+                "127.0.0.1",
+                "--port",
+                "0",
+                "--no-dashboard",
+                "--scheduler-file",
+                str(self.scheduler_file),
+            ],
+            log=base / "scheduler.log",
+            env=child_env(),
         )
         self._wait(lambda: self.scheduler_file.is_file(), "scheduler file")
 
@@ -152,9 +179,22 @@ class Cluster:
 
     def add_worker(self, name: str, *, nthreads: int = 2, resources: str | None = None, **env: str) -> None:
         """Start a worker and wait until the scheduler knows it."""
-        argv = [sys.executable, "-m", "dask", "worker", "--scheduler-file", str(self.scheduler_file),
-                "--name", name, "--nthreads", str(nthreads), "--no-nanny", "--no-dashboard",
-                "--local-directory", str(self.base / name)]
+        argv = [
+            sys.executable,
+            "-m",
+            "dask",
+            "worker",
+            "--scheduler-file",
+            str(self.scheduler_file),
+            "--name",
+            name,
+            "--nthreads",
+            str(nthreads),
+            "--no-nanny",
+            "--no-dashboard",
+            "--local-directory",
+            str(self.base / name),
+        ]
         if resources:
             argv += ["--resources", resources]
         log = self.base / f"{name}.log"
@@ -210,5 +250,16 @@ def alive(marker: str, *, argv0: str | None = None) -> list[int]:
 
 def assay(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
     """argv of the assay CLI running job files of `project` into `runs`."""
-    return [sys.executable, "-m", "harness", "--project", str(project), "matrix", "--job-file", str(jobs),
-            "--runs", str(runs), *args]
+    return [
+        sys.executable,
+        "-m",
+        "harness",
+        "--project",
+        str(project),
+        "matrix",
+        "--job-file",
+        str(jobs),
+        "--runs",
+        str(runs),
+        *args,
+    ]

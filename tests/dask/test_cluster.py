@@ -56,30 +56,49 @@ def _verdicts(runs: Path) -> dict[str, tuple[object, ...]]:
         if grade is not None:
             graded = (grade.status.value, grade.passed, tuple((c.id, c.outcome) for c in grade.checks))
         diff = (run_dir / "diff.patch").read_bytes() if (run_dir / "diff.patch").exists() else b""
-        found[record.job_id] = (record.exit_code, record.error, record.invalid, record.unsafe_edits, diff, graded)
+        found[record.job_id] = (
+            record.exit_code,
+            record.error,
+            record.invalid,
+            record.unsafe_edits,
+            diff,
+            graded,
+        )
     return found
 
 
-def test_worker_killed_halfway_then_resume_runs_every_trial_once(cluster: Cluster, project: Path,
-                                                                 tmp_path: Path) -> None:
+def test_worker_killed_halfway_then_resume_runs_every_trial_once(
+    cluster: Cluster, project: Path, tmp_path: Path
+) -> None:
     control, binary = cells()
     jobs = [make_job(scripted(), cell, trial) for cell in (control, binary) for trial in range(1, 9)]
     job_files = write_jobs(tmp_path / "jobs", jobs)
 
     local_runs = tmp_path / "runs-local"
-    done = subprocess.run(assay(project, "--parallel", "4", runs=local_runs, jobs=job_files),
-                          env=child_env(), capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        assay(project, "--parallel", "4", runs=local_runs, jobs=job_files),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     local = _verdicts(local_runs)
     assert len(local) == len(jobs)
-    assert {v[-1][1] for v in local.values() if v[-1] is not None} in ({True, False}, set()), "skill 0.5 mixes verdicts"
+    assert {v[-1][1] for v in local.values() if v[-1] is not None} in ({True, False}, set()), (
+        "skill 0.5 mixes verdicts"
+    )
 
     cluster.add_worker("a")
     cluster.add_worker("b")
     runs = tmp_path / "runs-dask"
     dask_args = ("--executor", "dask", "--scheduler-file", str(cluster.scheduler_file))
-    client = spawn(assay(project, *dask_args, runs=runs, jobs=job_files), log=tmp_path / "client.log",
-                   env=child_env(), new_session=False)
+    client = spawn(
+        assay(project, *dask_args, runs=runs, jobs=job_files),
+        log=tmp_path / "client.log",
+        env=child_env(),
+        new_session=False,
+    )
     try:
         _wait_for(lambda: _finished(runs) >= 4, "4 finished trials")
         cluster.kill_worker("a")  # mid-trial: worker a had trials running
@@ -95,8 +114,13 @@ def test_worker_killed_halfway_then_resume_runs_every_trial_once(cluster: Cluste
         assert (run_dir / "job.json").is_file() and (run_dir / "workspace" / "app" / "main.py").is_file()
 
     cluster.add_worker("c")
-    done = subprocess.run(assay(project, *dask_args, runs=runs, jobs=job_files), env=child_env(),
-                          capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        assay(project, *dask_args, runs=runs, jobs=job_files),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     assert f"{len(before)} finished trial(s) skipped" in done.stderr
 
@@ -109,8 +133,9 @@ def test_worker_killed_halfway_then_resume_runs_every_trial_once(cluster: Cluste
     assert _verdicts(runs) == local
 
 
-def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(cluster: Cluster, project: Path,
-                                                                  tmp_path: Path) -> None:
+def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(
+    cluster: Cluster, project: Path, tmp_path: Path
+) -> None:
     cluster.add_worker("a")
     cluster.add_worker("b")
     control, _binary = cells()
@@ -120,12 +145,23 @@ def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(cluster: Clust
     jobs = [make_job(agent, control, trial) for trial in range(1, 9)]
     runs = tmp_path / "runs"
     client = spawn(
-        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), runs=runs,
-              jobs=write_jobs(tmp_path / "jobs", jobs)),
-        log=tmp_path / "client.log", env=child_env(), new_session=False,
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            runs=runs,
+            jobs=write_jobs(tmp_path / "jobs", jobs),
+        ),
+        log=tmp_path / "client.log",
+        env=child_env(),
+        new_session=False,
     )
     try:
-        _wait_for(lambda: len(alive(f"{marker}1", argv0="sleep")) == 4, "4 running trials (2 workers x 2 threads)")
+        _wait_for(
+            lambda: len(alive(f"{marker}1", argv0="sleep")) == 4, "4 running trials (2 workers x 2 threads)"
+        )
         client.send_signal(signal.SIGINT)
         assert client.wait(timeout=60) == 130
     finally:
@@ -138,7 +174,8 @@ def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(cluster: Clust
 
 
 def test_a_worker_lacking_what_the_agent_requires_fails_to_run_with_the_reason(
-        cluster: Cluster, project: Path, tmp_path: Path) -> None:
+    cluster: Cluster, project: Path, tmp_path: Path
+) -> None:
     cluster.add_worker("a")
     control, _binary = cells()
     jobs = [
@@ -148,9 +185,19 @@ def test_a_worker_lacking_what_the_agent_requires_fails_to_run_with_the_reason(
     ]
     runs = tmp_path / "runs"
     done = subprocess.run(
-        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), runs=runs,
-              jobs=write_jobs(tmp_path / "jobs", jobs)),
-        env=child_env(), capture_output=True, text=True, timeout=120,
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            runs=runs,
+            jobs=write_jobs(tmp_path / "jobs", jobs),
+        ),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
     )
     assert done.returncode == 1, done.stderr
     records = {r.agent: r for r in map(read_run, find_runs(runs))}
@@ -183,41 +230,78 @@ def _peak(intervals: list[tuple[float, float]]) -> int:
     return peak
 
 
-def test_resource_tags_route_jobs_and_parallel_caps_each_worker(cluster: Cluster, project: Path,
-                                                                tmp_path: Path) -> None:
+def test_resource_tags_route_jobs_and_parallel_caps_each_worker(
+    cluster: Cluster, project: Path, tmp_path: Path
+) -> None:
     log = tmp_path / "intervals.jsonl"
     cluster.add_worker("plain", nthreads=4, ASSAY_TEST_WORKER="plain")
     cluster.add_worker("gpu", nthreads=4, resources="gpu=1", ASSAY_TEST_WORKER="gpu")
     record = (
-        "python3 -c 'import json,os,sys,time; print(json.dumps({\"id\": os.environ[\"BENCH_TRIAL\"] + sys.argv[1],"
-        " \"at\": sys.argv[2], \"worker\": os.environ[\"ASSAY_TEST_WORKER\"], \"t\": time.time()}))'"
+        'python3 -c \'import json,os,sys,time; print(json.dumps({"id": os.environ["BENCH_TRIAL"] + sys.argv[1],'
+        ' "at": sys.argv[2], "worker": os.environ["ASSAY_TEST_WORKER"], "t": time.time()}))\''
     )
     control, _binary = cells()
 
     def agent(tag: str) -> str:
         return f"{record} {tag} start >> {log}; sleep 1; {record} {tag} end >> {log}"
 
-    gpu_jobs = [make_job(command_agent(agent("g"), requires=("resource:gpu",), id="gpu-agent"), control, t,
-                         env_pass=("ASSAY_TEST_WORKER",)) for t in range(1, 4)]
-    any_jobs = [make_job(command_agent(agent("a"), id="any-agent"), control, t,
-                         env_pass=("ASSAY_TEST_WORKER",)) for t in range(1, 7)]
+    gpu_jobs = [
+        make_job(
+            command_agent(agent("g"), requires=("resource:gpu",), id="gpu-agent"),
+            control,
+            t,
+            env_pass=("ASSAY_TEST_WORKER",),
+        )
+        for t in range(1, 4)
+    ]
+    any_jobs = [
+        make_job(command_agent(agent("a"), id="any-agent"), control, t, env_pass=("ASSAY_TEST_WORKER",))
+        for t in range(1, 7)
+    ]
     done = subprocess.run(
-        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), "--parallel", "1",
-              runs=tmp_path / "runs", jobs=write_jobs(tmp_path / "jobs", gpu_jobs + any_jobs)),
-        env=child_env(), capture_output=True, text=True, timeout=180,
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            "--parallel",
+            "1",
+            runs=tmp_path / "runs",
+            jobs=write_jobs(tmp_path / "jobs", gpu_jobs + any_jobs),
+        ),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr
     rows = [json.loads(line) for line in log.read_text().splitlines()]
-    assert {r["worker"] for r in rows if r["id"].endswith("g")} == {"gpu"}, "resource:gpu ran only where gpu=1"
+    assert {r["worker"] for r in rows if r["id"].endswith("g")} == {"gpu"}, (
+        "resource:gpu ran only where gpu=1"
+    )
     by_worker = _intervals(log)
     assert sum(len(v) for v in by_worker.values()) == 9
     assert {w: _peak(v) for w, v in by_worker.items()} == {"plain": 1, "gpu": 1}, "--parallel 1 per worker"
 
     log.unlink()
     done = subprocess.run(
-        assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), "--force",
-              runs=tmp_path / "runs", jobs=write_jobs(tmp_path / "jobs2", any_jobs)),
-        env=child_env(), capture_output=True, text=True, timeout=180,
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            "--force",
+            runs=tmp_path / "runs",
+            jobs=write_jobs(tmp_path / "jobs2", any_jobs),
+        ),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert done.returncode == 0, done.stderr
-    assert max(_peak(v) for v in _intervals(log).values()) >= 2, "without --parallel a worker uses its threads"
+    assert max(_peak(v) for v in _intervals(log).values()) >= 2, (
+        "without --parallel a worker uses its threads"
+    )

@@ -51,7 +51,9 @@ def test_materialised_project_keeps_modes_links_and_single_files(project: Path, 
     blobs = {t.digest: pack_tree(project, t.rel) for t in trees}
     cache = tmp_path / "cache"
     made = materialise(cache, Bundle(trees=trees), blobs)
-    assert (made / "scenarios/fix/seed/app/main.py").read_bytes() == (project / "scenarios/fix/seed/app/main.py").read_bytes()
+    assert (made / "scenarios/fix/seed/app/main.py").read_bytes() == (
+        project / "scenarios/fix/seed/app/main.py"
+    ).read_bytes()
     assert os.access(made / "tools/bin/mytool", os.X_OK)
     assert not os.access(made / "scenarios/fix/seed/app/main.py", os.X_OK)
     assert os.readlink(made / "tools/bin/alias") == "mytool"
@@ -139,8 +141,9 @@ def _tar(*members: tuple[str, bytes | None, str | None]) -> bytes:
         ([("ws", None, "/etc"), ("ws/passwd", b"x", None), ("run.json", b"{}", None)], "below a symlink"),
     ],
 )
-def test_hostile_archives_are_refused(tmp_path: Path, members: list[tuple[str, bytes | None, str | None]],
-                                      message: str) -> None:
+def test_hostile_archives_are_refused(
+    tmp_path: Path, members: list[tuple[str, bytes | None, str | None]], message: str
+) -> None:
     with pytest.raises(TransportError, match=message):
         install_run(_tar(*members), tmp_path / "runs" / "trial-01")
     assert not (tmp_path / "runs" / "trial-01").exists()

@@ -117,3 +117,25 @@ def test_responses_stream_groups_history(serve: Serve) -> None:
     body["input"] += [{"type": "reasoning", "summary": []}, *first_turn]
     _, raw = post(server.url + "/v1/responses", {**body, "stream": False})
     assert json.loads(raw)["output"][0]["content"][0]["text"] == "finished"
+
+
+def test_gemini_stream_and_count_tokens(serve: Serve) -> None:
+    server = serve({"steps": [
+        {"text": "a", "tool_calls": [{"name": "run_shell_command", "arguments": {"command": "ls"}}]},
+        {"text": "done"}]})
+    tools = [{"functionDeclarations": [{"name": "run_shell_command"}]}]
+    body = {"contents": [{"role": "user", "parts": [{"text": "go"}]}], "tools": tools,
+            "systemInstruction": {"parts": [{"text": "sys"}]}}
+    status, raw = post(server.url + "/v1beta/models/m:streamGenerateContent?alt=sse", body)
+    (event,) = sse_events(raw)
+    parts = event["candidates"][0]["content"]["parts"]
+    assert status == 200
+    assert parts[1]["functionCall"] == {"name": "run_shell_command", "args": {"command": "ls"}, "id": "call_s0_0"}
+    assert event["usageMetadata"]["promptTokenCount"] == len(json.dumps(body).encode()) // 4
+    body["contents"] += [{"role": "model", "parts": parts},
+                         {"role": "user", "parts": [{"functionResponse": {"name": "run_shell_command"}}]}]
+    _, raw = post(server.url + "/v1beta/models/m:generateContent", body)
+    assert json.loads(raw)["candidates"][0]["content"]["parts"] == [{"text": "done"}]
+    _, raw = post(server.url + "/v1beta/models/m:countTokens", body)
+    assert json.loads(raw)["totalTokens"] == len(json.dumps(body).encode()) // 4
+    assert [r.protocol for r in server.records()] == ["gemini", "gemini", "other"]

@@ -125,3 +125,30 @@ def test_walk_does_not_descend_symlinked_folders(layout: tuple[Path, Path]) -> N
 ])
 def test_writable_globs(path: str, globs: list[str], expected: bool) -> None:
     assert matches(path, globs) is expected
+
+
+def test_collect_moves_agent_files_and_refuses_forgeries(tmp_path: Path) -> None:
+    from harness.pathsafe import collect
+
+    outbox, run = tmp_path / "outbox", tmp_path / "run"
+    outbox.mkdir()
+    (run / "workspace").mkdir(parents=True)
+    (run / "trace.jsonl").write_text("one\n")
+    (outbox / "usage.jsonl").write_text("{}\n")
+    (outbox / "trace.jsonl").write_text("two\n")
+    (outbox / "grade.json").write_text('{"passed": true}')
+    (outbox / "steps").mkdir()
+    (outbox / "steps" / "evil").symlink_to("/etc")
+    (outbox / "logs").mkdir()
+    (outbox / "logs" / "cli.log").write_text("log")
+    (outbox / "logs" / "out").symlink_to("/etc/shadow")
+    (outbox / "link.json").symlink_to("/etc/passwd")
+    (outbox / "workspace").mkdir()  # an empty mount point the sandbox made: dropped silently
+    refused = collect(outbox, run)
+    assert sorted(refused) == ["grade.json", "link.json", "logs/out", "steps"]
+    assert (run / "usage.jsonl").read_text() == "{}\n"
+    assert (run / "trace.jsonl").read_text() == "one\ntwo\n"
+    assert (run / "logs" / "cli.log").read_text() == "log"
+    assert not (run / "grade.json").exists() and not (run / "steps").exists() and not (run / "link.json").exists()
+    assert not (run / "logs" / "out").exists()
+    assert os.listdir(outbox) == []

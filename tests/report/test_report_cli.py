@@ -117,3 +117,34 @@ def test_junit_one_case_per_trial(tmp_path: Path) -> None:
     assert len(cases) == 6
     failed = [c for c in cases if c.find("failure") is not None]
     assert [c.get("name") for c in failed] == ["s trial 2"]
+
+
+def test_versions_and_agents_render(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for version, ctrl in (("v1", [1, 0]), ("v2", [1, 1])):
+        for agent in ("claude", "codex"):
+            for t in (1, 2):
+                add_run(
+                    tree,
+                    scenario="s",
+                    cell=CONTROL,
+                    trial=t,
+                    passed=bool(ctrl[t - 1]),
+                    version=version,
+                    agent=agent,
+                )
+                add_run(tree, scenario="s", cell=BIN, trial=t, passed=True, version=version, agent=agent)
+    (tree / "versions.json").write_text(
+        json.dumps({"schema_version": 1, "baseline": "v1", "candidate": "v2"})
+    )
+    out = tmp_path / "out"
+    proc = assay("report", tree, "--format", "md,html,json", "--out", out, "--jobs", "2")
+    assert proc.returncode == 0, proc.stderr
+    md = (out / "report.md").read_text()
+    assert "## Version comparison: v1 → v2" in md
+    assert "| claude | 0.50 (1/2) [0.09, 0.91] | 1.00 (2/2) [0.34, 1.00] | +0.50" in md  # control drift
+    html = (out / "report.html").read_text()
+    assert "Version comparison" in html
+    assert "v1 · claude · bin/none/off" in html.replace("\\u00b7", "·").replace("\\u002f", "/")  # chart label
+    summary = json.loads((out / "summary.json").read_text())
+    assert {g["agent"] for g in summary["groups"] if g["by"] == "condition"} == {"claude", "codex", "*"}

@@ -269,3 +269,13 @@ def test_version_comparison_with_control_drift(tmp_path: Path) -> None:
     assert (drift.baseline.k, drift.candidate.k, drift.pairs) == (2, 1, 4)
     assert drift.value == pytest.approx(-0.25)
     assert (drift.low, drift.high) == pytest.approx(tuple(newcombe_paired(PairTable(1, 0, 1, 2))))
+
+
+def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
+    root = tmp_path / "tree"
+    root.mkdir()
+    build_tree(root)
+    add_run(root, scenario="s3", cell=BIN, trial=9, passed=False, exit_code=75, infra_retries=1)
+    serial = build_summary(root, jobs=1)
+    for jobs in (2, 3):
+        assert build_summary(root, jobs=jobs) == serial
