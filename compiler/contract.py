@@ -178,11 +178,11 @@ class Job(Frozen):
     matrix: str = Field(description="Matrix id.")
     trial: int = Field(description="1-based trial number.")
     version: str | None = Field(default=None, description="Tool version label in a version comparison.")
-    scenario: ScenarioJob
-    cell: Cell
-    agent: AgentSpec
-    limits: Limits = Field(default_factory=Limits)
-    options: Options = Field(default_factory=Options)
+    scenario: ScenarioJob = Field(description="The scenario, resolved.")
+    cell: Cell = Field(description="The cell and its merged provisions.")
+    agent: AgentSpec = Field(description="The agent and its arguments.")
+    limits: Limits = Field(default_factory=Limits, description="Per-trial limits.")
+    options: Options = Field(default_factory=Options, description="Run options.")
 
 
 def job_id(matrix: str, cell: str, agent: str, scenario: str, trial: int) -> str:
@@ -193,11 +193,11 @@ def job_id(matrix: str, cell: str, agent: str, scenario: str, trial: int) -> str
 class JobId(Frozen):
     """A parsed job id."""
 
-    matrix: str
-    cell: str
-    agent: str
-    scenario: str
-    trial: int
+    matrix: str = Field(description="Matrix id.")
+    cell: str = Field(description="Cell name (levels joined by '/').")
+    agent: str = Field(description="Agent id.")
+    scenario: str = Field(description="Scenario id.")
+    trial: int = Field(description="1-based trial number.")
 
 
 def parse_job_id(value: str) -> JobId:

@@ -21,6 +21,7 @@ from compiler.contract import (
     JOBS_DIR,
     MANIFEST_FILE,
     SCHEMA_VERSION,
+    Cell,
     JobFile,
     Manifest,
     MatrixEntry,
@@ -29,6 +30,7 @@ from compiler.contract import (
     Variant,
 )
 from compiler.expand import MatrixPlan, Plan
+from compiler.resolved import Validated
 
 
 def canonical(value: Any) -> str:
@@ -87,12 +89,23 @@ def _tree_hash(hashes: dict[str, str], files: list[str]) -> str:
     return digest(*(f"{k}:{hashes[k]}" for k in files))
 
 
+def _provided_hash(v: Validated, cell: Cell) -> str:
+    """The content of what a cell provides (tool launchers, guides, files): part of its jobs' hash."""
+    p = cell.provisions
+    named = [*p.path, *p.files.values(), *p.home_files.values(), *p.links.values(), *([p.skill_dir] if p.skill_dir else [])]
+    parts: list[str] = []
+    for name in named:
+        files = [name] if name in v.input_hashes else v.inputs_under(name)
+        parts += [f"{f}:{v.input_hashes[f]}" for f in files]
+    return digest(*parts)
+
+
 def job_files(plan: Plan) -> dict[str, JobFile]:
     """Every job file by its path relative to generated/."""
     out: dict[str, JobFile] = {}
     v = plan.validated
     for mp in plan.matrices.values():
-        cell_h = {n: digest(canonical(cl)) for n, cl in mp.cells.items()}
+        cell_h = {n: digest(canonical(cl), _provided_hash(v, cl)) for n, cl in mp.cells.items()}
         agent_h = {a: digest(canonical(v.agents[a])) for a in mp.agents}
         common = digest(str(SCHEMA_VERSION), mp.id, canonical(mp.limits), canonical(mp.options))
         for sid, pairs in sorted(mp.runs.items()):

@@ -12,6 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
 from compiler.errors import Loc, SpecError
 from compiler.yamlio import Doc, Path_, parse
 
@@ -65,6 +67,45 @@ def _files_under(base: Path) -> list[Path]:
     return sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
 
 
+def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
+    """Hashes of the files the project's levels provide (PATH folders, files, links, skill dirs).
+
+    They are inputs too: a changed tool launcher or guide must change the jobs' hashes, so a
+    resumed matrix reruns them. Only the project spec is read here, leniently; its errors are
+    reported by the validate stage.
+    """
+    out: dict[str, str] = {}
+    top = root.resolve()
+    for rel, raw in specs.items():
+        if b"project" not in raw:
+            continue
+        try:
+            doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        except yaml.YAMLError:
+            continue
+        if not isinstance(doc, dict) or doc.get("kind") != "project" or not isinstance(doc.get("factors"), dict):
+            continue
+        named: list[str] = []
+        for levels in doc["factors"].values():
+            for level in (levels or {}).values() if isinstance(levels, dict) else ():
+                if not isinstance(level, dict):
+                    continue
+                named += [p for p in level.get("path") or [] if isinstance(p, str)]
+                for key in ("files", "home_files", "links"):
+                    if isinstance(level.get(key), dict):
+                        named += [p for p in level[key].values() if isinstance(p, str)]
+                if isinstance(level.get("skill_dir"), str):
+                    named.append(level["skill_dir"])
+        base = (root / rel).parent
+        for name in named:
+            target = (base / name).resolve()
+            if not target.is_relative_to(top):
+                continue
+            for p in [target] if target.is_file() else (_files_under(target) if target.is_dir() else []):
+                out[p.relative_to(top).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
+    return out
+
+
 def scan(root: Path) -> Inputs:
     """Read every input of the project under `root` (specs/ and scenarios/)."""
     data: dict[str, bytes] = {}
@@ -85,8 +126,10 @@ def scan(root: Path) -> Inputs:
             for p in _files_under(d):
                 data[p.relative_to(root).as_posix()] = p.read_bytes()
     hashes = {rel: hashlib.sha256(b).hexdigest() for rel, b in data.items()}
+    for rel, digest in _provided(root, {r: data[r] for r in spec_files}).items():
+        hashes.setdefault(rel, digest)
     folders: dict[str, list[str]] = {}
-    for rel in sorted(data):
+    for rel in sorted(hashes):
         parts = rel.split("/")
         for depth in range(1, len(parts)):
             folders.setdefault("/".join(parts[:depth]), []).append(rel)

@@ -8,15 +8,16 @@ unknown keys, a "did you mean".
 
 from __future__ import annotations
 
+import json
 import types
 import typing
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any, Literal, Union
 
 import cerberus
-from pydantic import BaseModel
+from pydantic import BaseModel, ValidationError
 
-from compiler.errors import SpecError, did_you_mean
+from compiler.errors import Collector, SpecError, did_you_mean
 from compiler.yamlio import Doc, Path_, dotted
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
@@ -73,6 +74,13 @@ def _validator(model: type[BaseModel]) -> cerberus.Validator:
     return _Validator(cerberus_schema(model), allow_unknown=False)
 
 
+@lru_cache(maxsize=65_536)
+def _passes(model: type[BaseModel], canonical: str) -> bool:
+    """Whether a raw document (as canonical JSON) passes; memoised, since a check entry repeats across scenarios."""
+    ok: bool = _validator(model).validate(json.loads(canonical), normalize=False)  # nothing to normalize
+    return ok
+
+
 def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
     """Valid keys of the map at `path` inside a document of `schema`."""
     rule: dict[str, Any] = {"type": "dict", "schema": schema}
@@ -125,9 +133,10 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
     schema = cerberus_schema(model)
     if not isinstance(value, dict):
         return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {_describe(value)}")]
-    v = _validator(model)
-    if v.validate(value, normalize=False):  # nothing to normalize; checking only
+    if _passes(model, json.dumps(value, sort_keys=True)):
         return []
+    v = _validator(model)
+    v.validate(value, normalize=False)
     out: list[SpecError] = []
     for err in _flatten(v._errors):
         path: Path_ = (*base, *err.document_path)
@@ -157,3 +166,18 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
         else:
             out.append(SpecError.at(doc.loc(path), where, "E100", f"invalid value ({err.rule}: {err.constraint})"))
     return out
+
+
+def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> Any:
+    """cerberus, then pydantic; None (and errors collected) when the document is invalid."""
+    errors = check(doc, model, data, base)
+    if errors:
+        c.extend(errors)
+        return None
+    try:
+        return model.model_validate(doc.data if data is None else data)
+    except ValidationError as exc:  # cerberus and the model agree by construction; this is a safety net
+        for e in exc.errors():
+            path = (*base, *e["loc"])
+            c.add(doc.loc(path), dotted(path), "E100", e["msg"])
+        return None

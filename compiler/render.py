@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from functools import cache
+from functools import cache, lru_cache
 from typing import Any
 
 import jinja2
@@ -19,11 +19,17 @@ def _env() -> ImmutableSandboxedEnvironment:
                                          autoescape=False)
 
 
+@lru_cache(maxsize=4096)
+def _template(text: str) -> jinja2.Template:
+    # A user kind's run template is rendered once per check of that kind; compile it once.
+    return _env().from_string(text)
+
+
 def render(text: str, context: dict[str, Any]) -> str:
     """Render one template; values known only at run time are $ENV variables, never {{ }}."""
     if "{{" not in text and "{%" not in text and "{#" not in text:
         return text
     try:
-        return _env().from_string(text).render(**context)
+        return _template(text).render(**context)
     except jinja2.TemplateError as exc:
         raise TemplateError(str(exc)) from exc

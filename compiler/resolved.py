@@ -53,3 +53,8 @@ class Validated:
     scenarios: dict[str, ScenarioIn]
     fingerprint: str
     input_hashes: dict[str, str] = field(default_factory=dict)
+    input_folders: dict[str, list[str]] = field(default_factory=dict)
+
+    def inputs_under(self, folder: str) -> list[str]:
+        """Input files below a project-relative folder, sorted."""
+        return self.input_folders.get(folder.rstrip("/"), [])

@@ -18,6 +18,7 @@ from compiler import render
 from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
 from compiler.load import Sources
+from compiler.rawcheck import model_of
 from compiler.resolved import ScenarioIn
 from compiler.specs import CheckKindDoc, ProjectDoc, ScenarioDoc
 from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
@@ -98,8 +99,6 @@ def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindD
         return None
     user = kinds.get(kind) if kind not in BUILTIN else None
     model = user_model(user) if user else BUILTIN[kind]
-    from compiler.validate import model_of
-
     spec = model_of(c, doc, model, raw, path)
     if spec is None:
         return None
@@ -183,8 +182,6 @@ def _expectations(c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, 
 def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc],
           expectations: dict[str, dict[str, Any]] | None = None) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
-    from compiler.validate import model_of
-
     spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
     if spec is None:
         return None

@@ -10,13 +10,12 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from pydantic import BaseModel, ValidationError
-
 from compiler import rawcheck, rules, scenarios
 from compiler.contract import AgentSpec, Limits, Options
-from compiler.errors import Collector, Loc
+from compiler.errors import Collector, Loc, did_you_mean
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
+from compiler.rawcheck import model_of
 from compiler.resolved import MatrixIn, Validated
 from compiler.specs import KINDS, AgentDoc, CheckKindDoc, ExpectationDoc, MatrixDoc, PricesDoc, ProjectDoc
 from compiler.specs.base import SLUG
@@ -25,21 +24,6 @@ from compiler.yamlio import Doc, Path_, dotted
 _SLUG = re.compile(SLUG)
 INHERITABLE = ("agent", "matrix", "scenario")
 NOT_INHERITED = ("id", "extends", "default", "kind")
-
-
-def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> Any:
-    """cerberus, then pydantic; None (and errors collected) when the document is invalid."""
-    errors = rawcheck.check(doc, model, data, base)
-    if errors:
-        c.extend(errors)
-        return None
-    try:
-        return model.model_validate(doc.data if data is None else data)
-    except ValidationError as exc:  # cerberus and the model agree by construction; this is a safety net
-        for e in exc.errors():
-            path = (*base, *e["loc"])
-            c.add(doc.loc(path), dotted(path), "E100", e["msg"])
-        return None
 
 
 def check_slug(c: Collector, doc: Doc, path: Path_, value: Any, what: str) -> bool:
@@ -81,8 +65,6 @@ def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str,
             done[ident] = doc
             return doc
         if not isinstance(parent, str) or parent not in docs:
-            from compiler.errors import did_you_mean
-
             c.add(doc.loc(("extends",)), "extends", "E120", f"extends unknown {kind} {parent!r}",
                   did_you_mean(str(parent), docs))
             return None
@@ -125,9 +107,7 @@ def _levels(c: Collector, doc: Doc, project: ProjectDoc) -> dict[str, dict[str, 
             if parent is not None:
                 path = ("factors", factor, name, "extends")
                 if parent not in raw:
-                    from compiler.errors import did_you_mean
-
-                    c.add(doc.loc(path), dotted(path), "E120", f"extends unknown level {parent!r} of factor '{factor}'",
+                            c.add(doc.loc(path), dotted(path), "E120", f"extends unknown level {parent!r} of factor '{factor}'",
                           did_you_mean(parent, raw))
                 elif parent in seen:
                     c.add(doc.loc(path), dotted(path), "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
@@ -167,8 +147,6 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             continue
         kind = doc.data.get("kind")
         if kind not in KINDS:
-            from compiler.errors import did_you_mean
-
             if kind is None:
                 c.add(doc.loc(()), "kind", "E102", "missing required key 'kind'", f"one of: {', '.join(KINDS)}")
             else:
@@ -248,7 +226,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
 
     result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
                        agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
-                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes))
+                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
     rules.cross_file(c, result)
     c.raise_if_any()
     return result

@@ -95,7 +95,17 @@ def _mark(file: str, node: yaml.Node) -> Loc:
     return Loc(file, node.start_mark.line + 1, node.start_mark.column + 1)
 
 
+MAX_NODES = 200_000
+"""Nodes one document may expand to: aliases are allowed, an alias bomb is not."""
+
+
+class _TooLarge(Exception):
+    pass
+
+
 def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> Any:
+    if len(doc.values) >= MAX_NODES:
+        raise _TooLarge
     doc.values[path] = _mark(doc.file, node)
     if isinstance(node, yaml.ScalarNode):
         if node.tag != _STR:
@@ -151,5 +161,10 @@ def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
     if node is None:
         return doc, [SpecError.at(Loc(file, 1, 1), "", "E006", "the file is empty", "start it with `kind:`")]
     errors: list[SpecError] = []
-    doc.data = _build(doc, node, (), errors)
+    try:
+        doc.data = _build(doc, node, (), errors)
+    except _TooLarge:
+        doc.data, doc.values, doc.keys = None, {}, {}
+        return doc, [SpecError.at(Loc(file, 1, 1), "", "E007", f"the document expands to more than {MAX_NODES} nodes",
+                                  "aliases that multiply (an alias bomb) are refused")]
     return doc, errors

@@ -25,6 +25,9 @@ from harness.workspace import copy_tree
 CODE_ROOT = Path(adapters.__file__).resolve().parent.parent
 """The folder holding the adapters package, put on the adapter's sys.path (not its env)."""
 
+REFERENCE_DIR = ".assay/reference"
+"""Run-dir-relative copy of the scenario's reference, for the oracle only."""
+
 _RUN_MODULE = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
 
 
@@ -73,7 +76,7 @@ def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
     if job.agent.adapter == "oracle":
         if job.scenario.reference is None:
             raise UsageError(f"scenario {job.scenario.id!r} has no reference for the oracle")
-        dest = run_dir / ".assay" / "reference"
+        dest = run_dir / REFERENCE_DIR
         copy_tree(project / job.scenario.reference, dest)
         args["reference_dir"] = str(dest)
     return args

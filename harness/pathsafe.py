@@ -181,7 +181,7 @@ def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
 
 RESERVED = frozenset({"run.json", "grade.json", "job.json", "versions.json", "diff.patch", "agent.log", "setup.log",
                       "gateway.jsonl", "steps", "retries", "snapshots", "workspace", "state", "home", "tmp", "skill",
-                      ".assay"})
+                      ".assay", ".gateway", ".sandbox-out"})
 """Run-directory names only the harness writes; an outbox entry of that name is refused."""
 
 

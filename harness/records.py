@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
-from enum import Enum
+from enum import StrEnum
 from pathlib import Path
 from typing import Any, Literal, TypeVar
 
@@ -44,7 +44,7 @@ class Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
 
-class RunStatus(str, Enum):
+class RunStatus(StrEnum):
     """How a run counts in aggregation."""
 
     GRADED = "graded"

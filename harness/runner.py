@@ -9,6 +9,7 @@ nothing that looks finished.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import platform
 import shutil
@@ -22,6 +23,7 @@ from typing import Any
 from compiler.contract import Job
 from harness import agents, canaries, capture, proc, provision, workspace
 from harness.environment import TrialPaths, build
+from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
 from harness.records import (
@@ -63,7 +65,12 @@ OUTBOX = ".sandbox-out"
 
 
 def _launcher(
-    job: Job, paths: TrialPaths, env: dict[str, str], provided: provision.Provided, iso: Isolation
+    job: Job,
+    paths: TrialPaths,
+    env: dict[str, str],
+    provided: provision.Provided,
+    iso: Isolation,
+    extra: tuple[Mount, ...] = (),
 ) -> Launcher:
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
@@ -71,7 +78,8 @@ def _launcher(
     outbox = paths.run_dir / OUTBOX
     outbox.mkdir(exist_ok=True)
     own = [paths.workspace, paths.home, paths.tmp, paths.state]
-    read_only = [p for p in (paths.shim_bin, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
+    assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
+    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -80,6 +88,7 @@ def _launcher(
         *(Mount(src=d, dest=d, writable=False) for d in read_only),
         *provided.mounts,
         *(Mount(src=d, dest=d, writable=False) for d in sorted(code_dirs)),
+        *extra,
     )
     return Launcher(
         isolation=iso,
@@ -89,7 +98,10 @@ def _launcher(
         mounts=mounts,
         network=job.cell.provisions.network,
         limits=SandboxLimits(
-            memory_mb=lim.memory_mb, pids=lim.pids, file_size_mb=lim.file_size_mb, workspace_mb=lim.workspace_mb
+            memory_mb=lim.memory_mb,
+            pids=lim.pids,
+            file_size_mb=lim.file_size_mb,
+            workspace_mb=lim.workspace_mb,
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
@@ -250,6 +262,8 @@ def run_trial(
     session: _Session | None = None
     launcher: Launcher | None = None
     argv: list[str] = []
+    gateways = contextlib.ExitStack()  # the model gateway, when the agent has one (closed in finally)
+    gw: gateway_trial.TrialGateway | None = None
     try:
         paths = _paths(job, run_dir, project)
         links = tuple(job.cell.provisions.links)
@@ -258,13 +272,15 @@ def run_trial(
         provided = provision.apply(job, project=project, paths=paths)
         argv = agents.command(job)
         args = agents.resolve_args(job, project=project, run_dir=run_dir)
-        env = build(job, paths, agent_args=args)
-        launcher = _launcher(job, paths, env, provided, iso)
+        gw = gateways.enter_context(gateway_trial.for_trial(job, args, run_dir=run_dir, isolation=iso))
+        env = build(job, paths, agent_args=gw.args if gw else args)
+        env = gw.scrub(env) if gw else env
+        launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else ())
         _setup(job, launcher, paths)
         workspace.commit_baseline(ws)
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
         fields["invalid"] = canaries.invalid_reason(canary_results)
-        session = _Session(job, launcher, ws, paths, argv, cancel)
+        session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
         sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
         for index, (prompt, name) in enumerate(sessions, start=1):
             step, done = session.run(prompt, name)
@@ -273,9 +289,10 @@ def run_trial(
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
                 (run_dir / "steps" / f"step-{index:02d}" / "diff.patch").write_bytes(workspace.diff(ws))
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
-            fields["limits_hit"] = tuple(
-                n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit
-            ) + done.limits_hit
+            fields["limits_hit"] = (
+                tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
+                + done.limits_hit
+            )
             if step.error:
                 fields["error"] = step.error
                 break
@@ -289,6 +306,9 @@ def run_trial(
     ) as exc:  # the per-trial boundary: any failure of this trial is data, never a crash of the matrix
         fields["error"] = f"{type(exc).__name__}: {exc}"
         fields["traceback"] = traceback.format_exc()
+    finally:
+        gateway_summary = gw.summary() if gw else None
+        gateways.close()
     record = RunRecord(
         job_id=job.id,
         job_hash=job.hash,
@@ -312,7 +332,7 @@ def run_trial(
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if len(steps) > 1 else (),
-        extra=_extra(provided, launcher),
+        extra=_extra(provided, launcher) | ({"gateway": gateway_summary} if gateway_summary else {}),
         **fields,
     )
     write_record(run_dir / RUN_FILE, record)

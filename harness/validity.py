@@ -170,8 +170,69 @@ def judge(w: Workspace, project: Path, scratch: Path) -> Judged:
     return Judged(w, first, second)
 
 
-def _outcome_text(o: CheckOutcome) -> str:
-    return f"{o.outcome}" + (f" ({o.message})" if o.message else "")
+def _flaky(sid: str, j: Judged) -> list[Problem]:
+    return [
+        Problem(
+            sid,
+            j.workspace.overlay,
+            a.id,
+            f"flaky check: {a.outcome} then {b.outcome} on the same workspace ({a.message or b.message})",
+            "flaky",
+        )
+        for a, b in zip(j.first, j.second, strict=True)
+        if a.outcome != b.outcome
+    ]
+
+
+def _verdicts(
+    scenario: ScenarioJob, overlay: str, fails: frozenset[str] | None, judged: dict[str, CheckOutcome]
+) -> list[Problem]:
+    """The rule of one workspace: reference passes all, seed fails one, a negative fails exactly its list."""
+    sid = scenario.id
+    found = [
+        Problem(sid, overlay, o.id, f"could not run: {o.message}", "error")
+        for o in judged.values()
+        if o.outcome == "error"
+    ]
+    failing = [i for i, o in judged.items() if o.outcome == "fail"]
+    if overlay == REFERENCE:
+        found += [
+            Problem(
+                sid,
+                overlay,
+                i,
+                f"the reference fails it ({scenario_layer(scenario, i)} layer): {judged[i].message}",
+                "reference",
+            )
+            for i in failing
+        ]
+    elif overlay == SEED:
+        if not failing:
+            passing = ", ".join(i for i, o in judged.items() if o.outcome == "pass")
+            found.append(
+                Problem(
+                    sid,
+                    overlay,
+                    None,
+                    f"the untouched seed passes every check ({passing}): "
+                    "no check notices that the task was not done",
+                    "seed",
+                )
+            )
+    else:
+        named = fails or frozenset()
+        for i, o in judged.items():
+            if i in named and o.outcome == "pass":
+                found.append(
+                    Problem(sid, overlay, i, "passes, but the negative names it: it must fail", "negative")
+                )
+            elif i not in named and o.outcome == "fail":
+                found.append(
+                    Problem(
+                        sid, overlay, i, f"fails, but the negative does not name it: {o.message}", "negative"
+                    )
+                )
+    return found
 
 
 def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
@@ -186,71 +247,10 @@ def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
                 Problem(sid, w.overlay, None, f"workspace could not be built: {j.setup_error}", "setup")
             )
             continue
-        for a, b in zip(j.first, j.second, strict=True):
-            if a.outcome != b.outcome:
-                problems.append(
-                    Problem(
-                        sid,
-                        w.overlay,
-                        a.id,
-                        f"flaky check: {a.outcome} then {b.outcome} on the same workspace"
-                        f" ({a.message or b.message})",
-                        "flaky",
-                    )
-                )
-        outcomes = {o.id: o for o in j.first}
-        unavailable |= {i for i, o in outcomes.items() if o.outcome == "unavailable"}
-        judged_ids = {i: o for i, o in outcomes.items() if o.outcome != "unavailable"}
-        for o in judged_ids.values():
-            if o.outcome == "error":
-                problems.append(Problem(sid, w.overlay, o.id, f"could not run: {o.message}", "error"))
-        failing = {i for i, o in judged_ids.items() if o.outcome == "fail"}
-        if w.overlay == REFERENCE:
-            problems += [
-                Problem(
-                    sid,
-                    w.overlay,
-                    i,
-                    f"the reference fails it ({scenario_layer(scenario, i)} layer): {judged_ids[i].message}",
-                    "reference",
-                )
-                for i in sorted(failing, key=list(outcomes).index)
-            ]
-        elif w.overlay == SEED:
-            if not failing:
-                passing = ", ".join(i for i, o in judged_ids.items() if o.outcome == "pass")
-                problems.append(
-                    Problem(
-                        sid,
-                        w.overlay,
-                        None,
-                        f"the untouched seed passes every check ({passing}): "
-                        "no check notices that the task was not done",
-                        "seed",
-                    )
-                )
-        else:
-            named = w.fails or frozenset()
-            for i in outcomes:
-                if i in unavailable:
-                    continue
-                o = judged_ids[i]
-                if i in named and o.outcome == "pass":
-                    problems.append(
-                        Problem(
-                            sid, w.overlay, i, "passes, but the negative names it: it must fail", "negative"
-                        )
-                    )
-                elif i not in named and o.outcome == "fail":
-                    problems.append(
-                        Problem(
-                            sid,
-                            w.overlay,
-                            i,
-                            f"fails, but the negative does not name it: {o.message}",
-                            "negative",
-                        )
-                    )
+        problems += _flaky(sid, j)
+        unavailable |= {o.id for o in j.first if o.outcome == "unavailable"}
+        available = {o.id: o for o in j.first if o.outcome != "unavailable"}
+        problems += _verdicts(scenario, w.overlay, w.fails, available)
     coverage = tuple(
         (c.id, tuple(n.name for n in scenario.negatives if c.id in n.fails)) for c in scenario.checks
     )

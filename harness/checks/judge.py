@@ -1,9 +1,9 @@
 """`judge`: an LLM rubric over the transcript, off by default.
 
-Parameters: `rubric` (text), `model` (the judge's name when the grader was given several).
-Without a judge, without a transcript, or when the judge fails, the check is
-`unavailable` — never a pass — and the rest of the grade stands. The verdict's reason is
-recorded verbatim in the message.
+Parameters: `rubric` (text), `model` (the judge's name when the grader was given several;
+default `default`). Without a judge, without a transcript, or when the judge fails, the
+check is `unavailable` — never a pass — and the rest of the grade stands. The verdict's
+reason is recorded verbatim in the message, with the model that gave it.
 """
 
 from __future__ import annotations
@@ -23,8 +23,6 @@ class JudgeCheck:
     name = "judge"
 
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
-        from harness.grade.judging import JudgeRequest
-
         rubric = spec.params.get("rubric")
         if not rubric:
             raise CheckError(f"check {spec.id!r} (judge) needs a rubric")
@@ -36,15 +34,11 @@ class JudgeCheck:
         view = run_view(ctx, self.name)
         if not view.transcript.present:
             raise CheckUnavailable("the adapter gave no transcript to judge")
-        request = JudgeRequest(
-            scenario=view.job.scenario.id,
-            condition=view.job.cell.name,
-            prompt=view.job.scenario.prompt,
-            rubric=str(rubric),
-            transcript="\n".join(json.dumps(r, sort_keys=True) for r in view.transcript.rows),
-        )
+        text = "Task given to the agent:\n" + view.job.scenario.prompt + "\n\nAgent transcript (JSONL):\n"
+        text += "\n".join(json.dumps(r, sort_keys=True) for r in view.transcript.rows)
         try:
-            verdict = judge.judge(request)
+            verdict = judge.judge(str(rubric), text)
         except Exception as exc:  # any provider failure degrades this check only, by design
             raise CheckUnavailable(f"judge failed: {type(exc).__name__}: {exc}") from None
-        return Verdict(bool(verdict.passed), f"judge: {verdict.reason}")
+        model = getattr(verdict, "model", "") or "judge"
+        return Verdict(bool(verdict.passed), f"{model}: {verdict.reason}")

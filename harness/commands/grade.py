@@ -21,6 +21,13 @@ def configure(parser: argparse.ArgumentParser) -> None:
         "--regrade", action="store_true", help="grade again runs that already have a grade.json"
     )
     parser.add_argument("--parallel", "-j", type=int, default=1, help="grade in N worker processes (default 1)")
+    parser.add_argument(
+        "--judges",
+        type=Path,
+        default=None,
+        help="YAML/JSON map of judge name -> {provider, model, base_url, api_key_env} enabling `judge` checks "
+        "(off by default; a misconfigured judge is refused before anything is graded)",
+    )
     parser.add_argument("--quiet", "-q", action="store_true", help="only the summary line")
 
 
@@ -47,9 +54,27 @@ def execute(args: argparse.Namespace) -> int:
         note = f" ({g.error})" if g.error else ""
         print(f"[{n}/{total}] {entry.action:8} {verdict:13} {entry.run_dir}{note}", file=sys.stderr)
 
+    judges = None
+    if args.judges is not None:
+        import yaml
+
+        from harness.grade import JudgeConfigError, check_judge_config
+
+        try:
+            raw = yaml.safe_load(args.judges.read_text(encoding="utf-8"))
+            if not isinstance(raw, dict):
+                raise UsageError(f"{args.judges}: expected a map of judge name -> configuration")
+            judges = check_judge_config(raw)
+        except (OSError, yaml.YAMLError, JudgeConfigError) as exc:
+            raise UsageError(f"{args.judges}: {exc}") from None
     try:
         entries = grade_tree(
-            target, project=_project(args.project), regrade=args.regrade, parallel=args.parallel, progress=progress
+            target,
+            project=_project(args.project),
+            regrade=args.regrade,
+            parallel=args.parallel,
+            judge=judges,
+            progress=progress,
         )
     except FutureSchemaError as exc:
         raise UsageError(str(exc)) from None

@@ -97,10 +97,9 @@ def execute(args: argparse.Namespace) -> int:
     if summary.header.totals.runs == 0:
         raise NothingSelected(f"{tree}: no run directories (run.json) found")
     written = write_reports(summary, args.out or root, formats)
-    h = summary.header
-    print(
-        f"assay report: {h.totals.runs} runs, {h.totals.graded} graded, min n per cell {h.min_graded_per_cell}"
-    )
+    from harness.report.terminal import render_terminal
+
+    print(render_terminal(summary))
     for path in written:
         print(f"  wrote {path}")
     sys.stdout.flush()

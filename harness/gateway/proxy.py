@@ -42,9 +42,11 @@ class Proxy:
             route, rest = self.routes[""], parts.path
         if route is None:
             return None, "", f"no model route for {parts.path!r}"
-        if method not in route.methods:
+        if method == "HEAD" and rest == "/":
+            pass  # a client's reachability probe of its base URL (Claude Code sends one): harmless
+        elif method not in route.methods:
             return route, "", f"method {method} not allowed on route {route.name!r}"
-        if route.paths is not None and not any(rest.startswith(prefix) for prefix in route.paths):
+        elif route.paths is not None and not any(rest.startswith(prefix) for prefix in route.paths):
             return route, "", f"path {rest!r} not in the allowlist of route {route.name!r}"
         base = urlsplit(route.upstream).path.rstrip("/")
         return route, base + rest + (f"?{parts.query}" if parts.query else ""), ""

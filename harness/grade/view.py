@@ -92,18 +92,34 @@ def load_view(
     job = job or read_job(run_dir)
     if not (run_dir / rundir.WORKSPACE_DIR).is_dir():
         raise MissingArtifacts(f"{rundir.WORKSPACE_DIR}/ is missing: the final workspace was not preserved")
-    turns, bad_usage = rundir.read_usage(run_dir / rundir.USAGE_FILE)
+    # A multi-step run keeps earlier sessions' adapter files in steps/step-NN/; usage,
+    # transcript and loaded context are the whole run's, oldest session first.
+    sessions = [*sorted((run_dir / rundir.STEPS_DIR).glob("step-*")), run_dir]
+    turns: list[rundir.Turn] = []
+    rows: list[dict[str, Any]] = []
+    loaded: list[str] = []
+    bad_usage = 0
+    context = rundir.Context()
+    for folder in sessions:
+        these, bad = rundir.read_usage(folder / rundir.USAGE_FILE)
+        turns += these
+        bad_usage += bad
+        rows += rundir.read_transcript(folder / rundir.TRANSCRIPT_FILE).rows
+        ctx = rundir.read_context(folder / rundir.CONTEXT_FILE)
+        loaded += [item for item in ctx.loaded if item not in loaded]
+        if ctx.present:
+            context = rundir.Context(tuple(loaded), True, ctx.error or context.error)
     return RunView(
         run_dir=run_dir,
         job=job,
         record=record,
         trace=rundir.read_trace(run_dir / rundir.TRACE_FILE),
         snapshots=rundir.read_snapshots(run_dir / rundir.SNAPSHOTS_DIR),
-        transcript=rundir.read_transcript(run_dir / rundir.TRANSCRIPT_FILE),
-        turns=turns,
+        transcript=rundir.Transcript(tuple(rows), bool(rows)),
+        turns=tuple(sorted(turns, key=lambda u: u.t)),
         usage_malformed=bad_usage,
         usage_present=bool(turns),
-        context=rundir.read_context(run_dir / rundir.CONTEXT_FILE),
+        context=context,
         checks=job.scenario.checks if checks is None else checks,
         expectations=job.scenario.expectations if expectations is None else expectations,
         seed=seed,

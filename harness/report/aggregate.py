@@ -188,7 +188,7 @@ class Aggregator:
             totals.merge(acc)
         condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
         header = Header(
-            root=str(root),
+            root=str(root.resolve()),
             totals=totals.counts(),
             min_graded_per_cell=min((c.counts.graded for c in cells), default=0),
             control=control,

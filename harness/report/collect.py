@@ -261,7 +261,9 @@ def _status(run: RunRecord, grade: Grade | None) -> tuple[str, str | None]:
     if invalid:
         return "invalid", invalid
     if grade is None:
-        return ("failed_to_run", run.error) if run.error else ("ungraded", "no grade.json")
+        if run.error or run.interrupted:
+            return "failed_to_run", run.error or "interrupted (rerun on resume)"
+        return "ungraded", "no grade.json"
     if grade.status is RunStatus.GRADED:
         failed = [c.id for c in grade.checks if c.outcome != "pass"]
         return "graded", ("failed: " + ", ".join(failed)) if failed else None

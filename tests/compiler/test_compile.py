@@ -81,3 +81,17 @@ def test_changed_spec_changes_hash_not_id(valid_project: Path, tmp_path: Path) -
     assert after.hash != before and after.scenario.prompt.endswith("Keep it short.\n")
     other = "default/none/none/off/scripted-good/sum-answer/t01"
     assert load_job(proj / "generated", other).id == other
+
+
+def test_provided_files_are_inputs(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    compile_project(proj)
+    assert "specs/tools/bin/ruff" in load_manifest(proj / "generated").inputs
+    bin_id = "default/bin/none/off/scripted-good/fix-unused-import/t01"
+    none_id = "default/none/none/off/scripted-good/fix-unused-import/t01"
+    before = {j: load_job(proj / "generated", j).hash for j in (bin_id, none_id)}
+    (proj / "specs/tools/bin/ruff").write_text("#!/bin/sh\nexec true\n")
+    assert not compile_project(proj).up_to_date
+    after = {j: load_job(proj / "generated", j).hash for j in (bin_id, none_id)}
+    assert after[bin_id] != before[bin_id] and after[none_id] == before[none_id]

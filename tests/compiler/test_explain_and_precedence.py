@@ -60,3 +60,25 @@ def test_cli_explain(valid_project: Path) -> None:
                               "default/bin/none/off/scripted-weak/sum-answer/t01"], cwd=ROOT, capture_output=True,
                              text=True, timeout=60)
     assert missing.returncode == 2 and "no job" in missing.stderr
+
+
+def test_scenario_extends_inherits_checks_and_prompt(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    child = proj / "scenarios/fix-unused-import-2"
+    shutil.copytree(proj / "scenarios/fix-unused-import/seed", child / "seed")
+    shutil.copytree(proj / "scenarios/fix-unused-import/reference", child / "reference")
+    shutil.copytree(proj / "scenarios/fix-unused-import/negatives", child / "negatives")
+    (proj / "scenarios/fix-unused-import/scenario.yaml").write_text(
+        (proj / "scenarios/fix-unused-import/scenario.yaml").read_text().replace("family: lint", "family: lint\nprompt: prompt.md"))
+    (child / "scenario.yaml").write_text("kind: scenario\nid: fix-unused-import-2\nextends: fix-unused-import\nsplit: test\n"
+                                         "writable: null\n")
+    plan = build(proj)
+    parent = plan.validated.scenarios["fix-unused-import"].job
+    job = plan.validated.scenarios["fix-unused-import-2"].job
+    assert [c.id for c in job.checks] == [c.id for c in parent.checks]
+    assert job.prompt == parent.prompt  # the parent's prompt.md: paths are relative to the file that names them
+    assert job.seed == "scenarios/fix-unused-import-2/seed" and job.writable == ("**",)
+    lines = {line.path: line.source for line in explain(plan, "default/none/none/off/scripted-good/fix-unused-import-2/t01")}
+    assert lines["scenario.family"] == "scenarios/fix-unused-import/scenario.yaml:4:9"
+    assert lines["scenario.split"] == "scenarios/fix-unused-import-2/scenario.yaml:4:8"

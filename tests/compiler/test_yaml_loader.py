@@ -43,3 +43,16 @@ def test_json_is_read_with_positions() -> None:
     doc, errors = parse("s.json", '{\n  "id": "x",\n  "stabilityRisk": true\n}\n')
     assert errors == [] and doc.data == {"id": "x", "stabilityRisk": True}
     assert doc.loc(("stabilityRisk",)) == Loc("s.json", 3, 20)
+
+
+def test_alias_bomb_is_refused() -> None:
+    lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
+    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]"
+              for i in range(1, 9)]
+    doc, errors = parse("bomb.yaml", "\n".join(lines) + "\n")
+    assert [e.code for e in errors] == ["E007"] and doc.data is None
+
+
+def test_plain_aliases_are_fine() -> None:
+    doc, errors = parse("a.yaml", "base: &b {x: 1}\nother: *b\n")
+    assert errors == [] and doc.data == {"base": {"x": 1}, "other": {"x": 1}}

@@ -65,7 +65,11 @@ def test_parallel_grading_matches_serial(tmp_path: Path) -> None:
     scen = scenario([command("compiles", "python -m py_compile app/main.py")])
     runs = tmp_path / "runs"
     for n in range(1, 5):
-        make_run(runs / f"t{n}", make_job(scen, trial=n), workspace={"app/main.py": VALID_PY if n % 2 else BROKEN_PY})
+        make_run(
+            runs / f"t{n}",
+            make_job(scen, trial=n),
+            workspace={"app/main.py": VALID_PY if n % 2 else BROKEN_PY},
+        )
     serial = grade_tree(runs, project=project, regrade=True)
     parallel = grade_tree(runs, project=project, regrade=True, parallel=2)
     assert [e.run_dir for e in serial] == [e.run_dir for e in parallel]
@@ -73,3 +77,15 @@ def test_parallel_grading_matches_serial(tmp_path: Path) -> None:
         strip_times(e.grade.model_dump(mode="json")) for e in parallel
     ]
     assert [e.grade.passed for e in parallel] == [True, False, True, False]
+
+
+def test_misconfigured_judges_refused_before_grading(tmp_path: Path) -> None:
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "x = 1\n"})
+    scen = scenario([command("compiles", "python -m py_compile app/main.py")])
+    make_run(project / "runs" / "t1", make_job(scen), workspace={"app/main.py": VALID_PY})
+    (project / "judges.yaml").write_text(
+        "default: { provider: anthropic, model: m, api_key_env: ASSAY_NO_SUCH_VAR }\n"
+    )
+    done = _assay("grade", "runs", "--judges", "judges.yaml", cwd=project)
+    assert done.returncode == 2 and "ASSAY_NO_SUCH_VAR" in done.stderr
+    assert not (project / "runs" / "t1" / "grade.json").exists()

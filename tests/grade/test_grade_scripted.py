@@ -12,7 +12,17 @@ from typing import Any
 
 import pytest
 
-from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Limits, Options, Provisions, ScenarioJob, job_id
+from compiler.contract import (
+    AgentSpec,
+    Cell,
+    CheckSpec,
+    Job,
+    Limits,
+    Options,
+    Provisions,
+    ScenarioJob,
+    job_id,
+)
 from harness.grade import grade_run
 from harness.records import Grade, RunStatus
 from harness.runner import run_trial
@@ -32,7 +42,10 @@ esac
 HIDDEN = "import sys\nsys.path.insert(0, 'app')\nfrom main import handler\nassert handler(1) == 2, f'handler(1) = {handler(1)}'\n"
 EXPECTATIONS: tuple[dict[str, Any], ...] = (
     {"id": "used-tool", "trace": {"command": "mytool"}},
-    {"id": "checked-after-last-write", "trace": {"command": "mytool", "subcommand": "check", "after_last_write": True}},
+    {
+        "id": "checked-after-last-write",
+        "trace": {"command": "mytool", "subcommand": "check", "after_last_write": True},
+    },
     {"id": "no-triple-failure", "friction": {"repeated_failures": 2}},
     {"id": "explained", "transcript": {"contains": "because"}},
 )
@@ -57,23 +70,53 @@ def project(tmp_path: Path) -> Path:
 
 def _job(name: str, steps: list[dict[str, Any]]) -> Job:
     scenario = ScenarioJob(
-        id="demo", root="scenarios/demo", family="demo", seed="scenarios/demo/seed", grader="scenarios/demo/grader",
-        entry=("app/main.py",), writable=("app/**",), prompt="Make handler add one.\n",
+        id="demo",
+        root="scenarios/demo",
+        family="demo",
+        seed="scenarios/demo/seed",
+        grader="scenarios/demo/grader",
+        entry=("app/main.py",),
+        writable=("app/**",),
+        prompt="Make handler add one.\n",
         runtime_only=("the handler is fast enough in production",),
         checks=(
-            CheckSpec(id="compiles", kind="command", authority="python", params={"run": "python -m py_compile app/main.py"}),
-            CheckSpec(id="tool-check", kind="command", authority="mytool", layer="mytool",
-                      params={"run": "sh mytool_check.sh check app/main.py"}),
+            CheckSpec(
+                id="compiles",
+                kind="command",
+                authority="python",
+                params={"run": "python -m py_compile app/main.py"},
+            ),
+            CheckSpec(
+                id="tool-check",
+                kind="command",
+                authority="mytool",
+                layer="mytool",
+                params={"run": "sh mytool_check.sh check app/main.py"},
+            ),
             CheckSpec(id="hidden-tests", kind="command", params={"run": "python hidden_test.py"}),
-            CheckSpec(id="entry-stays-valid", kind="snapshot", params={"authority": "python", "max_regressions": 0}),
+            CheckSpec(
+                id="entry-stays-valid", kind="snapshot", params={"authority": "python", "max_regressions": 0}
+            ),
         ),
         expectations=EXPECTATIONS,
     )
-    cell = Cell(name="bin/none/off", levels={"tool": "bin", "knowledge": "none", "network": "off"},
-                provisions=Provisions(path=("tools/bin",), trace=("mytool",)))
+    cell = Cell(
+        name="bin/none/off",
+        levels={"tool": "bin", "knowledge": "none", "network": "off"},
+        provisions=Provisions(path=("tools/bin",), trace=("mytool",)),
+    )
     agent = AgentSpec(id=name, adapter="scripted", args={"script_inline": {"seed": 1, "steps": steps}})
-    return Job(id=job_id("m", cell.name, name, "demo", 1), hash="h-" + name, matrix="m", trial=1, scenario=scenario,
-               cell=cell, agent=agent, limits=Limits(timeout_s=60), options=Options(isolation="none", infra_retries=0))
+    return Job(
+        id=job_id("m", cell.name, name, "demo", 1),
+        hash="h-" + name,
+        matrix="m",
+        trial=1,
+        scenario=scenario,
+        cell=cell,
+        agent=agent,
+        limits=Limits(timeout_s=60),
+        options=Options(isolation="none", infra_retries=0),
+    )
 
 
 def _run(project: Path, tmp_path: Path, name: str, steps: list[dict[str, Any]]) -> tuple[Path, Grade]:
@@ -99,11 +142,18 @@ PAUSE: dict[str, Any] = {"sleep": 0.3}  # longer than the snapshot watcher's pol
 
 
 def test_agent_that_edits_the_hidden_tests(project: Path, tmp_path: Path) -> None:
-    run_dir, g = _run(project, tmp_path, "cheater", [
-        {"write": {"path": "hidden_test.py", "content": "print('all tests pass')\n"}},
-        {"run": "python hidden_test.py"},
-    ])
-    assert (run_dir / "workspace" / "hidden_test.py").read_text() == "print('all tests pass')\n"  # preserved as left
+    run_dir, g = _run(
+        project,
+        tmp_path,
+        "cheater",
+        [
+            {"write": {"path": "hidden_test.py", "content": "print('all tests pass')\n"}},
+            {"run": "python hidden_test.py"},
+        ],
+    )
+    assert (
+        run_dir / "workspace" / "hidden_test.py"
+    ).read_text() == "print('all tests pass')\n"  # preserved as left
     assert g.status is RunStatus.GRADED and _outcomes(g)["hidden-tests"] == "fail" and not g.passed
     assert "handler(1) = 1" in next(d for d in g.diagnostics if d.startswith("hidden-tests"))
     assert g.unsafe_edits == ("hidden_test.py",)
@@ -113,19 +163,38 @@ def test_agent_that_edits_the_hidden_tests(project: Path, tmp_path: Path) -> Non
 
 def test_agent_that_repeats_a_failing_command(project: Path, tmp_path: Path) -> None:
     check = {"run": "mytool check app/main.py"}
-    _, g = _run(project, tmp_path, "repeater", [
-        {"run": "mytool --help"}, {"run": "mytool chek app/main.py"}, check, check, check,
-        PAUSE, write(FIXED), PAUSE, check, {"say": "Done, because the check passes now."},
-    ])
+    _, g = _run(
+        project,
+        tmp_path,
+        "repeater",
+        [
+            {"run": "mytool --help"},
+            {"run": "mytool chek app/main.py"},
+            check,
+            check,
+            check,
+            PAUSE,
+            write(FIXED),
+            PAUSE,
+            check,
+            {"say": "Done, because the check passes now."},
+        ],
+    )
     f = g.friction
     assert (f.help_lookups, f.usage_errors, f.unknown_subcommands) == (1, 1, 1)
     assert f.repeated_failures == 3 and f.identical_repeats == 2 and f.retries_after_failure == 3
     use = g.tool_use
     assert use.invocations == 6 and use.failures == 4
-    assert use.by_subcommand["mytool check"].invocations == 4 and use.by_subcommand["mytool check"].failures == 3
+    assert (
+        use.by_subcommand["mytool check"].invocations == 4 and use.by_subcommand["mytool check"].failures == 3
+    )
     assert use.by_subcommand["mytool check"].est_output_tokens >= 1
-    assert _expect(g) == {"used-tool": "pass", "checked-after-last-write": "pass", "no-triple-failure": "fail",
-                          "explained": "pass"}
+    assert _expect(g) == {
+        "used-tool": "pass",
+        "checked-after-last-write": "pass",
+        "no-triple-failure": "fail",
+        "explained": "pass",
+    }
     assert g.passed and g.metrics["tool_calls"] == 6.0 and g.metrics["tool_failures"] == 4.0
     assert g.usage.present and g.usage.turns and g.usage.peak_context and g.usage.peak_context_share
 
@@ -150,7 +219,12 @@ def test_agent_that_never_calls_the_tool(project: Path, tmp_path: Path) -> None:
 
 
 def test_two_authorities_disagree(project: Path, tmp_path: Path) -> None:
-    _, g = _run(project, tmp_path, "disagree", [PAUSE, write("def handler(x):\n    return x + 1  # TODO tidy\n"), PAUSE])
+    _, g = _run(
+        project,
+        tmp_path,
+        "disagree",
+        [PAUSE, write("def handler(x):\n    return x + 1  # TODO tidy\n"), PAUSE],
+    )
     assert g.authorities["python"].status == "valid" and g.authorities["mytool"].status == "invalid"
     (d,) = g.disagreement
     assert d.direction == "python accepts, mytool rejects"

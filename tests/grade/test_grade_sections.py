@@ -2,13 +2,18 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 from typing import Any
 
-from harness.grade import JudgeRequest, JudgeVerdict, grade_run
+import pytest
+
+from harness.grade import JudgeConfigError, check_judge_config, grade_run
+from harness.modelserver import Script, ScriptedModelServer, read_log
 from harness.records import RunStatus
 from tests.grade.helpers import (
     BROKEN_PY,
+    T0,
     VALID_PY,
     call,
     check,
@@ -17,6 +22,7 @@ from tests.grade.helpers import (
     make_project,
     make_run,
     scenario,
+    write_jsonl,
 )
 
 COMPILES = command("compiles", "python -m py_compile app/main.py", authority="python")
@@ -170,21 +176,9 @@ def test_lint_findings_make_a_pass_unusable(tmp_path: Path) -> None:
     assert (f.check, f.count, f.severity) == ("lint", 2, "error")
 
 
-class _Judge:
-    def __init__(self, answer: JudgeVerdict | Exception) -> None:
-        self.answer = answer
-        self.requests: list[JudgeRequest] = []
-
-    def judge(self, request: JudgeRequest) -> JudgeVerdict:
-        self.requests.append(request)
-        if isinstance(self.answer, Exception):
-            raise self.answer
-        return self.answer
-
-
 def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    scen = scenario([COMPILES, check("polite", "judge", rubric="The agent explains its change.")])
+    scen = scenario([COMPILES, check("explains", "judge", rubric="The agent explains its change.")])
     transcript = [{"role": "assistant", "text": "I changed handler to add one."}]
 
     def run(name: str, judge: Any) -> Any:
@@ -195,17 +189,46 @@ def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
 
     off = run("off", None)
     assert {c.id: c.outcome for c in off.checks}[
-        "polite"
+        "explains"
     ] == "unavailable" and off.passed  # excused, never a pass
-    broken = run("broken", _Judge(ConnectionError("endpoint refused")))
-    polite = {c.id: c for c in broken.checks}["polite"]
-    assert polite.outcome == "unavailable" and "endpoint refused" in polite.message
-    assert {c.id: c.outcome for c in broken.checks}["compiles"] == "pass"  # the rest stands
-    judge = _Judge(JudgeVerdict(passed=False, reason="It never explained anything."))
-    no = run("no", judge)
-    assert {c.id: c.message for c in no.checks}["polite"] == "judge: It never explained anything."
-    assert not no.passed and "added one" not in judge.requests[0].transcript
-    assert "add one" in judge.requests[0].transcript and judge.requests[0].rubric.startswith("The agent")
+    answer = '{"passed": false, "reason": "It never said why."}'
+    steps = [{"text": answer}, {"error": {"status": 400, "message": "bad request"}}]
+    script = Script.model_validate({"step_mode": "counter", "tools_required": False, "steps": steps})
+    with ScriptedModelServer(script, log_path=tmp_path / "judge.jsonl") as server:
+        judges = check_judge_config(
+            {
+                "default": {
+                    "provider": "anthropic",
+                    "model": "judge-m",
+                    "base_url": server.url,
+                    "api_key": "k",
+                    "retries": 0,
+                }
+            }
+        )
+        no = run("no", judges)
+        broken = run("broken", judges)
+    said = {c.id: c for c in no.checks}["explains"]
+    assert said.outcome == "fail" and said.message.endswith(": It never said why.") and not no.passed
+    (first, _) = read_log(tmp_path / "judge.jsonl")
+    assert first.input_tokens > 0
+    failed = {c.id: c for c in broken.checks}
+    assert failed["explains"].outcome == "unavailable" and "HTTP 400" in failed["explains"].message
+    assert failed["compiles"].outcome == "pass" and broken.passed  # the rest of the grade stands
+
+
+def test_misconfigured_judge_fails_up_front(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("ASSAY_TEST_NO_SUCH_KEY", raising=False)
+    with pytest.raises(JudgeConfigError) as err:
+        check_judge_config(
+            {
+                "a": {"provider": "anthropic", "model": "m", "api_key_env": "ASSAY_TEST_NO_SUCH_KEY"},
+                "b": {"provider": "gemini", "model": "m", "api_key": "k"},
+                "c": {"provider": "openai", "model": "m", "base_url": "ftp://x", "api_key": "k"},
+            }
+        )
+    message = str(err.value)
+    assert "a:" in message and "ASSAY_TEST_NO_SUCH_KEY" in message and "b:" in message and "c:" in message
 
 
 def test_events_metrics_and_check(tmp_path: Path) -> None:
@@ -248,3 +271,71 @@ def test_trace_and_transcript_checks(tmp_path: Path) -> None:
     )
     g2 = grade_run(early, project=project)
     assert [c.outcome for c in g2.checks] == ["fail", "unavailable"] and not g2.passed
+
+
+def test_multi_step_usage_and_transcript_span_every_session(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    exps = ({"id": "said-plan", "transcript": {"contains": "plan"}},)
+    scen = scenario([COMPILES], expectations=exps)
+    run = make_run(
+        tmp_path / "run",
+        make_job(scen),
+        workspace={"app/main.py": VALID_PY},
+        usage=[{"t": 50, "input": 10, "output": 1}],
+        transcript=[{"type": "message", "text": "done"}],
+    )
+    step = run / "steps" / "step-01"
+    write_jsonl(
+        step / "usage.jsonl",
+        [{"t": T0 + 1, "input": 100, "output": 10}, {"t": T0 + 2, "input": 200, "output": 20}],
+    )
+    write_jsonl(step / "transcript.jsonl", [{"type": "message", "text": "my plan: add one"}])
+    g = grade_run(run, project=project)
+    assert (g.usage.turns, g.usage.input, g.usage.output) == (3, 310, 31)
+    assert [(e.id, e.outcome) for e in g.expectations] == [("said-plan", "pass")]
+
+
+def test_malformed_serve_requests(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    serve = [
+        {
+            "t": T0 + 1,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "in",
+            "line": '{"jsonrpc": "2.0", "id": 1, "method": "check"}',
+        },
+        {
+            "t": T0 + 2,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "out",
+            "line": '{"jsonrpc": "2.0", "id": 1, "result": {}}',
+        },
+        {"t": T0 + 3, "tool": "mytool", "session": "s1", "dir": "in", "line": "check app/main.py please"},
+        {
+            "t": T0 + 4,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "out",
+            "line": '{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}}',
+        },
+        {"t": T0 + 5, "tool": "mytool", "session": "s1", "dir": "in", "line": '{"jsonrpc": "2.0", "id": 2}'},
+        {
+            "t": T0 + 6,
+            "tool": "mytool",
+            "session": "s1",
+            "dir": "out",
+            "line": '{"jsonrpc": "2.0", "id": 2, "error": {"code": -32600, "message": "invalid request"}}',
+        },
+        {**call(7, "mytool", "serve"), "session": "s1"},
+        "not json at all",
+    ]
+    run = make_run(tmp_path / "run", make_job(scenario([COMPILES])), workspace={"app/main.py": VALID_PY})
+    (run / "trace.jsonl").write_text(
+        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in serve)
+    )
+    g = grade_run(run, project=project)
+    assert g.friction.malformed_serve_requests == 2  # the non-JSON line in, the invalid request refused
+    assert (g.tool_use.serve_sessions, g.tool_use.serve_requests, g.tool_use.malformed_rows) == (1, 3, 1)
+    assert g.tool_use.by_subcommand["mytool serve"].invocations == 1

@@ -113,6 +113,7 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
     if not name.startswith("test_attack_") or report.when != "call":
         return
     iso = name.rsplit("[", 1)[-1].rstrip("]") if "[" in name else "?"
+    iso += ", through the runner" if name.startswith("test_attack_e2e_") else ", direct"
     counts = _ATTACKS.setdefault(iso, {"tried": 0, "blocked": 0})
     counts["tried"] += 1
     counts["blocked"] += int(report.passed)

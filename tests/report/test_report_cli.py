@@ -148,3 +148,26 @@ def test_versions_and_agents_render(tmp_path: Path) -> None:
     assert "v1 · claude · bin/none/off" in html.replace("\\u00b7", "·").replace("\\u002f", "/")  # chart label
     summary = json.loads((out / "summary.json").read_text())
     assert {g["agent"] for g in summary["groups"] if g["by"] == "condition"} == {"claude", "codex", "*"}
+
+
+def test_terminal_table_metrics_are_real(tmp_path: Path) -> None:
+    from harness.gradeschema import ToolUse
+    from harness.records import RunnerMetrics
+    from harness.report.terminal import REPORTED_METRICS, render_terminal
+
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1, passed=False)
+    add_run(
+        tmp_path,
+        scenario="s",
+        cell=BIN,
+        trial=1,
+        passed=True,
+        sections={"tool_use": ToolUse(present=True, invocations=4)},
+    )
+    summary = build_summary(tmp_path)
+    row = next(g for g in summary.groups if g.by == "condition" and g.condition == BIN)
+    for name in REPORTED_METRICS:
+        assert name in row.metrics, name
+        assert name in RunnerMetrics.model_fields or name == "tool_invocations"
+    text = render_terminal(summary)
+    assert "1.00 (1/1)" in text and "+1.00 [" in text and "control" in text

@@ -139,3 +139,39 @@ def test_knowledge_folder_cannot_be_written_through(project: Path, tmp_path: Pat
     assert "knowledge" in seen and "guide.md" in seen
     assert record.unsafe_edits == ()
     assert "wiki" not in (tmp_path / "run" / "diff.patch").read_text()
+
+
+def test_canaries_of_every_kind_in_one_launch(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Canaries
+
+    canaries = Canaries(
+        absent=("mytool", "sh"),
+        must_fail=("exit 3", "true"),
+        must_pass=("mytool --version", "echo hi; exit 4"),
+    )
+    cell = bin_cell(canaries=canaries)
+    record = run_trial(make_job(cell=cell), project=project, run_dir=tmp_path / "run")
+    got = {(c.kind, c.command): c.ok for c in record.canaries}
+    assert got == {
+        ("absent", "mytool"): False,
+        ("absent", "sh"): False,
+        ("must_fail", "exit 3"): True,
+        ("must_fail", "true"): False,
+        ("must_pass", "mytool --version"): True,
+        ("must_pass", "echo hi; exit 4"): False,
+    }
+    detail = {c.command: c.detail for c in record.canaries}
+    assert "/.assay/bin/mytool" in detail["mytool"]
+    assert detail["echo hi; exit 4"] == "exit 4: hi"
+    assert record.invalid and "'true'" in record.invalid
+
+
+def test_oracle_applies_the_reference(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Options
+
+    for isolation in ("none", "auto"):
+        job = make_job(agent=AgentSpec(id="oracle", adapter="oracle"), options=Options(isolation=isolation))
+        record = run_trial(job, project=project, run_dir=tmp_path / isolation)
+        assert record.exit_code == 0, (tmp_path / isolation / "agent.log").read_text()
+        main = (tmp_path / isolation / "workspace" / "app" / "main.py").read_text()
+        assert "import os" not in main and "def handler" in main

@@ -1,0 +1,44 @@
+"""The short table `assay report` prints: one row per condition, rates with counts."""
+
+from __future__ import annotations
+
+from harness.report.fmt import num, signed
+from harness.report.summary import Summary
+
+REPORTED_METRICS = ("turns", "input_tokens", "output_tokens", "cost_usd", "tool_invocations")
+"""Metrics the terminal table shows (means over graded runs): a width budget, not a claim about what
+matters; everything else is in summary.json and report.md. A test keeps every name real."""
+
+
+def render_terminal(summary: Summary) -> str:
+    """A fixed-width table of the condition rows plus the header line."""
+    h = summary.header
+    t = h.totals
+    lines = [
+        f"{t.runs} runs: {t.graded} graded, {t.failed_to_run} failed to run, {t.ungradeable} ungradeable, "
+        f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}; "
+        f"smallest graded cell n = {h.min_graded_per_cell}; control: {h.control or 'none (rates only)'}"
+    ]
+    uplift = {(u.version, u.agent, u.condition): u for u in summary.uplifts if u.scenario is None}
+    rows = [["version", "agent", "condition", "passed", "usable", "uplift [95% CI]", *REPORTED_METRICS]]
+    for g in summary.groups:
+        if g.by != "condition" or g.agent == "*":
+            continue
+        u = uplift.get((g.version, g.agent, g.condition))
+        up = (
+            "control" if g.control else f"{signed(u.value)} [{signed(u.low)}, {signed(u.high)}]" if u else "—"
+        )
+        metrics = [
+            num(g.metrics[m].mean, 4 if m == "cost_usd" else 0) if m in g.metrics else "—"
+            for m in REPORTED_METRICS
+        ]
+        rows.append([g.version or "", g.agent, g.condition, str(g.passed), str(g.usable), up, *metrics])
+    if not h.versions:
+        rows = [r[1:] for r in rows]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    for r in rows:
+        lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    warnings = [d for d in summary.diagnostics if d.severity != "info"]
+    if warnings:
+        lines.append(f"{len(warnings)} diagnostic warning(s): see report.md")
+    return "\n".join(lines)

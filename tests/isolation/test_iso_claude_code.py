@@ -1,0 +1,72 @@
+"""A real Claude Code trial under bwrap, network off, its model (the scripted server) behind the gateway.
+
+Needs the CLI installed by `nox -s agents` (skips with the reason otherwise).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from compiler.contract import AgentSpec, Canaries, Cell, Limits, Options, Provisions
+from harness.gateway import read_log
+from harness.modelserver import Script, ScriptedModelServer
+from harness.runner import run_trial
+from tests.adapters.helpers import agent_cache, require_cli
+from tests.isolation.conftest import require
+from tests.runner.conftest import FIXTURE, make_job
+
+pytestmark = [pytest.mark.isolation, pytest.mark.agents]
+
+SCRIPT = {"steps": [
+    {"text": "I'll create hello.txt.", "tool_calls": [
+        {"name": "Write", "arguments": {"file_path": "{{cwd}}/app/hello.txt", "content": "hi\n"}}]},
+    {"text": "Now a command.", "tool_calls": [
+        {"name": "Bash", "arguments": {"command": "curl -s -m 2 http://example.com || echo offline > app/net.txt",
+                                       "description": "probe"}}]},
+    {"text": "Created app/hello.txt."},
+]}
+
+
+@pytest.fixture
+def model(tmp_path: Path) -> Iterator[ScriptedModelServer]:
+    with ScriptedModelServer(Script.model_validate(SCRIPT), log_path=tmp_path / "model.jsonl") as server:
+        yield server
+
+
+@pytest.mark.parametrize("iso", ["bwrap", "unshare"])
+def test_claude_code_trial_behind_the_gateway(tmp_path: Path, model: ScriptedModelServer, iso: str) -> None:
+    require(iso)
+    require_cli("@anthropic-ai/claude-code", "claude")
+    project = tmp_path / "project"
+    shutil.copytree(FIXTURE, project, symlinks=True)
+    (project / ".cache" / "agents").mkdir(parents=True)
+    (project / ".cache" / "agents" / "claude").symlink_to(agent_cache().resolve())
+    port = model.url.rsplit(":", 1)[1]
+    canary = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\""
+    cell = Cell(name="none/none/off", levels={"tool": "none", "knowledge": "none", "network": "off"},
+                provisions=Provisions(canaries=Canaries(must_fail=(canary,))))
+    agent = AgentSpec(id="claude", adapter="claude_code", model="scripted-model",
+                      args={"base_url": model.url, "max_retries": 0})
+    job = make_job(agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0),
+                   limits=Limits(timeout_s=180))
+    run_dir = tmp_path / "run"
+    record = run_trial(job, project=project, run_dir=run_dir)
+    log_tail = (run_dir / "agent.log").read_text(errors="replace")[-3000:]
+    assert record.error is None and record.exit_code == 0, log_tail
+    assert record.isolation == iso and record.invalid is None
+    assert [c.ok for c in record.canaries] == [True]  # the network canary failed to connect
+    assert (run_dir / "workspace" / "app" / "hello.txt").read_text() == "hi\n"
+    assert (run_dir / "workspace" / "app" / "net.txt").read_text() == "offline\n"
+    log = read_log(run_dir / "gateway.jsonl")
+    assert log and all(r.allowed for r in log), log
+    assert {r.path.split("?")[0] for r in log if r.method == "POST"} == {"/model/v1/messages"}
+    assert {r.method for r in log} <= {"POST", "HEAD"}  # HEAD: Claude Code's probe of its base URL
+    served = model.records()
+    totals = record.extra["gateway"]
+    assert totals["input_tokens"] + totals["cache_read_tokens"] == sum(r.input_tokens for r in served)
+    assert totals["output_tokens"] == sum(r.output_tokens for r in served)
+    assert totals["refused"] == 0
