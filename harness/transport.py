@@ -198,11 +198,26 @@ def _safe_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
         yield info
 
 
-def unpack(data: bytes, dest: Path) -> None:
-    """Unpack an archive made by `pack_tree` or `pack_run` into dest (created)."""
+def unpack(data: bytes, dest: Path, *, hold: str | None = None) -> bytes | None:
+    """Unpack an archive made by `pack_tree` or `pack_run` into dest (created).
+
+    Args:
+        data: The tar.
+        dest: Folder to unpack into.
+        hold: Name of a top-level regular file NOT to write to disk; its bytes are returned.
+    """
     dest.mkdir(parents=True, exist_ok=True)
+    held: bytes | None = None
     with tarfile.open(fileobj=io.BytesIO(data), mode="r:") as tar:
-        tar.extractall(dest, members=list(_safe_members(tar)), filter="tar")
+        members = []
+        for info in _safe_members(tar):
+            if hold is not None and info.name == hold and info.isfile():
+                extracted = tar.extractfile(info)
+                held = extracted.read() if extracted is not None else b""
+            else:
+                members.append(info)
+        tar.extractall(dest, members=members, filter="tar")
+    return held
 
 
 def _unique(path: Path, tag: str) -> Path:
@@ -291,7 +306,7 @@ def _sweep(dest: Path) -> None:
 def install_run(data: bytes, dest: Path) -> None:
     """Put a run archive at dest so that nothing there looks finished before all of it is.
 
-    The archive is unpacked beside dest without its run.json and renamed into place (an
+    The archive is unpacked beside dest, its run.json held in memory, and renamed into place (an
     unfinished earlier attempt is moved aside first, its run.json removed before anything
     else); run.json is then written last and atomically, the runner's own rule. A client
     killed at any point leaves an unfinished trial — rerun on resume — and never a folder
@@ -301,13 +316,13 @@ def install_run(data: bytes, dest: Path) -> None:
     _sweep(dest)
     incoming = _unique(dest, "incoming")
     try:
-        unpack(data, incoming)
-        run_json = incoming / RUN_FILE
-        if not run_json.is_file() or run_json.is_symlink():
+        held = unpack(data, incoming, hold=RUN_FILE)  # run.json never touches the disk here
+        if held is None:
             raise TransportError(f"run archive for {dest} has no {RUN_FILE}")
-        record = run_json.read_text(encoding="utf-8")
+        record = held.decode("utf-8")
         json.loads(record)
-        run_json.unlink()
+        if (incoming / RUN_FILE).exists() or (incoming / RUN_FILE).is_symlink():
+            raise TransportError(f"run archive for {dest} holds {RUN_FILE} twice")
     except BaseException:
         remove_tree(incoming)
         raise

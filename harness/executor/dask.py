@@ -32,7 +32,7 @@ from distributed import WorkerPlugin
 from compiler.contract import Job
 from harness.errors import UsageError
 from harness.executor import requirements
-from harness.executor.remote import NOT_STARTED, RemoteResult, run_remote
+from harness.executor.remote import NOT_STARTED, RemoteResult, code_digest, run_remote
 from harness.executor.trial import TrialOutcome, TrialTask
 from harness.transport import Bundle, Tree, hash_tree, install_run, job_paths, pack_tree
 
@@ -58,7 +58,7 @@ class DaskSettings:
 
 @dataclass
 class DaskStats:
-    """Timings of the last run, for benchmarks: per trial (worker, seconds on worker, trial seconds)."""
+    """Timings of the last run by job id, for benchmarks (epoch seconds, as RemoteResult's)."""
 
     submitted: dict[str, float] = field(default_factory=dict)
     results: dict[str, RemoteResult] = field(default_factory=dict)
@@ -103,6 +103,18 @@ def connect(settings: DaskSettings) -> Any:
         return Client(settings.scheduler, timeout=settings.connect_timeout_s)
     except OSError as exc:
         raise UsageError(f"cannot reach the Dask scheduler: {exc}") from exc
+
+
+def _check_code(client: Any) -> None:
+    """Refuse a cluster whose workers run other assay code than this client."""
+    mine = code_digest()
+    theirs = client.run(code_digest)  # workers joining later are checked by each task
+    strangers = sorted(address for address, digest in theirs.items() if digest != mine)
+    if strangers:
+        raise UsageError(
+            f"{len(strangers)} worker(s) run different assay code than this client ({', '.join(strangers)}); "
+            "install the same version everywhere"
+        )
 
 
 class DaskExecutor:
@@ -166,7 +178,7 @@ class _Run:
         job = task.job
         bundle = self._bundle(job, Path(task.project))
         blobs = {t.digest: self.tree_futures[t.digest] for t in bundle.trees}
-        self.stats.submitted[job.id] = time.monotonic()
+        self.stats.submitted[job.id] = time.time()
         return self.client.submit(
             run_remote,
             task.job_json,
@@ -175,6 +187,7 @@ class _Run:
             blobs,
             self.cancel_name,
             hard_deadline(job),
+            code_digest(),
             key=f"assay-trial-{uuid.uuid4().hex}",
             pure=False,
             resources=self._resources(job),
@@ -197,7 +210,7 @@ class _Run:
             )
         result: RemoteResult = future.result()
         self.stats.results[job_id] = result
-        self.stats.received[job_id] = time.monotonic()
+        self.stats.received[job_id] = time.time()
         if result.archive is not None:
             install_run(result.archive, Path(task.run_dir))
         return replace(result.outcome, run_dir=task.run_dir)
@@ -207,6 +220,7 @@ class _Run:
     ) -> list[TrialOutcome]:
         from distributed import Event, as_completed, wait
 
+        _check_code(self.client)
         if self.parallel > 0:
             self.client.register_plugin(_Slots(self.parallel), name=_Slots.name)
         event = Event(self.cancel_name, client=self.client)

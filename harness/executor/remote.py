@@ -15,6 +15,8 @@ of its tree. A trial past its hard deadline is ended the same way and recorded a
 
 from __future__ import annotations
 
+import functools
+import hashlib
 import json
 import os
 import shutil
@@ -110,6 +112,17 @@ def _code_root() -> str:
     return str(Path(harness.__file__).resolve().parent.parent)
 
 
+@functools.cache
+def code_digest() -> str:
+    """Content digest of the assay code this process runs (compiler, harness and adapters sources)."""
+    root = Path(_code_root())
+    digest = hashlib.sha256()
+    for package in ("compiler", "harness", "adapters"):
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()
+
+
 def _base_dir() -> Path:
     override = os.environ.get(CACHE_ENV)
     if override:
@@ -184,8 +197,14 @@ def run_remote(
     blobs: Mapping[str, bytes],
     cancel_name: str,
     deadline_s: float,
+    code: str,
 ) -> RemoteResult:
-    """Run one trial on this worker (the Dask task); never raises for a trial that went wrong."""
+    """Run one trial on this worker (the Dask task); never raises for a trial that went wrong.
+
+    `code` is the client's `code_digest()`: a worker running other assay code than the client
+    refuses the trial (nothing is written, so it stays unfinished) instead of producing a run
+    the client's runner would not have produced.
+    """
     from distributed import get_worker
 
     from harness.executor.trial_proc import write_failed_run
@@ -197,6 +216,12 @@ def run_remote(
     base = _base_dir()
     scratch = base / "runs" / uuid.uuid4().hex
     try:
+        if code != code_digest():
+            detail = f"worker {worker} runs different assay code than the client; install the same version everywhere"
+            outcome = TrialOutcome(job_id=job.id, run_dir="", status="error", seconds=0.0, detail=detail)
+            return RemoteResult(
+                outcome=outcome, archive=None, worker=worker, started=started, ended=time.time(), trial_s=0.0
+            )
         if watch.fired.is_set():
             outcome = TrialOutcome(
                 job_id=job.id, run_dir="", status="interrupted", seconds=0.0, detail=NOT_STARTED
