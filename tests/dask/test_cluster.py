@@ -1,7 +1,7 @@
 """A real scheduler and real worker processes on loopback, driven through `assay matrix`.
 
-Must-show 1: a worker killed halfway (and then the client too), a resume, every trial exactly
-once, verdicts identical to the local pool's. Must-show 2: Ctrl-C on the client leaves no
+Must-show 1: the demo matrix with a worker killed halfway (and then the client too), a resume,
+every trial exactly once, verdicts identical to the local pool's. Must-show 2: Ctrl-C on the client leaves no
 agent process alive on any worker. Plus requirements, resource tags and per-worker slots.
 """
 
@@ -10,8 +10,10 @@ from __future__ import annotations
 import json
 import os
 import random
+import shutil
 import signal
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -19,6 +21,7 @@ import pytest
 
 from harness.records import RUN_FILE, find_runs, read_grade, read_run
 from tests.dask.conftest import (
+    ROOT,
     Cluster,
     alive,
     assay,
@@ -26,7 +29,6 @@ from tests.dask.conftest import (
     child_env,
     command_agent,
     make_job,
-    scripted,
     spawn,
     write_jobs,
 )
@@ -47,89 +49,120 @@ def _wait_for(condition: object, what: str, seconds: float = 120.0) -> None:
 
 
 def _verdicts(runs: Path) -> dict[str, tuple[object, ...]]:
-    """What a report reads from each run: exit, error, invalid, unsafe edits, diff, grade."""
+    """What a report reads from each run: exit, error, invalid, how many unsafe edits, the grade.
+
+    Unsafe-edit names and diff.patch are not compared byte for byte: a tool's cache in the
+    workspace (ruff's) is keyed by the workspace's absolute path, which differs between any two
+    run trees, local or not.
+    """
     found: dict[str, tuple[object, ...]] = {}
     for run_dir in find_runs(runs):
         record = read_run(run_dir)
         grade = read_grade(run_dir)
         graded = None
         if grade is not None:
-            graded = (grade.status.value, grade.passed, tuple((c.id, c.outcome) for c in grade.checks))
-        diff = (run_dir / "diff.patch").read_bytes() if (run_dir / "diff.patch").exists() else b""
-        found[record.job_id] = (
-            record.exit_code,
-            record.error,
-            record.invalid,
-            record.unsafe_edits,
-            diff,
-            graded,
-        )
+            graded = (
+                grade.status.value,
+                grade.passed,
+                grade.usable,
+                grade.failed_layers,
+                tuple((c.id, c.outcome) for c in grade.checks),
+            )
+        edits = len(record.unsafe_edits)
+        found[record.job_id] = (record.exit_code, record.error, record.invalid, edits, graded)
     return found
 
 
-def test_worker_killed_halfway_then_resume_runs_every_trial_once(
-    cluster: Cluster, project: Path, tmp_path: Path
-) -> None:
-    control, binary = cells()
-    jobs = [make_job(scripted(), cell, trial) for cell in (control, binary) for trial in range(1, 9)]
-    job_files = write_jobs(tmp_path / "jobs", jobs)
+DEMO_INPUTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
 
-    local_runs = tmp_path / "runs-local"
+
+@pytest.fixture
+def demo(tmp_path: Path) -> Path:
+    """A copy of this repository's example project, compiled (its demo matrix: scripted, oracle
+    and no-op agents x none/none/off and bin/none/off x the held-out scenarios)."""
+    project = tmp_path / "demo"
+    for name in DEMO_INPUTS:
+        if (ROOT / name).is_dir():
+            shutil.copytree(ROOT / name, project / name, symlinks=True)
     done = subprocess.run(
-        assay(project, "--parallel", "4", runs=local_runs, jobs=job_files),
+        [sys.executable, "-m", "harness", "--project", str(project), "compile"],
         env=child_env(),
         capture_output=True,
         text=True,
-        timeout=300,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    return project
+
+
+def _demo(project: Path, runs: Path, *args: str) -> list[str]:
+    return [
+        sys.executable,
+        "-m",
+        "harness",
+        "--project",
+        str(project),
+        "matrix",
+        "demo",
+        "--trials",
+        "1",
+        "--runs",
+        str(runs),
+        *args,
+    ]
+
+
+def test_demo_matrix_survives_a_killed_worker_and_client_then_resumes_every_trial_once(
+    cluster: Cluster, demo: Path, tmp_path: Path
+) -> None:
+    local_runs = tmp_path / "runs-local"
+    done = subprocess.run(
+        _demo(demo, local_runs, "--parallel", "4"),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
     assert done.returncode == 0, done.stderr
     local = _verdicts(local_runs)
-    assert len(local) == len(jobs)
-    assert {v[-1][1] for v in local.values() if v[-1] is not None} in ({True, False}, set()), (
-        "skill 0.5 mixes verdicts"
-    )
+    total = len(local)
+    assert total >= 12
+    assert {v[-1][1] for v in local.values() if v[-1] is not None} == {True, False}, "the demo mixes verdicts"
 
     cluster.add_worker("a")
     cluster.add_worker("b")
     runs = tmp_path / "runs-dask"
     dask_args = ("--executor", "dask", "--scheduler-file", str(cluster.scheduler_file))
     client = spawn(
-        assay(project, *dask_args, runs=runs, jobs=job_files),
-        log=tmp_path / "client.log",
-        env=child_env(),
-        new_session=False,
+        _demo(demo, runs, *dask_args), log=tmp_path / "client.log", env=child_env(), new_session=False
     )
     try:
-        _wait_for(lambda: _finished(runs) >= 4, "4 finished trials")
+        _wait_for(lambda: _finished(runs) >= total // 4, "a quarter of the trials")
         cluster.kill_worker("a")  # mid-trial: worker a had trials running
-        _wait_for(lambda: _finished(runs) >= 10, "10 finished trials")
+        _wait_for(lambda: _finished(runs) >= total * 2 // 3, "two thirds of the trials")
         client.kill()
     finally:
         client.kill()
         client.wait()
     before = {p: (p / RUN_FILE).read_bytes() for p in find_runs(runs)}
-    assert 10 <= len(before) < len(jobs), "the client was killed with trials left to run"
+    assert total * 2 // 3 <= len(before) < total, "the client was killed with trials left to run"
     for run_dir in before:  # whatever looks finished is whole
-        assert run_dir.name.startswith("trial-")
-        assert (run_dir / "job.json").is_file() and (run_dir / "workspace" / "app" / "main.py").is_file()
+        assert run_dir.name.startswith("trial-"), run_dir
+        assert (run_dir / "job.json").is_file() and (run_dir / "workspace").is_dir()
 
     cluster.add_worker("c")
     done = subprocess.run(
-        assay(project, *dask_args, runs=runs, jobs=job_files),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=300,
+        _demo(demo, runs, *dask_args), env=child_env(), capture_output=True, text=True, timeout=600
     )
     assert done.returncode == 0, done.stderr
     assert f"{len(before)} finished trial(s) skipped" in done.stderr
 
     after = find_runs(runs)
-    assert len(after) == len(jobs)
-    assert sorted(read_run(p).job_id for p in after) == sorted(j.id for j in jobs)
+    assert len(after) == total
+    assert sorted(read_run(p).job_id for p in after) == sorted(local)
     for run_dir, data in before.items():
         assert (run_dir / RUN_FILE).read_bytes() == data, f"{run_dir} was run twice"
-    assert not [p for p in runs.rglob(".trial-*")], "no leftovers of an install"
+    assert not list(runs.rglob(".trial-*")), "no leftovers of an install"
     assert _verdicts(runs) == local
 
 
