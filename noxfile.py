@@ -250,6 +250,13 @@ def isolation(session: nox.Session) -> None:
                 *session.posargs)
 
 
+@nox.session(name="bench-validate")
+def bench_validate(session: nox.Session) -> None:
+    """Validity benchmark: assay validate on the example suite, per scenario and whole; prints figures."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_validate.py", *session.posargs)
+
+
 @nox.session(name="bench-isolation")
 def bench_isolation(session: nox.Session) -> None:
     """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""

@@ -215,7 +215,8 @@ def agent_env(bench: Bench, home: Path, extra: dict[str, str]) -> dict[str, str]
     """The CLI's environment: ours without BENCH_*, a per-trial HOME, then `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
     home.mkdir(parents=True, exist_ok=True)
-    env.update(HOME=str(home), XDG_CONFIG_HOME=str(home / ".config"),
+    # PWD too: some CLIs (Bun-built ones) take their project dir from it rather than getcwd()
+    env.update(HOME=str(home), PWD=str(bench.workspace), XDG_CONFIG_HOME=str(home / ".config"),
                XDG_CACHE_HOME=str(home / ".cache"), XDG_DATA_HOME=str(home / ".local" / "share"),
                XDG_STATE_HOME=str(home / ".local" / "state"))
     env.update(extra)

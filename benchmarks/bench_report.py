@@ -22,10 +22,19 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
+from harness.gradeschema import (  # noqa: E402
+    ExpectationOutcome,
+    Friction,
+    Snapshots,
+    SubcommandUse,
+    ToolUse,
+    Usage,
+)
 from harness.records import CheckOutcome, Grade, RunnerMetrics, RunRecord, RunStatus  # noqa: E402
 
 CELLS = ("none/none/off", "bin/none/off", "bin/wiki/off", "bin+skill/none/off", "bin+skill/wiki/on")
 AGENTS = ("claude-code", "codex")
+MARKER = "runs={runs} grades=typed-sections-v1"
 TARGET_S = 20.0
 TARGET_MB = 1024.0
 
@@ -78,6 +87,7 @@ def generate(tree: Path, runs: int) -> float:
                             duration_s=rng.uniform(20, 300),
                         ),
                     )
+                    checks = rng.randint(0, 5), rng.randint(0, 3)
                     grade = Grade(
                         status=RunStatus.GRADED,
                         passed=passed,
@@ -94,16 +104,32 @@ def generate(tree: Path, runs: int) -> float:
                         failed_layers=() if passed else ("agent",),
                         grader_hash="g" * 16,
                         metrics={"tool_calls": float(rng.randint(0, 30))},
-                        details={
-                            "tool_use": {
-                                "invocations": {"check": rng.randint(0, 5), "lint": rng.randint(0, 3)}
+                        tool_use=ToolUse(
+                            present=ci > 0,
+                            invocations=sum(checks),
+                            by_subcommand={
+                                "mytool check": SubcommandUse(
+                                    invocations=checks[0], output_bytes=400 * checks[0]
+                                ),
+                                "mytool lint": SubcommandUse(
+                                    invocations=checks[1], output_bytes=90 * checks[1]
+                                ),
                             },
-                            "friction": {
-                                "usage_errors": rng.randint(0, 2),
-                                "help_lookups": rng.randint(0, 2),
-                            },
-                            "expectations": {"E01": "pass" if passed else "fail", "E05": "unavailable"},
-                        },
+                        ),
+                        friction=Friction(usage_errors=rng.randint(0, 2), help_lookups=rng.randint(0, 2)),
+                        expectations=(
+                            ExpectationOutcome(id="E01", outcome="pass" if passed else "fail"),
+                            ExpectationOutcome(id="E05", outcome="unavailable"),
+                        ),
+                        usage=Usage(
+                            present=True,
+                            turns=rng.randint(3, 40),
+                            input=tokens_in,
+                            output=tokens_out,
+                            total=tokens_in + tokens_out,
+                            peak_context=rng.randint(10_000, 150_000),
+                        ),
+                        snapshots=Snapshots(count=3, first_valid=1, final_valid=passed),
                     )
                     (run_dir / "run.json").write_text(
                         json.dumps(run.model_dump(mode="json"), indent=2, sort_keys=True)
@@ -111,7 +137,7 @@ def generate(tree: Path, runs: int) -> float:
                     (run_dir / "grade.json").write_text(
                         json.dumps(grade.model_dump(mode="json"), indent=2, sort_keys=True)
                     )
-    (tree / ".bench-marker").write_text(str(runs))
+    (tree / ".bench-marker").write_text(MARKER.format(runs=runs))
     return time.perf_counter() - t0
 
 
@@ -123,7 +149,7 @@ def main() -> int:
     args = parser.parse_args()
     tree: Path = args.tree / f"tree-{args.runs}"
     marker = tree / ".bench-marker"
-    if not (marker.exists() and marker.read_text() == str(args.runs)):
+    if not (marker.exists() and marker.read_text() == MARKER.format(runs=args.runs)):
         if tree.exists():
             subprocess.run(["rm", "-rf", str(tree)], check=True)
         tree.mkdir(parents=True)

@@ -22,14 +22,16 @@ import sys
 import tempfile
 import textwrap
 import time
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.contract import AgentSpec, CheckSpec, Job, Limits, iter_jobs  # noqa: E402
-from harness import batch  # noqa: E402
+from harness.executor.trial import warm  # noqa: E402
 from harness.grade import grade_run  # noqa: E402
+from harness.rundirs import run_dir_for  # noqa: E402
 from harness.runner import run_trial  # noqa: E402
 
 
@@ -81,16 +83,21 @@ def concurrent(n: int, seconds: float, scratch: Path, isolation: str) -> float:
         )
         for t in range(1, n + 1)
     ]
-    plan = batch.plan(
-        jobs, project=ROOT, runs_root=scratch / f"concurrent-{isolation}", seed=0, concurrent=True
-    )
+    scratch_runs = scratch / f"concurrent-{isolation}"
+
+    def one(job: Job) -> bool:
+        # What the local executor's per-trial function does, grading the job's own check.
+        run_dir = run_dir_for(job, scratch_runs)
+        record = run_trial(job, project=ROOT, run_dir=run_dir, concurrent=True)
+        return record.error is None and grade_run(run_dir).passed
+
+    warm(isolation)
     start = time.perf_counter()
-    with open(os.devnull, "w") as sink:
-        outcomes = batch.execute(plan.tasks, parallel=n, stream=sink)
+    with ThreadPoolExecutor(max_workers=n) as pool:
+        results = list(pool.map(one, jobs))
     wall = time.perf_counter() - start
-    bad = [o for o in outcomes if o.status in ("error", "interrupted", "invalid")]
-    if bad:
-        raise SystemExit(f"{len(bad)} concurrent trial(s) failed, e.g. {bad[0]}")
+    if not all(results):
+        raise SystemExit(f"{results.count(False)} concurrent trial(s) failed")
     return wall
 
 
@@ -128,7 +135,7 @@ def inspect_wall(python: str, n: int, seconds: float, scratch: Path, tiktoken_ca
     argv = [
         inspect,
         "eval",
-        str(task),
+        task.name,
         "--model",
         "mockllm/model",
         "--display",

@@ -249,8 +249,9 @@ class JobFile(Frozen):
                 yield self.job(v, t)
 
     def job(self, v: Variant, trial: int) -> Job:
-        """One trial of one variant."""
-        return Job(id=job_id(self.matrix, v.cell, v.agent, self.scenario.id, trial), hash=v.hash, matrix=self.matrix,
+        """One trial of one variant (ids of a version comparison read `<matrix>@<version>/...`)."""
+        prefix = self.matrix if self.version is None else f"{self.matrix}@{self.version}"
+        return Job(id=job_id(prefix, v.cell, v.agent, self.scenario.id, trial), hash=v.hash, matrix=self.matrix,
                    trial=trial, version=self.version, scenario=self.scenario, cell=self.cells[v.cell],
                    agent=self.agents[v.agent], limits=self.limits, options=self.options)
 
@@ -268,7 +269,9 @@ class ScenarioEntry(Frozen):
 class MatrixEntry(Frozen):
     """A matrix as listed in the manifest, with its job index."""
 
-    id: str = Field(description="Matrix id.")
+    id: str = Field(description="Key of this entry: the matrix id, or `<matrix>@<version>` for one side of a version comparison.")
+    matrix: str | None = Field(default=None, description="The matrix id (differs from `id` for a version side).")
+    version: str | None = Field(default=None, description="Version label of this side of a version comparison.")
     default: bool = Field(default=False, description="The matrix nox bench sessions come from.")
     description: str | None = Field(default=None, description="What it measures.")
     agents: tuple[str, ...] = Field(description="Agent ids.")
@@ -358,17 +361,20 @@ def iter_jobs(generated_dir: Path | str, *, matrix: str | None = None, cells: It
               trials: int | None = None) -> Iterator[Job]:
     """Every compiled trial, filtered; matrix None = every matrix; trials N = t01..tNN only.
 
+    `matrix` names a matrix (both sides of a version comparison) or one side (`<matrix>@<version>`).
+
     Order: matrices sorted, scenarios sorted, then the matrix's expansion order, then trial.
     Raises KeyError for a matrix that was not compiled.
     """
     gen = Path(generated_dir)
     manifest = load_manifest(gen)
-    if matrix is not None and matrix not in manifest.matrices:
+    chosen = sorted(k for k, e in manifest.matrices.items() if matrix is None or matrix in (k, e.matrix))
+    if not chosen and matrix is not None:
         raise KeyError(f"unknown matrix {matrix!r}; compiled: {', '.join(sorted(manifest.matrices)) or 'none'}")
     want_cells = set(cells) if cells is not None else None
     want_agents = set(agents) if agents is not None else None
     want_scen = set(scenarios) if scenarios is not None else None
-    for mid in sorted(manifest.matrices) if matrix is None else [matrix]:
+    for mid in chosen:
         for sid in sorted(manifest.matrices[mid].files):
             if want_scen is not None and sid not in want_scen:
                 continue

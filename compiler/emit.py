@@ -100,14 +100,20 @@ def _provided_hash(v: Validated, cell: Cell) -> str:
     return digest(*parts)
 
 
+def _args_hash(v: Validated, args: dict[str, Any]) -> str:
+    """The content of project files an agent's arguments name (a scripted agent's script)."""
+    return digest(*(f"{a}:{v.input_hashes[a]}" for a in sorted(args.values(), key=str)
+                    if isinstance(a, str) and a in v.input_hashes))
+
+
 def job_files(plan: Plan) -> dict[str, JobFile]:
     """Every job file by its path relative to generated/."""
     out: dict[str, JobFile] = {}
     v = plan.validated
     for mp in plan.matrices.values():
         cell_h = {n: digest(canonical(cl), _provided_hash(v, cl)) for n, cl in mp.cells.items()}
-        agent_h = {a: digest(canonical(v.agents[a])) for a in mp.agents}
-        common = digest(str(SCHEMA_VERSION), mp.id, canonical(mp.limits), canonical(mp.options))
+        agent_h = {a: digest(canonical(v.agents[a]), _args_hash(v, v.agents[a].args)) for a in mp.agents}
+        common = digest(str(SCHEMA_VERSION), mp.id, str(mp.version), canonical(mp.limits), canonical(mp.options))
         for sid, pairs in sorted(mp.runs.items()):
             sj = v.scenarios[sid].job
             scen_h = digest(canonical(sj), _tree_hash(v.input_hashes, v.scenarios[sid].files))
@@ -116,7 +122,7 @@ def job_files(plan: Plan) -> dict[str, JobFile]:
             used_cells = {c for c, _ in pairs}
             used_agents = {a for _, a in pairs}
             out[f"{JOBS_DIR}/{mp.id}/{sid}.json"] = JobFile(
-                matrix=mp.id, scenario=sj, cells={n: cl for n, cl in mp.cells.items() if n in used_cells},
+                matrix=mp.matrix or mp.id, version=mp.version, scenario=sj, cells={n: cl for n, cl in mp.cells.items() if n in used_cells},
                 agents={a: v.agents[a] for a in mp.agents if a in used_agents}, limits=mp.limits,
                 options=mp.options, variants=variants)
     return out
@@ -126,7 +132,7 @@ def _entry(mp: MatrixPlan, default: bool) -> MatrixEntry:
     spec = mp.spec.spec
     used = {c for pairs in mp.runs.values() for c, _ in pairs}
     return MatrixEntry(
-        id=mp.id, default=default, description=spec.description, agents=mp.agents,
+        id=mp.id, matrix=mp.matrix or mp.id, version=mp.version, default=default, description=spec.description, agents=mp.agents,
         cells=tuple(c for c in mp.cells if c in used), scenarios=tuple(sorted(mp.runs)), trials=mp.trials,
         jobs=mp.jobs, parallel=spec.parallel, seed=spec.seed, fail_fast=bool(spec.fail_fast),
         versions={k: ver.model_dump(exclude_none=True) for k, ver in (spec.versions or {}).items()},
@@ -139,7 +145,11 @@ def manifest(plan: Plan) -> Manifest:
     sessions: list[Session] = []
     if plan.default is not None:
         taken: set[str] = set()
-        for cell in _entry(plan.matrices[plan.default], True).cells:
+        cells: list[str] = []
+        for mp in plan.matrices.values():
+            if (mp.matrix or mp.id) == plan.default:
+                cells += [c for c in _entry(mp, True).cells if c not in cells]
+        for cell in cells:
             sessions.append(Session(name=session_name(cell, taken), matrix=plan.default, cell=cell))
     return Manifest(
         fingerprint=v.fingerprint, project=v.project.name, spec_version=v.project.spec_version,
@@ -148,7 +158,7 @@ def manifest(plan: Plan) -> Manifest:
         agents=dict(sorted(v.agents.items())),
         scenarios={s: ScenarioEntry(id=s, root=x.job.root, family=x.job.family, split=x.job.split, language=x.job.language)
                    for s, x in sorted(v.scenarios.items())},
-        matrices={m: _entry(mp, m == plan.default) for m, mp in sorted(plan.matrices.items())},
+        matrices={m: _entry(mp, (mp.matrix or m) == plan.default) for m, mp in sorted(plan.matrices.items())},
         default_matrix=plan.default, sessions=tuple(sessions))
 
 

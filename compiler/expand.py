@@ -6,7 +6,7 @@ an `include` that violates one is an error, as is a matrix over its job cap.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from compiler import matrix as gha
@@ -37,6 +37,10 @@ class MatrixPlan:
     trials: int
     limits: Limits
     options: Options
+    matrix: str = ""
+    """The matrix id (`id` is `<matrix>@<version>` for one side of a version comparison)."""
+    version: str | None = None
+    """The version label, for one side of a version comparison."""
 
     @property
     def jobs(self) -> int:
@@ -196,7 +200,19 @@ def expand(v: Validated) -> Plan:
     """Cells and matrix plans; raises SpecErrors on include/cap violations."""
     c = Collector()
     all_cells = cells(c, v)
-    plans = {mid: _plan(c, v, m, all_cells) for mid, m in sorted(v.matrices.items())}
+    plans: dict[str, MatrixPlan] = {}
+    for mid, m in sorted(v.matrices.items()):
+        plan = _plan(c, v, m, all_cells)
+        if not m.spec.versions:
+            plans[mid] = replace(plan, matrix=mid)
+            continue
+        for name, ver in m.spec.versions.items():  # one plan per side of the version comparison
+            build = rel_path(c, m.doc, ("versions", name, "path"), ver.path) if ver.path else None
+            cells_v = {n: cl.model_copy(update={"provisions": cl.provisions.model_copy(
+                update={"path": (build, *cl.provisions.path)})}) if build and cl.provisions.path else cl
+                for n, cl in plan.cells.items()}
+            plans[f"{mid}@{ver.label}"] = replace(plan, id=f"{mid}@{ver.label}", matrix=mid, version=ver.label,
+                                                  cells=cells_v)
     c.raise_if_any()
     defaults = [mid for mid, m in sorted(v.matrices.items()) if m.spec.default]
     default = defaults[0] if defaults else (next(iter(plans)) if len(plans) == 1 else None)

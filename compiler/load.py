@@ -77,11 +77,19 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
     out: dict[str, str] = {}
     top = root.resolve()
     for rel, raw in specs.items():
-        if b"project" not in raw:
+        if b"project" not in raw and b"args" not in raw:
             continue
         try:
             doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
         except yaml.YAMLError:
+            continue
+        if isinstance(doc, dict) and doc.get("kind") == "agent" and isinstance(doc.get("args"), dict):
+            # Adapter arguments that name a project file (a scripted agent's script) are read by the
+            # runner relative to the project root; their content is part of the agent.
+            for value in doc["args"].values():
+                target = (root / value).resolve() if isinstance(value, str) and value and "\n" not in value else None
+                if target is not None and target.is_relative_to(top) and target.is_file():
+                    out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
             continue
         if not isinstance(doc, dict) or doc.get("kind") != "project" or not isinstance(doc.get("factors"), dict):
             continue
@@ -125,15 +133,23 @@ def scan(root: Path) -> Inputs:
             scenario_dirs.append(d.relative_to(root).as_posix())
             for p in _files_under(d):
                 data[p.relative_to(root).as_posix()] = p.read_bytes()
+    return inputs_of(root, data, _provided(root, {r: data[r] for r in spec_files}))
+
+
+def inputs_of(root: Path, data: dict[str, bytes], provided: dict[str, str] | None = None) -> Inputs:
+    """Inputs from file contents already in memory (what `scan` read, or a test's dict)."""
     hashes = {rel: hashlib.sha256(b).hexdigest() for rel, b in data.items()}
-    for rel, digest in _provided(root, {r: data[r] for r in spec_files}).items():
+    for rel, digest in (provided or {}).items():
         hashes.setdefault(rel, digest)
     folders: dict[str, list[str]] = {}
     for rel in sorted(hashes):
         parts = rel.split("/")
         for depth in range(1, len(parts)):
             folders.setdefault("/".join(parts[:depth]), []).append(rel)
-    return Inputs(root, data, hashes, tuple(scenario_dirs), tuple(spec_files), folders)
+    specs = tuple(sorted(r for r in data if r.startswith("specs/") and r.endswith((".yaml", ".yml"))))
+    scen = tuple(sorted({"/".join(r.split("/")[:2]) for r in data if r.startswith(f"{SCENARIO_DIR}/") and r.count("/") >= 2
+                         and not r.split("/")[1].startswith((".", "_"))}))
+    return Inputs(root, data, hashes, scen, specs, folders)
 
 
 def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:

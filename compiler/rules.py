@@ -151,6 +151,10 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
     for key in ("include", "exclude"):
         for i, entry in enumerate(getattr(m.spec, key) or []):
             _keys_ok(c, doc, (key, i), entry, v, "matrix")
+    from compiler.validate import check_slug
+
+    for name, ver in (m.spec.versions or {}).items():
+        check_slug(c, doc, ("versions", name, "label"), ver.label, "version label")
     if m.spec.trials is not None and m.spec.trials < 1:
         c.add(doc.loc(("trials",)), "trials", "E104", "trials must be at least 1")
 

@@ -20,13 +20,14 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import Job, Step
 from harness import agents, canaries, capture, proc, provision, workspace
 from harness.environment import TrialPaths, build
 from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
 from harness.records import (
+    GRADE_FILE,
     RUN_FILE,
     CanaryResult,
     RunnerMetrics,
@@ -116,6 +117,26 @@ def _setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
         done = launcher.shell(command, timeout_s=job.limits.timeout_s, log=paths.run_dir / "setup.log")
         if done.exit_code != 0:
             raise provision.ProvisionError(f"setup command {command!r} failed (exit {done.exit_code})")
+
+
+def _place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[Path]:
+    """Materialise a step's evidence files (present only during that step, never graded)."""
+    placed: list[Path] = []
+    for dest, src in sorted(step.evidence.items()):
+        target = ws.root / dest
+        if target.exists():
+            raise provision.ProvisionError(
+                f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
+            )
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(project / src, target)
+        placed.append(target)
+    return placed
+
+
+def _remove_evidence(placed: list[Path]) -> None:
+    for path in placed:
+        path.unlink(missing_ok=True)
 
 
 def _stash_attempt(run_dir: Path, label: str) -> None:
@@ -208,6 +229,13 @@ def _environment(iso: Isolation, job: Job, provided: provision.Provided | None) 
     return env
 
 
+def _unenforceable(job: Job, iso: Isolation) -> str | None:
+    """Why the cell's network: off cannot hold here (the run is then invalid, not silently open)."""
+    if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
+        return None
+    return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"
+
+
 def _assay_version() -> str:
     try:
         from importlib.metadata import version
@@ -264,12 +292,22 @@ def run_trial(
     argv: list[str] = []
     gateways = contextlib.ExitStack()  # the model gateway, when the agent has one (closed in finally)
     gw: gateway_trial.TrialGateway | None = None
+    timings: dict[str, float] = {}
+    clock = [time.perf_counter()]
+
+    def lap(stage: str) -> None:
+        now = time.perf_counter()
+        timings[stage] = round(now - clock[0], 4)
+        clock[0] = now
+
     try:
         paths = _paths(job, run_dir, project)
         links = tuple(job.cell.provisions.links)
         ws = workspace.create(project / job.scenario.seed, run_dir, exclude=links)
+        lap("workspace")
         provision.make_dirs(paths)
         provided = provision.apply(job, project=project, paths=paths)
+        lap("provision")
         argv = agents.command(job)
         args = agents.resolve_args(job, project=project, run_dir=run_dir)
         gw = gateways.enter_context(gateway_trial.for_trial(job, args, run_dir=run_dir, isolation=iso))
@@ -278,12 +316,24 @@ def run_trial(
         launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else ())
         _setup(job, launcher, paths)
         workspace.commit_baseline(ws)
+        lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
-        fields["invalid"] = canaries.invalid_reason(canary_results)
+        lap("canaries")
+        fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
+        # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+        # counts every row as the agent's tool use), so their rows are kept aside.
+        if paths.trace.is_file():
+            paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
         session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
-        sessions = [(s.prompt, s.name) for s in job.scenario.steps] or [(job.scenario.prompt, "main")]
-        for index, (prompt, name) in enumerate(sessions, start=1):
-            step, done = session.run(prompt, name)
+        sessions = list(job.scenario.steps) or [Step(name="main", prompt=job.scenario.prompt)]
+        for index, spec in enumerate(sessions, start=1):
+            if spec.fresh_repo and index > 1:
+                workspace.reset(ws)  # the working tree starts over; the state directory persists
+            placed = _place_evidence(spec, project, ws)
+            try:
+                step, done = session.run(spec.prompt, spec.name)
+            finally:
+                _remove_evidence(placed)
             steps.append(step)
             if index < len(sessions):
                 _stash_attempt(run_dir, f"steps/step-{index:02d}")
@@ -296,7 +346,9 @@ def run_trial(
             if step.error:
                 fields["error"] = step.error
                 break
+        lap("agent")
         fields["unsafe_edits"] = capture.workspace(ws, job.scenario.writable, run_dir)
+        lap("capture")
         fields["invalid"] = fields["invalid"] or capture.context_violation(paths)
     except _Interrupted:
         fields["interrupted"] = True
@@ -309,6 +361,8 @@ def run_trial(
     finally:
         gateway_summary = gw.summary() if gw else None
         gateways.close()
+    # The agent could write into its run dir; a verdict there is never its own to write.
+    (run_dir / GRADE_FILE).unlink(missing_ok=True)
     record = RunRecord(
         job_id=job.id,
         job_hash=job.hash,
@@ -332,7 +386,9 @@ def run_trial(
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if len(steps) > 1 else (),
-        extra=_extra(provided, launcher) | ({"gateway": gateway_summary} if gateway_summary else {}),
+        extra=_extra(provided, launcher)
+        | ({"gateway": gateway_summary} if gateway_summary else {})
+        | {"timings_s": timings},
         **fields,
     )
     write_record(run_dir / RUN_FILE, record)

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec
-from harness.checks.base import CheckContext, CheckError, Verdict, inside, param
+from harness.checks.base import CheckContext, CheckError, Verdict, inside, param, same_value
 
 _MISSING = object()
 
@@ -43,7 +43,7 @@ class AnswerCheck:
         shown = json.dumps(value)
         if "equals" in spec.params:
             expected = spec.params["equals"]
-            if _same(value, expected):
+            if same_value(value, expected):
                 return Verdict(True, f"{key} = {shown}")
             return Verdict(False, f"{key} = {shown}, expected {json.dumps(expected)}")
         if "matches" in spec.params:
@@ -70,11 +70,3 @@ def lookup(doc: Any, key: str) -> Any:
         else:
             return _MISSING
     return value
-
-
-def _same(value: Any, expected: Any) -> bool:
-    if isinstance(value, str) and isinstance(expected, str):
-        return value.strip() == expected.strip()
-    if isinstance(value, bool) or isinstance(expected, bool):
-        return value is expected
-    return bool(value == expected)

@@ -149,3 +149,12 @@ def glob_files(root: Path, pattern: str) -> list[Path]:
         return [path] if path.is_file() else []
     regex = glob_regex(pure.as_posix())
     return [root / rel for rel in walk_files(root) if regex.match(rel)]
+
+
+def same_value(value: Any, expected: Any) -> bool:
+    """JSON equality as a person means it: strings compare stripped, a bool never equals a number."""
+    if isinstance(value, str) and isinstance(expected, str):
+        return value.strip() == expected.strip()
+    if isinstance(value, bool) or isinstance(expected, bool):
+        return value is expected
+    return bool(value == expected)

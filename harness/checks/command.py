@@ -30,7 +30,7 @@ from typing import Any
 
 from compiler.contract import CheckSpec
 from harness.checks import _proc, jsonpath
-from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param
+from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, same_value
 
 _NOT_RUNNABLE = {126: "is not executable", 127: "was not found"}
 
@@ -171,7 +171,7 @@ def _json_value(reader: Mapping[str, Any], doc: Any) -> Verdict:
         return Verdict(False, f"{path} is missing from the result")
     value = found[0]
     if "equals" in reader:
-        if value == reader["equals"]:
+        if same_value(value, reader["equals"]):
             return Verdict(True, f"{path} = {json.dumps(value)}")
         return Verdict(False, f"{path} = {json.dumps(value)}, expected {json.dumps(reader['equals'])}")
     if "matches" in reader:

@@ -40,4 +40,9 @@ def execute(args: argparse.Namespace) -> int:
         print(f"assay: generated/ is up to date ({took:.2f}s)")
     else:
         print(f"assay: compiled {result.jobs} trials, {result.written} file(s) written ({took:.2f}s)")
+        if result.plan is not None:
+            for mid, mp in result.plan.matrices.items():
+                mark = " (default)" if (mp.matrix or mid) == result.plan.default else ""
+                print(f"  {mid}{mark}: {mp.jobs} trials ({len(mp.runs)} scenarios, {len(mp.cells)} cells,"
+                      f" {len(mp.agents)} agents, {mp.trials} per variant)")
     return 0

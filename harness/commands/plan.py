@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import math
+from pathlib import Path
 
 from harness.errors import UsageError
 
@@ -19,7 +20,14 @@ def _unit(value: str) -> float:
 
 def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
-        "--control-rate", type=_unit, required=True, help="expected pass rate of the control (0..1)"
+        "--control-rate", type=_unit, default=None, help="expected pass rate of the control (0..1)"
+    )
+    parser.add_argument(
+        "--from",
+        dest="source",
+        type=Path,
+        default=None,
+        help="a report's summary.json: take the control rate and the scenario count from it",
     )
     parser.add_argument(
         "--uplift", type=float, default=None, help="uplift to detect, e.g. 0.2 for +20 points"
@@ -44,6 +52,10 @@ def execute(args: argparse.Namespace) -> int:
 
     if args.scenarios < 1:
         raise UsageError("--scenarios must be at least 1")
+    if args.source is not None:
+        args.control_rate, args.scenarios = _from_summary(args.source)
+    if args.control_rate is None:
+        raise UsageError("give --control-rate (or --from <summary.json>)")
     p0: float = args.control_rate
     method = "normal approximation for two proportions (Fleiss), conservative for paired runs"
     if args.runs is not None:
@@ -73,3 +85,22 @@ def execute(args: argparse.Namespace) -> int:
         f"trials per cell: {per_cell} over {args.scenarios} scenario(s); add margin for failed-to-run and invalid runs"
     )
     return 0
+
+
+def _from_summary(path: Path) -> tuple[float, int]:
+    """The control's pooled pass rate and the scenario count of a stored report."""
+    from harness.records import FutureSchemaError
+    from harness.report.summary import read_summary
+
+    try:
+        summary = read_summary(path)
+    except (OSError, ValueError, FutureSchemaError) as exc:
+        raise UsageError(f"{path}: not a readable summary.json ({exc})") from exc
+    rows = [g for g in summary.groups if g.by == "condition" and g.control and g.agent != "*"]
+    k, n = sum(g.passed.k for g in rows), sum(g.passed.n for g in rows)
+    if not n:
+        raise UsageError(f"{path}: the report has no graded control runs")
+    print(
+        f"from {path}: control {summary.header.control} passed {k}/{n}; {len(summary.header.scenarios)} scenario(s)"
+    )
+    return k / n, max(1, len(summary.header.scenarios))

@@ -20,13 +20,14 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import rundir
+from harness import isolation, rundir
 from harness.checks import CheckContext, run_checks
 from harness.grade import derive, expectations, snapvalid, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
 from harness.gradeschema import Snapshots
+from harness.isolation.checks import check_wrapper
 from harness.records import Grade, RunRecord, RunStatus, read_grade, read_run, write_record
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
@@ -53,6 +54,18 @@ def _netns_prefix() -> tuple[str, ...]:
 
 def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
+
+
+def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> Any:
+    """Check commands run in the agent's isolation (they execute its code), network off; without
+    one (isolation `none`, or it cannot run here) only in a network namespace, as before."""
+    try:
+        iso = isolation.select(view.job.options.isolation)
+    except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
+        iso = None
+    tools = [d for rel in view.job.cell.provisions.path if (d := proj.project_dir(project, rel)) is not None]
+    wrap = check_wrapper(iso, home=workspace.parent / "home", read_only=tools) if iso is not None else None
+    return wrap or (_no_network if _netns_prefix() else None)
 
 
 def check_env() -> dict[str, str]:
@@ -190,7 +203,7 @@ def _judge(
         scenario=view.job.scenario,
         env=check_env(),
         timeout_s=None,
-        wrap=_no_network if _netns_prefix() else None,
+        wrap=_check_wrap(view, workspace, project),
         extra={"run": view, "judge": judge},
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.

@@ -1,7 +1,8 @@
 """Declarative expectations: named predicates over the trace, snapshots, transcript and events.
 
-Seed 000's E01–E12, generalised. An expectation is a map (inline in a scenario, or
-`specs/expectations/<id>.yaml` with `kind: expectation`, referenced by id):
+Seed 000's E01–E12, generalised. An expectation is a map, either a project-wide spec
+`specs/expectations/<id>.yaml` (`kind: expectation`; applies to every run its `when`
+matches) or inline in a scenario's `expectations:`:
 
     id: check-after-last-write
     description: ran the tool's check after the last write
@@ -57,18 +58,25 @@ def library(project: Path | None) -> dict[str, dict[str, Any]]:
 
 
 def resolve(entries: tuple[dict[str, Any], ...], lib: Mapping[str, dict[str, Any]]) -> list[dict[str, Any]]:
-    """Inline expectations as they are; references (`{name: id}` as the compiler writes them,
-    or an `id` / `ref` with no predicate) from the library, with the entry's keys on top."""
-    out: list[dict[str, Any]] = []
+    """Every library expectation (seed 000's E01-E12 are global), then the scenario's own.
+
+    A scenario entry naming a library expectation (`{name: id}` as the compiler writes it,
+    or an `id` / `ref` without a predicate) overrides that expectation's keys (a `when`,
+    say); an inline entry is added; a name the library does not know stays, and is
+    reported `unavailable`.
+    """
+    merged: dict[str, dict[str, Any]] = {ident: dict(spec) for ident, spec in sorted(lib.items())}
+    extra: list[dict[str, Any]] = []
     for entry in entries:
         predicate_given = bool(set(entry) & set(PREDICATES))
         ref = entry.get("ref") or (None if predicate_given else entry.get("name") or entry.get("id"))
-        if ref is not None and str(ref) in lib:
-            merged = {**lib[str(ref)], **{k: v for k, v in entry.items() if k not in ("ref", "name")}}
-            out.append(merged)
+        if ref is not None and str(ref) in merged:
+            merged[str(ref)].update({k: v for k, v in entry.items() if k not in ("ref", "name")})
+        elif ref is not None:
+            extra.append({"id": str(ref), **{k: v for k, v in entry.items() if k not in ("ref", "name")}})
         else:
-            out.append(dict(entry) if ref is None else {"id": str(ref), **entry})
-    return out
+            extra.append(dict(entry))
+    return [*merged.values(), *extra]
 
 
 def applies(when: Mapping[str, Any] | None, view: RunView) -> bool:

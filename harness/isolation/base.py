@@ -55,6 +55,7 @@ class SandboxSpec:
 
     argv: Sequence[str]
     cwd: Path
+    """Working folder inside; Path(".") keeps the caller's (it must be mounted at the same path)."""
     env: Mapping[str, str]
     home: Path
     mounts: tuple[Mount, ...] = ()
@@ -64,6 +65,9 @@ class SandboxSpec:
     """Run as this uid where the isolation supports it (None: the harness's own)."""
     overlays: tuple[Overlay, ...] = ()
     """Copy-on-write mounts (bwrap, unshare); an isolation without them refuses the spec."""
+    bind_cwd: bool = False
+    """Also bind the caller's working folder read-write at its own path, resolved when the command
+    starts (for wrappers built before the folder is known, e.g. check commands)."""
 
 
 class Isolation(Protocol):

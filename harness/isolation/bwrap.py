@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import functools
 import os
+import shlex
 import subprocess
 from pathlib import Path
 
@@ -105,5 +106,10 @@ class BwrapIsolation:
             argv += [flag, str(mount.src), str(mount.dest)]
         if not any(m.dest == spec.home for m in spec.mounts):
             argv += ["--dir", str(spec.home)]  # HOME always exists, even if only in the sandbox
-        argv += ["--chdir", str(spec.cwd), "--", *spec.argv]
+        if spec.cwd != Path("."):  # "." = the caller's working folder, at the same path inside
+            argv += ["--chdir", str(spec.cwd)]
+        if spec.bind_cwd:  # the folder is known only when the command starts: a shell adds the bind
+            script = f'w=$(pwd -P) && exec {shlex.join(argv)} --bind "$w" "$w" -- "$@"'
+            return ["/bin/sh", "-c", script, "assay-bwrap", *spec.argv]
+        argv += ["--", *spec.argv]
         return argv

@@ -78,13 +78,18 @@ def _script(spec: SandboxSpec, root: Path) -> str:
         lines.append(f"{mkdir} -p {dest} && {mount} -t overlay assay-overlay -o {shlex.quote(opts)} {dest}")
     for each in sorted(spec.mounts, key=lambda m: len(m.dest.parts)):
         lines += _bind(each.src, r + str(each.dest), writable=each.writable, is_dir=each.src.is_dir())
+    if spec.bind_cwd:
+        q = shlex.quote(r)
+        lines += ['here=$(pwd -P)', f'{mkdir} -p {q}"$here" && {_tool("mount")} --rbind "$here" {q}"$here"']
     lines.append(f"{mkdir} -p {shlex.quote(r + str(spec.home))}")
     if not spec.network:
         lines.append(f"{_tool('ip')} link set lo up 2>/dev/null || true")
     drop = f"{_tool('setpriv')} --inh-caps=-all --bounding-set=-all --no-new-privs --clear-groups"
-    enter = f'cd {shlex.quote(str(spec.cwd))} && exec "$@"'
+    # The folder to enter is $1 inside: the spec's, or ("." ) the caller's, taken before chroot.
+    lines.append("assay_cwd=$(pwd)" if spec.cwd == Path(".") else f"assay_cwd={shlex.quote(str(spec.cwd))}")
+    enter = 'cd "$1" && shift && exec "$@"'
     # Not exec: unshare cannot re-raise a child's death signal, so the shell turns it into 128+N.
-    lines += ["set +e", f"{_tool('chroot')} {shlex.quote(r)} {drop} /bin/sh -c {shlex.quote(enter)} assay-sandbox \"$@\"",
+    lines += ["set +e", f"{_tool('chroot')} {shlex.quote(r)} {drop} /bin/sh -c {shlex.quote(enter)} assay-sandbox \"$assay_cwd\" \"$@\"",
               "exit $?"]
     return "\n".join(lines)
 

@@ -61,7 +61,7 @@ class Trial:
 
 def run_adapter(name: str, *, workspace: Path, run_dir: Path, prompt: str, args: dict[str, Any],
                 levels: dict[str, str] | None = None, extra_env: dict[str, str] | None = None,
-                timeout: float = 180) -> Trial:
+                timeout: float = 240) -> Trial:
     """Run `python -m adapters.<name>` under the seed-000 contract."""
     run_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}

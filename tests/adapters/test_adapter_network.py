@@ -18,6 +18,7 @@ from tests.adapters import (
     test_adapter_codex,
     test_adapter_gemini_cli,
     test_adapter_mini_swe_agent,
+    test_adapter_opencode,
 )
 from tests.adapters.helpers import require_cli
 
@@ -30,6 +31,7 @@ CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
     "mini_swe_agent": ("mini-swe-agent", "mini", test_adapter_mini_swe_agent.SCRIPT, {}),
     "aider": ("aider-chat", "aider", test_adapter_aider.SCRIPT, {"files": ["app.py"]}),
     "gemini_cli": ("@google/gemini-cli", "gemini", test_adapter_gemini_cli.SCRIPT, {}),
+    "opencode": ("opencode-ai", "opencode", test_adapter_opencode.SCRIPT, {}),
 }
 
 

@@ -134,6 +134,7 @@ def test_json_path_reader(ws: Path) -> None:
     wrong = check(ws, run=run, result={"json_path": {"path": "$.items[0].name", "equals": "b"}})
     assert wrong.outcome == "fail" and 'expected "b"' in wrong.message
     assert check(ws, run=run, result={"json_path": {"path": "$['ok']", "matches": "^tr"}}).outcome == "pass"
+    assert check(ws, run=run, result={"json_path": {"path": "$.ok", "equals": 1}}).outcome == "fail"
     gone = check(ws, run=run, result={"json_path": {"path": "$.nope", "equals": 1}})
     assert gone.outcome == "fail" and "missing" in gone.message
     bad = check(ws, run=run, result={"json_path": {"path": "ok", "equals": 1}})

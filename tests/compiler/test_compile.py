@@ -95,3 +95,39 @@ def test_provided_files_are_inputs(valid_project: Path, tmp_path: Path) -> None:
     assert not compile_project(proj).up_to_date
     after = {j: load_job(proj / "generated", j).hash for j in (bin_id, none_id)}
     assert after[bin_id] != before[bin_id] and after[none_id] == before[none_id]
+
+
+def test_agent_argument_files_are_inputs(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    compile_project(proj)
+    good = "default/none/none/off/scripted-good/sum-answer/t01"
+    weak = "default/none/none/off/scripted-weak/sum-answer/t01"
+    before = {j: load_job(proj / "generated", j).hash for j in (good, weak)}
+    (proj / "agents/weak.yaml").write_text("steps: [{run: 'true'}]\n")
+    compile_project(proj)
+    after = {j: load_job(proj / "generated", j).hash for j in (good, weak)}
+    assert after[weak] != before[weak] and after[good] == before[good]
+
+
+def test_version_comparison_jobs(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    (proj / "specs/matrices/compare.yaml").write_text(
+        "kind: matrix\nid: compare\nagents: [scripted-good]\nfactors: { tool: [none, bin], knowledge: [none], network: [off] }\n"
+        "scenarios: [sum-answer]\nversions:\n  baseline: { label: v1, path: ../../builds/v1/bin }\n  candidate: { label: v2 }\n")
+    compile_project(proj)
+    gen = proj / "generated"
+    manifest = load_manifest(gen)
+    assert sorted(k for k in manifest.matrices if k.startswith("compare")) == ["compare@v1", "compare@v2"]
+    assert manifest.matrices["compare@v1"].matrix == "compare" and manifest.matrices["compare@v1"].version == "v1"
+    ids = [j.id for j in iter_jobs(gen, matrix="compare")]
+    assert ids == ["compare@v1/none/none/off/scripted-good/sum-answer/t01", "compare@v1/bin/none/off/scripted-good/sum-answer/t01",
+                   "compare@v2/none/none/off/scripted-good/sum-answer/t01", "compare@v2/bin/none/off/scripted-good/sum-answer/t01"]
+    v1 = load_job(gen, "compare@v1/bin/none/off/scripted-good/sum-answer/t01")
+    v2 = load_job(gen, "compare@v2/bin/none/off/scripted-good/sum-answer/t01")
+    assert (v1.matrix, v1.version, v2.version) == ("compare", "v1", "v2")
+    assert v1.cell.provisions.path == ("builds/v1/bin", "specs/tools/bin") and v2.cell.provisions.path == ("specs/tools/bin",)
+    assert v1.hash != v2.hash
+    assert [j.id for j in iter_jobs(gen, matrix="compare@v2", cells=["none/none/off"])] == [
+        "compare@v2/none/none/off/scripted-good/sum-answer/t01"]

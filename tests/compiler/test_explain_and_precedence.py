@@ -35,7 +35,7 @@ def test_every_field_has_a_source(valid_project: Path) -> None:
 def test_agent_extends_keeps_positions(valid_project: Path) -> None:
     lines = _lines(valid_project, "default/none/none/off/scripted-weak/sum-answer/t01")
     assert lines["agent.adapter"] == ('"scripted"', "specs/agents/scripted-good.yaml:3:10")  # inherited
-    assert lines["agent.args.script"] == ('"weak.yaml"', "specs/agents/scripted-weak.yaml:4:17")  # own
+    assert lines["agent.args.script"] == ('"agents/weak.yaml"', "specs/agents/scripted-weak.yaml:4:17")  # own
     assert lines["scenario.reference_note"] == ('"computed by hand"', "scenarios/sum-answer/scenario.json:10:20")
 
 

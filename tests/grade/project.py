@@ -28,7 +28,17 @@ AGENT = """\
 kind: agent
 id: marker
 adapter: command
-command: "touch {marker}"
+command: "sh {agent}"
+"""
+# A real agent process run by the runner: it notes every start in a marker file outside the
+# run tree, then writes a different answer per trial (right, right-after-the-change, broken).
+AGENT_SCRIPT = """\
+echo "started trial $BENCH_TRIAL" >> {marker}
+case "$BENCH_TRIAL" in
+  1) printf 'def handler(x):\\n    return x + 1\\n' > app/main.py ;;
+  2) printf 'def handler(x):\\n    return x + 2\\n' > app/main.py ;;
+  *) printf 'def handler(x):\\n    return x +\\n' > app/main.py ;;
+esac
 """
 MATRIX = """\
 kind: matrix
@@ -36,6 +46,7 @@ id: default
 default: true
 agents: [marker]
 trials: {trials}
+options: {{ isolation: none, infra_retries: 0 }}
 """
 SCENARIO = """\
 kind: scenario
@@ -79,7 +90,8 @@ def write_project(root: Path, *, marker: Path, expected: int = 2, trials: int = 
     """Write the project files and compile them."""
     files = {
         "specs/project.yaml": PROJECT,
-        "specs/agents/marker.yaml": AGENT.format(marker=marker),
+        "specs/agents/marker.yaml": AGENT.format(agent=root.resolve() / "agent.sh"),
+        "agent.sh": AGENT_SCRIPT.format(marker=marker),
         "specs/matrices/default.yaml": MATRIX.format(trials=trials),
         "scenarios/add-one/scenario.yaml": SCENARIO.format(expected=expected),
         "scenarios/add-one/prompt.md": "Make handler add one to its argument.\n",

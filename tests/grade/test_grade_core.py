@@ -147,3 +147,60 @@ def test_tool_use_and_friction(tmp_path: Path) -> None:
     assert f.identical_repeats == 2
     assert f.repeated_failures == 3
     assert g.metrics["tool_calls"] == 7.0 and g.metrics["tool_failures"] == 5.0
+
+
+def test_checks_run_without_network(tmp_path: Path) -> None:
+    import socket
+    import threading
+
+    from harness.grade.core import _netns_prefix
+
+    if not _netns_prefix():
+        pytest.skip("this machine cannot make a network namespace (unshare); checks keep the host's network")
+    server = socket.create_server(("127.0.0.1", 0))
+    port = server.getsockname()[1]
+    accepted: list[bool] = []
+
+    def serve() -> None:
+        server.settimeout(2)
+        try:
+            conn, _ = server.accept()
+            accepted.append(True)
+            conn.close()
+        except OSError:
+            pass
+
+    thread = threading.Thread(target=serve)
+    thread.start()
+    project = _project(tmp_path)
+    probe = f"python -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\""
+    scen = scenario([command("reaches-host", probe)], grader="scenarios/demo/grader")
+    try:
+        grade = grade_run(
+            make_run(tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+        )
+    finally:
+        server.close()
+        thread.join()
+    (outcome,) = grade.checks
+    assert outcome.outcome == "fail" and not accepted  # the host's loopback was out of reach
+    assert grade.details["network_isolated_checks"] is True
+
+
+def test_metrics_merge_field_by_field(tmp_path: Path) -> None:
+    from harness.records import RunnerMetrics, merge_metrics
+
+    project = _project(tmp_path)
+    run = make_run(
+        tmp_path / "run",
+        make_job(_scen()),
+        workspace={"app/main.py": VALID_PY},
+        trace=[],
+        metrics=RunnerMetrics(turns=4, input_tokens=0),
+    )
+    grade = grade_run(run, project=project)
+    merged = merge_metrics(RunnerMetrics(turns=4, input_tokens=0), grade.metrics)
+    assert merged["tool_calls"] == 0.0 and merged["input_tokens"] == 0  # real zeros stay zero
+    assert merged["turns"] == 4 and merged["cost_usd"] is None  # unmeasured stays None
+    with pytest.raises(ValueError, match="collides"):
+        merge_metrics(RunnerMetrics(), {"turns": 1.0})

@@ -85,8 +85,25 @@ def test_expectations_verdicts(tmp_path: Path) -> None:
 
 def test_when_skips_and_unknown_reference(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    scen = scenario([command("ok", "true")], expectations=({"id": "lint-when-risky"}, {"id": "nope"}))
+    scen = scenario([command("ok", "true")], expectations=({"name": "nope"},))
     run = make_run(tmp_path / "r", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=[])
     grade = grade_run(run, project=project)
-    assert [(e.id, e.outcome) for e in grade.expectations] == [("nope", "unavailable")]
-    assert "predicate" in grade.expectations[0].message
+    # library expectations apply to every run their `when` matches (not lint-when-risky here)
+    assert [(e.id, e.outcome) for e in grade.expectations] == [
+        ("check-after-last-write", "fail"),
+        ("explained", "unavailable"),
+        ("no-triple-failure", "pass"),
+        ("nope", "unavailable"),
+    ]
+    assert "predicate" in grade.expectations[-1].message
+
+
+def test_scenario_overrides_a_library_expectation(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    override = {"name": "lint-when-risky", "when": {"family": "demo"}}
+    scen = scenario([command("ok", "true")], expectations=(override,))
+    run = make_run(
+        tmp_path / "r", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=[call(1, "mytool", "lint")]
+    )
+    outcomes = {e.id: e.outcome for e in grade_run(run, project=project).expectations}
+    assert outcomes["lint-when-risky"] == "pass"  # applies through the scenario's own `when`

@@ -41,15 +41,17 @@ def _verdicts(root: Path) -> dict[int, dict[str, str]]:
 
 
 def test_regrade_after_a_check_change(tmp_path: Path) -> None:
-    marker = tmp_path / "AGENT-STARTED"
+    marker = tmp_path / "agent-starts.log"
     project = write_project(tmp_path / "proj", marker=marker)
     runs = project / "runs"
-    for job in iter_jobs(project / "generated"):
-        make_run(runs / f"trial-{job.trial:02d}", job, workspace={"app/main.py": WORK[job.trial]})
+    ran = run_assay(project, "matrix", "--runs", "runs")  # the real runner; it grades each trial
+    assert "failed 2, passed 1" in ran.stderr, ran.stderr  # trials 2 and 3 fail the original check
+    starts = marker.read_text()
+    assert starts.count("started") == 3
     before = _tree_state(runs)
 
     first = run_assay(project, "grade", "runs")
-    assert first.returncode == 1, first.stderr  # trials 2 and 3 fail
+    assert first.returncode == 1 and "reused 3" in first.stdout, first.stdout + first.stderr
     assert _verdicts(runs) == {
         1: {"compiles": "pass", "hidden-tests": "pass", "keeps-api": "pass"},
         2: {"compiles": "pass", "hidden-tests": "fail", "keeps-api": "pass"},
@@ -84,7 +86,18 @@ def test_regrade_after_a_check_change(tmp_path: Path) -> None:
     assert all(new[t]["grader_hash"] != graded[t]["grader_hash"] for t in WORK)
     assert new[2]["passed"] is True and new[1]["passed"] is False
 
-    # no agent was started: its command would have created the marker, and nothing but grade.json changed
-    assert not marker.exists()
+    # no agent was started by grading: the agent notes every start, and nothing but grade.json changed
+    assert marker.read_text() == starts
     assert _tree_state(runs) == before
     assert "stale 0" in run_assay(project, "grade", "runs").stdout
+
+
+def test_unknown_scenario_is_ungradeable(tmp_path: Path) -> None:
+    project = write_project(tmp_path / "proj", marker=tmp_path / "marker", trials=1)
+    (job,) = iter_jobs(project / "generated")
+    gone = job.model_copy(update={"scenario": job.scenario.model_copy(update={"id": "deleted-scenario"})})
+    run = make_run(project / "runs" / "t1", gone, workspace={"app/main.py": WORK[1]})
+    done = run_assay(project, "grade", "runs")
+    assert done.returncode == 1 and "ungradeable 1" in done.stdout
+    grade = json.loads((run / "grade.json").read_text())
+    assert grade["status"] == "ungradeable" and "deleted-scenario" in grade["error"]

@@ -171,3 +171,14 @@ def test_terminal_table_metrics_are_real(tmp_path: Path) -> None:
         assert name in RunnerMetrics.model_fields or name == "tool_invocations"
     text = render_terminal(summary)
     assert "1.00 (1/1)" in text and "+1.00 [" in text and "control" in text
+
+
+def test_plan_from_a_summary(tmp_path: Path) -> None:
+    out = tmp_path / "out"
+    assert assay("report", small_tree(tmp_path / "tree"), "--format", "json", "--out", out).returncode == 0
+    proc = assay("plan", "--from", out / "summary.json", "--uplift", "0.2")
+    assert proc.returncode == 0, proc.stderr
+    assert (
+        "control none/none/off passed 1/2" in proc.stdout and "graded runs per condition: 93" in proc.stdout
+    )
+    assert assay("plan", "--uplift", "0.2").returncode == 2

@@ -175,3 +175,29 @@ def test_oracle_applies_the_reference(project: Path, tmp_path: Path) -> None:
         assert record.exit_code == 0, (tmp_path / isolation / "agent.log").read_text()
         main = (tmp_path / isolation / "workspace" / "app" / "main.py").read_text()
         assert "import os" not in main and "def handler" in main
+
+
+def test_multi_step_evidence_and_fresh_repo(project: Path, tmp_path: Path) -> None:
+    from compiler.contract import Step
+
+    (project / "evidence.txt").write_text("clue\n")
+    agent = command_agent(
+        "echo step-$(cat app/main.py | wc -l) >> $BENCH_STATE_DIR/log; "
+        "[ -f clue.txt ] && cat clue.txt >> $BENCH_STATE_DIR/log; echo more >> app/main.py"
+    )
+    job = make_job(agent=agent)
+    steps = (
+        Step(name="one", prompt="first", evidence={"clue.txt": "evidence.txt"}),
+        Step(name="two", prompt="second"),
+        Step(name="three", prompt="third", fresh_repo=True),
+    )
+    job = job.model_copy(update={"scenario": job.scenario.model_copy(update={"steps": steps})})
+    record = run_trial(job, project=project, run_dir=tmp_path / "run")
+    assert record.error is None, record.traceback
+    assert [s.name for s in record.steps] == ["one", "two", "three"]
+    log = (tmp_path / "run" / "state" / "log").read_text().split()
+    # the evidence is there in step one only; step three starts from the baseline again
+    assert log == ["step-5", "clue", "step-6", "step-5"]
+    assert not (tmp_path / "run" / "workspace" / "clue.txt").exists()
+    assert (tmp_path / "run" / "steps" / "step-01" / "diff.patch").read_text().count("+more") == 1
+    assert (tmp_path / "run" / "workspace" / "app" / "main.py").read_text().count("more") == 1

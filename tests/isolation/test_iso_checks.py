@@ -1,0 +1,46 @@
+"""Check commands confined like the agent: the check runner's own code path, a real sandbox."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from compiler.contract import CheckSpec
+from harness.checks import CheckContext, run_checks
+from harness.isolation.checks import check_wrapper
+from tests.isolation.conftest import ISOLATIONS, require
+
+pytestmark = pytest.mark.isolation
+
+
+@pytest.mark.parametrize("name", ISOLATIONS)
+def test_checks_run_confined(tmp_path: Path, name: str) -> None:
+    iso = require(name)
+    secret = tmp_path / "project" / "reference" / "SECRET.txt"
+    secret.parent.mkdir(parents=True)
+    secret.write_text("ANSWER")
+    ws = tmp_path / "scratch" / "ws"
+    (ws / "sub").mkdir(parents=True)
+    (ws / "app.py").write_text("print('ok')\n")
+    (ws / "sub" / "marker").write_text("here")
+    wrap = check_wrapper(iso, home=tmp_path / "scratch" / "home")
+    assert wrap is not None
+    checks = (
+        CheckSpec(id="runs", kind="command", params={"run": "python3 app.py && touch made.txt"}),
+        CheckSpec(id="subdir", kind="command", params={"run": "test -f marker", "cwd": "sub"}),
+        CheckSpec(id="no_secret", kind="command", params={"run": f"cat {secret}", "exit": 1}),
+        CheckSpec(id="no_net", kind="command",
+                  params={"run": "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\"",
+                          "exit": 1}),
+        CheckSpec(id="home", kind="command", params={"run": f'test "$HOME" = "{tmp_path}/scratch/home"'}),
+    )
+    outcomes = run_checks(checks, ws, CheckContext(env={"PATH": "/usr/bin:/bin"}, wrap=wrap))
+    assert {o.id: o.outcome for o in outcomes} == {k.id: "pass" for k in checks}, [o.message for o in outcomes]
+    assert (ws / "made.txt").exists()
+
+
+def test_none_gives_no_wrapper(tmp_path: Path) -> None:
+    from harness.isolation import select
+
+    assert check_wrapper(select("none"), home=tmp_path / "h") is None
