@@ -54,6 +54,8 @@ class DaskSettings:
     grace_s: float = 30.0
     """How long Ctrl-C waits for running trials to record themselves as interrupted."""
     connect_timeout_s: float = 30.0
+    slack_s: float = SLACK_S
+    """Added to a trial's own limits to give its hard deadline on the worker."""
 
 
 @dataclass
@@ -65,12 +67,12 @@ class DaskStats:
     received: dict[str, float] = field(default_factory=dict)
 
 
-def hard_deadline(job: Job) -> float:
-    """Seconds after which a worker ends a trial whatever it is doing."""
+def hard_deadline(job: Job, slack_s: float = SLACK_S) -> float:
+    """Seconds after which a worker ends a trial whatever it is doing (never less than 1)."""
     lim = job.limits
     sessions = max(1, len(job.scenario.steps))
     checks = sum(c.timeout_s for c in job.scenario.checks)
-    return lim.timeout_s * sessions * (1 + job.options.infra_retries) + checks + SLACK_S
+    return max(1.0, lim.timeout_s * sessions * (1 + job.options.infra_retries) + checks + slack_s)
 
 
 def _identity(data: bytes) -> bytes:
@@ -186,7 +188,7 @@ class _Run:
             bundle,
             blobs,
             self.cancel_name,
-            hard_deadline(job),
+            hard_deadline(job, self.settings.slack_s),
             code_digest(),
             key=f"assay-trial-{uuid.uuid4().hex}",
             pure=False,

@@ -2,15 +2,21 @@
 
 `run_remote` receives the job, the content addresses of the project trees it needs and the
 trees' bytes (Dask moves each tree to a worker once and keeps it there; the worker also
-caches it on disk by digest), assembles a project folder, runs the trial as a child process
-(`harness.executor.trial_proc`) and returns its run directory as one archive.
+caches it on disk by digest), assembles a project folder, runs the trial with the local
+runner and grader (`harness.executor.trial.execute`, after the job's `agent.requires` are
+checked) and returns its run directory as one archive.
+
+A trial runs in the worker's thread, like in the local pool: the runner ends the agent's
+whole process tree itself (pid namespace, parent-death signal). With ASSAY_DASK_TRIAL_PROCESS=1
+on a worker each trial is a child process instead (`harness.executor.trial_proc`), which can be
+killed outright — at an interpreter start per trial.
 
 Cancellation never relies on `future.cancel()`, which does not stop a running task: every
 run has a distributed `Event`; one thread per worker and run long-polls it, and when it is
-set every trial of that run on this worker is told so on its stdin (the runner kills the agent
-and records the run as interrupted), then, after a grace period, SIGKILL for whatever is left
-of its tree. A trial past its hard deadline is ended the same way and recorded as
-`failed_to_run`.
+set every trial of that run on this worker gets its cancel event set (the runner kills the
+agent's tree and records the run as interrupted; a trial process is told on its stdin, then
+SIGKILLed with its tree after a grace period). A trial past its hard deadline is ended the
+same way and recorded as `failed_to_run`.
 """
 
 from __future__ import annotations
@@ -43,6 +49,9 @@ POLL_S = 2.0
 _IDLE_S = 60.0
 
 NOT_STARTED = "cancelled before start"
+PROCESS_ENV = "ASSAY_DASK_TRIAL_PROCESS"
+"""Set to 1 on a worker to run each trial as its own process (killable outright at the hard
+deadline, a crash cannot take the worker down) at the cost of an interpreter start per trial."""
 CACHE_ENV = "ASSAY_DASK_CACHE"
 """Overrides where a worker keeps shipped trees and project folders (default: its local directory)."""
 
@@ -70,6 +79,8 @@ class _Watch:
         self.name = name
         self.event = Event(name, client=client)
         self.fired = threading.Event()
+        self.trials: set[threading.Event] = set()
+        """Cancel events of the trials of this run running in this worker's threads."""
         self.users = 0
         self.idle_since = time.monotonic()
         threading.Thread(target=self._loop, daemon=True, name=f"assay-watch-{name[-8:]}").start()
@@ -82,7 +93,10 @@ class _Watch:
                     return
             try:
                 if self.event.wait(timeout=POLL_S):
-                    self.fired.set()
+                    with _LOCK:
+                        self.fired.set()
+                        for cancel in self.trials:
+                            cancel.set()
             except Exception:  # scheduler briefly unreachable: keep polling, the task has a deadline
                 time.sleep(POLL_S)
 
@@ -100,6 +114,16 @@ def _watch(name: str) -> _Watch:
             watch = _WATCHES[name] = _Watch(name, get_client())
         watch.users += 1
         return watch
+
+
+def _register(watch: _Watch, cancel: threading.Event, *, add: bool) -> None:
+    with _LOCK:
+        if add:
+            watch.trials.add(cancel)
+            if watch.fired.is_set():
+                cancel.set()
+        else:
+            watch.trials.discard(cancel)
 
 
 def _release(watch: _Watch) -> None:
@@ -190,6 +214,64 @@ def _tail(path: Path, limit: int = 2000) -> str:
         return ""
 
 
+def _deadline_failure(task: TrialTask, job: Job, deadline_s: float, worker: str) -> TrialOutcome:
+    from harness.executor.trial_proc import write_failed_run
+
+    reason = f"trial passed the executor's hard deadline of {deadline_s:g} s on worker {worker}"
+    return write_failed_run(
+        job, Path(task.run_dir), reason, project=Path(task.project), concurrent=task.concurrent
+    )
+
+
+def _in_thread(task: TrialTask, job: Job, watch: _Watch, deadline_s: float, worker: str) -> TrialOutcome:
+    """Run the trial in this worker thread; the run's event or the deadline set its cancel event."""
+    from harness.executor import trial_proc
+
+    cancel = threading.Event()
+    expired = threading.Event()
+
+    def _expire() -> None:
+        expired.set()
+        cancel.set()
+
+    timer = threading.Timer(deadline_s, _expire)
+    timer.daemon = True
+    _register(watch, cancel, add=True)
+    timer.start()
+    try:
+        outcome = trial_proc.run(task, cancel)
+    finally:
+        timer.cancel()
+        _register(watch, cancel, add=False)
+    if expired.is_set():
+        return _deadline_failure(task, job, deadline_s, worker)
+    return outcome
+
+
+def _in_process(
+    task: TrialTask, job: Job, scratch: Path, watch: _Watch, deadline_s: float, worker: str
+) -> TrialOutcome:
+    """Run the trial as a child process (ASSAY_DASK_TRIAL_PROCESS=1): a hung trial is killed outright."""
+    (scratch / "task.json").write_text(json.dumps(asdict(task)), encoding="utf-8")
+    started = time.monotonic()
+    proc = _spawn(scratch / "task.json", scratch / "outcome.json", scratch / "trial.log")
+    why = _supervise(proc, watch, started + deadline_s)
+    if why == "deadline":
+        return _deadline_failure(task, job, deadline_s, worker)
+    if (scratch / "outcome.json").is_file():
+        return TrialOutcome(**json.loads((scratch / "outcome.json").read_text(encoding="utf-8")))
+    detail = f"trial process ended with status {proc.returncode} on worker {worker} without an outcome"
+    if why != "cancelled":
+        detail += ":\n" + _tail(scratch / "trial.log")
+    return TrialOutcome(
+        job_id=job.id,
+        run_dir="",
+        status="interrupted" if why else "error",
+        seconds=time.monotonic() - started,
+        detail=detail,
+    )
+
+
 def run_remote(
     job_json: str,
     concurrent: bool,
@@ -206,8 +288,6 @@ def run_remote(
     the client's runner would not have produced.
     """
     from distributed import get_worker
-
-    from harness.executor.trial_proc import write_failed_run
 
     started = time.time()
     worker = str(get_worker().address)
@@ -231,36 +311,16 @@ def run_remote(
             )
         project = materialise(base / "cache", bundle, blobs)
         scratch.mkdir(parents=True)
-        run_dir = scratch / "run"
-        task = TrialTask(job_json=job_json, project=str(project), run_dir=str(run_dir), concurrent=concurrent)
-        (scratch / "task.json").write_text(json.dumps(asdict(task)), encoding="utf-8")
+        task = TrialTask(
+            job_json=job_json, project=str(project), run_dir=str(scratch / "run"), concurrent=concurrent
+        )
         trial_started = time.monotonic()
-        proc = _spawn(scratch / "task.json", scratch / "outcome.json", scratch / "trial.log")
-        why = _supervise(proc, watch, trial_started + deadline_s)
-        trial_s = time.monotonic() - trial_started
-        if why == "deadline":
-            outcome = write_failed_run(
-                job,
-                run_dir,
-                f"trial passed the executor's hard deadline of {deadline_s:g} s on worker {worker}",
-                project=project,
-                concurrent=concurrent,
-            )
-        elif (scratch / "outcome.json").is_file():
-            outcome = TrialOutcome(**json.loads((scratch / "outcome.json").read_text(encoding="utf-8")))
+        if os.environ.get(PROCESS_ENV) == "1":
+            outcome = _in_process(task, job, scratch, watch, deadline_s, worker)
         else:
-            detail = (
-                f"trial process ended with status {proc.returncode} on worker {worker} without an outcome"
-            )
-            if why != "cancelled":
-                detail += ":\n" + _tail(scratch / "trial.log")
-            outcome = TrialOutcome(
-                job_id=job.id,
-                run_dir="",
-                status="interrupted" if why else "error",
-                seconds=trial_s,
-                detail=detail,
-            )
+            outcome = _in_thread(task, job, watch, deadline_s, worker)
+        trial_s = time.monotonic() - trial_started
+        run_dir = Path(task.run_dir)
         archive = pack_run(run_dir) if (run_dir / "run.json").is_file() else None
         return RemoteResult(
             outcome=outcome,

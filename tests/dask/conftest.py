@@ -208,15 +208,22 @@ class Cluster:
         proc.wait()
 
     def stop(self) -> None:
-        for proc in [*self.workers.values(), self.scheduler]:
-            with contextlib.suppress(ProcessLookupError):
-                os.killpg(proc.pid, signal.SIGTERM)
-        for proc in [*self.workers.values(), self.scheduler]:
-            try:
-                proc.wait(timeout=15)
-            except subprocess.TimeoutExpired:
-                os.killpg(proc.pid, signal.SIGKILL)
-                proc.wait()
+        """Workers first, then the scheduler (stopping both at once can leave a worker hanging)."""
+        for group in (list(self.workers.values()), [self.scheduler]):
+            for proc in group:
+                stop_process(proc)
+
+
+def stop_process(proc: subprocess.Popen[bytes], timeout: float = 15.0) -> None:
+    """SIGTERM a process group, SIGKILL it if it has not exited in time."""
+    with contextlib.suppress(ProcessLookupError):
+        os.killpg(proc.pid, signal.SIGTERM)
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(proc.pid, signal.SIGKILL)
+        proc.wait()
 
 
 @pytest.fixture

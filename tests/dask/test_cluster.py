@@ -166,11 +166,12 @@ def test_demo_matrix_survives_a_killed_worker_and_client_then_resumes_every_tria
     assert _verdicts(runs) == local
 
 
+@pytest.mark.parametrize("trial_process", ["0", "1"], ids=["in-thread", "trial-process"])
 def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(
-    cluster: Cluster, project: Path, tmp_path: Path
+    cluster: Cluster, project: Path, tmp_path: Path, trial_process: str
 ) -> None:
-    cluster.add_worker("a")
-    cluster.add_worker("b")
+    cluster.add_worker("a", ASSAY_DASK_TRIAL_PROCESS=trial_process)
+    cluster.add_worker("b", ASSAY_DASK_TRIAL_PROCESS=trial_process)
     control, _binary = cells()
     marker = f"{600 + random.randrange(1000)}.{os.getpid()}{random.randrange(10**6)}"
     # A grandchild that leaves the agent's process group must die too.
@@ -338,3 +339,54 @@ def test_resource_tags_route_jobs_and_parallel_caps_each_worker(
     assert max(_peak(v) for v in _intervals(log).values()) >= 2, (
         "without --parallel a worker uses its threads"
     )
+
+
+DEADLINE_CLIENT = """
+import sys, threading
+from pathlib import Path
+from compiler.contract import Job
+from harness.batch import plan
+from harness.executor.dask import DaskExecutor, DaskSettings
+
+project, runs, scheduler_file, slack = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], float(sys.argv[4])
+jobs = [Job.model_validate_json(p.read_text()) for p in sorted(Path(sys.argv[5]).glob("*.json"))]
+tasks = plan(jobs, project=project, runs_root=runs, seed=0).tasks
+executor = DaskExecutor(DaskSettings(scheduler_file=scheduler_file, slack_s=slack))
+for outcome in executor.run(tasks, parallel=0, on_outcome=lambda o: None, cancel=threading.Event()):
+    print(outcome.status, outcome.detail)
+"""
+
+
+@pytest.mark.parametrize("trial_process", ["0", "1"], ids=["in-thread", "trial-process"])
+def test_a_trial_past_its_hard_deadline_is_ended_and_fails_to_run(
+    cluster: Cluster, project: Path, tmp_path: Path, trial_process: str
+) -> None:
+    cluster.add_worker("a", ASSAY_DASK_TRIAL_PROCESS=trial_process)
+    control, _binary = cells()
+    marker = f"{700 + random.randrange(1000)}.{os.getpid()}{random.randrange(10**6)}"
+    job = make_job(command_agent(f"sleep {marker}"), control, 1, timeout_s=60)
+    # Deadline = 60 s agent limit + 60 s check limit + slack: -117 leaves 3 s.
+    started = time.monotonic()
+    done = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            DEADLINE_CLIENT,
+            str(project),
+            str(tmp_path / "runs"),
+            str(cluster.scheduler_file),
+            "-117",
+            str(write_jobs(tmp_path / "jobs", [job])),
+        ],
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 0, done.stderr
+    assert time.monotonic() - started < 40, "ended at the deadline, not at the agent's own 60 s limit"
+    assert "hard deadline of 3 s" in done.stdout
+    assert alive(marker) == []
+    record = read_run(find_runs(tmp_path / "runs")[0])
+    assert record.error is not None and "hard deadline of 3 s" in record.error
+    assert not record.interrupted, "recorded as failed to run, not as interrupted (which would rerun forever)"
