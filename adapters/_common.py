@@ -36,7 +36,9 @@ from adapters.schema import AgentInfo, ContextItem, ContextReport, TranscriptEve
 
 INFRA_EXIT = 75
 _RESERVED = {"SKILL_DIR", "HOST_PATH", "RUN_DIR", "USAGE", "TRANSCRIPT", "CONTEXT", "AGENT_ARGS",
-             "AGENT_CACHE", "MCP_SERVERS", "ADAPTER_OPTIONS", "STATE_DIR"}
+             "AGENT_CACHE", "MCP_SERVERS", "ADAPTER_OPTIONS", "STATE_DIR", "CELL", "SCENARIO", "TRIAL",
+             "AGENT", "WORKSPACE", "TRACE", "ANSWER", "NETWORK_ALLOWED", "MODEL"}
+"""BENCH_* names that are not factor levels (seed 000's and the runner's)."""
 INFRA_STATUSES = {401, 403, 408, 429, 500, 502, 503, 504, 529}
 
 
@@ -196,6 +198,20 @@ def find_cli(bench: Bench, args: AgentArgs, *, package: str, name: str) -> Path:
     return Path(found)
 
 
+def launch_argv(binary: Path) -> list[str]:
+    """How to start the CLI: a pip-venv script through its venv's python (its shebang names the
+    install path, which a sandbox may mount elsewhere), anything else directly."""
+    python = binary.parent / "python"
+    try:
+        with binary.open("rb") as fh:
+            first = fh.readline(200)
+    except OSError:
+        return [str(binary)]
+    if python.exists() and first.startswith(b"#!") and b"python" in first:
+        return [str(python), str(binary)]
+    return [str(binary)]
+
+
 def _version_key(version: str) -> tuple[int, ...]:
     return tuple(int(p) for p in re.findall(r"\d+", version))
 
@@ -226,7 +242,7 @@ def agent_env(bench: Bench, home: Path, extra: dict[str, str]) -> dict[str, str]
 def cli_version(binary: Path, env: dict[str, str], flag: str = "--version") -> str | None:
     """The first version-looking token the CLI prints for `--version`."""
     try:
-        done = subprocess.run([str(binary), flag], capture_output=True, text=True, env=env,
+        done = subprocess.run([*launch_argv(binary), flag], capture_output=True, text=True, env=env,
                               timeout=60, stdin=subprocess.DEVNULL)
     except (OSError, subprocess.TimeoutExpired):
         return None

@@ -45,6 +45,7 @@ from adapters._common import (
     cli_version,
     find_cli,
     finish,
+    launch_argv,
     main_guard,
     read_bench,
     run_cli,
@@ -82,7 +83,7 @@ def build_argv(binary: Path, bench: Bench, args: AiderArgs, key: str, model: str
         "input_cost_per_token": 0, "output_cost_per_token": 0,
         "litellm_provider": model.split("/")[0], "mode": "chat"}}), encoding="utf-8")
     run = bench.run_dir
-    argv = [str(binary), "--model", model, "--model-metadata-file", str(meta),
+    argv = [*launch_argv(binary), "--model", model, "--model-metadata-file", str(meta),
             "--yes-always", "--no-pretty", "--no-fancy-input", "--no-show-model-warnings",
             "--no-check-update", "--no-show-release-notes", "--analytics-disable", "--no-detect-urls",
             "--no-gitignore", "--edit-format", args.edit_format, "--map-tokens", str(args.map_tokens),

@@ -42,6 +42,7 @@ from adapters._common import (
     find_cli,
     finish,
     guide_text,
+    launch_argv,
     main_guard,
     read_bench,
     run_cli,
@@ -83,7 +84,7 @@ def build_argv(binary: Path, bench: Bench, args: MiniArgs, traj: Path) -> list[s
     """The command line; writes the guide config into the run dir when there is a guide."""
     config = "mini_textbased.yaml" if args.text_mode else "mini.yaml"
     model = args.model if "/" in args.model else f"openai/{args.model}"
-    argv = [str(binary), "-y", "--exit-immediately", "-l", "0", "-c", config, "-m", model]
+    argv = [*launch_argv(binary), "-y", "--exit-immediately", "-l", "0", "-c", config, "-m", model]
     if args.text_mode:
         argv += ["--model-class", "litellm_textbased"]
     if args.base_url:

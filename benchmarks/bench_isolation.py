@@ -5,6 +5,8 @@
 Figures printed:
 - per-process start overhead: `/bin/true` run bare (none), under bwrap, under unshare,
   and under bwrap inside `confine` with memory+pids cgroups (median and p90, ms);
+- per-trial overhead: a whole trial (`harness.runner.run_trial`: workspace, provisions,
+  baseline commit, a command agent that exits at once, capture) under none, bwrap, unshare;
 - workspace preparation for a seed of N files totalling M MB: a full copy
   (`shutil.copytree`, and the symlink-safe `harness.pathsafe.copy_tree`) against an overlay
   (making upper/work folders plus the extra cost of mounting it in a bwrap sandbox).
@@ -19,7 +21,7 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -75,6 +77,43 @@ def per_process(runs: int, work: Path) -> None:
 
         ms = _times(limited, runs)
         print(_row("bwrap + cgroups + rlimits", ms) + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over none")
+
+
+def per_trial(runs: int, tmp: Path) -> None:
+    from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Limits, Options, ScenarioJob
+
+    fixture = ROOT / "tests" / "fixtures" / "runner" / "project"
+    project = tmp / "project"
+    shutil.copytree(fixture, project, symlinks=True)
+    scenario = ScenarioJob(id="fix", root="scenarios/fix", family="f", seed="scenarios/fix/seed", prompt="p\n",
+                           checks=(CheckSpec(id="c", kind="command", params={"run": "true"}),))
+    cell = Cell(name="none/none/off", levels={"network": "off"})
+    print("Per-trial overhead (run_trial of a command agent that exits at once):")
+    from harness.runner import run_trial
+
+    base: float | None = None
+    for name in ("none", "bwrap", "unshare"):
+        if name != "none" and select(name).probe() is not None:
+            print(f"  {name:<34} unavailable")
+            continue
+        job = Job(id="b/none/none/off/a/fix/t01", hash="h", matrix="b", trial=1, scenario=scenario, cell=cell,
+                  agent=AgentSpec(id="a", adapter="command", command="true"), limits=Limits(timeout_s=60),
+                  options=Options(isolation=name, infra_retries=0))
+        counter = iter(range(100_000))
+
+        def one(job: Job = job, counter: Iterator[int] = counter) -> None:
+            _check(run_trial(job, project=project, run_dir=tmp / f"{job.options.isolation}{next(counter)}"))
+
+        ms = _times(one, max(10, runs // 2))
+        base = statistics.median(ms) if base is None else base
+        extra = "" if name == "none" else f"   +{statistics.median(ms) - base:.1f} ms over none"
+        print(_row(name, ms) + extra)
+
+
+def _check(record: object) -> None:
+    error = getattr(record, "error", None)
+    if error:
+        raise RuntimeError(f"benchmark trial failed: {error}")
 
 
 def make_seed(seed: Path, files: int, total_mb: int) -> None:
@@ -134,6 +173,7 @@ def main() -> int:
         work = tmp / "proc"
         work.mkdir()
         per_process(args.runs, work)
+        per_trial(args.runs, tmp)
         workspace_prep(args.runs, tmp, args.files, args.mb)
     return 0
 

@@ -13,6 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import NamedTuple
 
+ROOT_PATH = "(document)"
+"""The key path printed for an error about a whole document (syntax, an empty file)."""
+
 
 class Loc(NamedTuple):
     """A position in a spec file: project-relative path, 1-based line and column."""
@@ -41,13 +44,12 @@ class SpecError:
 
     def text(self) -> str:
         """`file:line:col: error[CODE]: key.path: message` (the hint on its own line)."""
-        where = f"{self.path}: " if self.path else ""
-        head = f"{self.file}:{self.line}:{self.col}: error[{self.code}]: {where}{self.message}"
+        head = f"{self.file}:{self.line}:{self.col}: error[{self.code}]: {self.path or ROOT_PATH}: {self.message}"
         return head + (f"\n  hint: {self.hint}" if self.hint else "")
 
     def github(self) -> str:
         """A GitHub Actions workflow command that annotates the line."""
-        msg = f"{self.path}: {self.message}" if self.path else self.message
+        msg = f"{self.path or ROOT_PATH}: {self.message}"
         if self.hint:
             msg += f" (hint: {self.hint})"
         msg = msg.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")

@@ -13,8 +13,8 @@ from compiler import matrix as gha
 from compiler import rules
 from compiler.contract import Canaries, Cell, Limits, Options, Provisions
 from compiler.errors import Collector
+from compiler.paths import rel_path
 from compiler.resolved import MatrixIn, Validated
-from compiler.scenarios import rel_path
 from compiler.specs import ProjectDoc
 
 DEFAULT_MAX_JOBS = 100_000

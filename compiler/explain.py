@@ -91,6 +91,8 @@ def _check(plan: Plan, job: Job, i: int, rest: Path_) -> str:
     base = s.check_paths[i]
     check = job.scenario.checks[i]
     kdoc = v.kind_docs.get(check.source_kind or "")
+    if rest == ("source_kind",):
+        return _fmt(_at(s.doc, (*base, "kind"))) if check.source_kind else BUILTIN
     if rest[:1] != ("params",):
         loc = _at(s.doc, (*base, *rest))
         if loc is None and kdoc is not None:

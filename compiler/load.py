@@ -23,6 +23,10 @@ SCENARIO_FILES = ("scenario.yaml", "scenario.yml", "scenario.json")
 TREE_DIRS = ("seed", "reference", "grader", "negatives", "negative")
 """Folders of a scenario whose files are inputs (hashed, checked to exist)."""
 
+NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", SCENARIO_DIR)
+MAX_PROVIDED = 20_000
+"""Files hashed per provided folder (a guard against a level that links something huge)."""
+
 CAMEL = {"runtimeOnly": "runtime_only", "stabilityRisk": "stability_risk", "referenceNote": "reference_note",
          "notableExits": "notable_exits", "forbidWords": "forbid_words", "stateSetup": "state_setup",
          "freshRepo": "fresh_repo"}
@@ -61,6 +65,8 @@ class Sources:
     inputs: Inputs
     docs: list[Doc] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
+    unparsed: list[str] = field(default_factory=list)
+    """Likely ids of files that did not parse at all."""
 
 
 def _files_under(base: Path) -> list[Path]:
@@ -87,9 +93,14 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
             # Adapter arguments that name a project file (a scripted agent's script) are read by the
             # runner relative to the project root; their content is part of the agent.
             for value in doc["args"].values():
-                target = (root / value).resolve() if isinstance(value, str) and value and "\n" not in value else None
-                if target is not None and target.is_relative_to(top) and target.is_file():
-                    out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
+                if not isinstance(value, str) or not value or len(value) > 4096:
+                    continue
+                try:
+                    target = (root / value).resolve()
+                    if target.is_relative_to(top) and target.is_file():
+                        out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
+                except (OSError, ValueError):
+                    continue  # not a path (a model name, a flag): nothing to hash
             continue
         if not isinstance(doc, dict) or doc.get("kind") != "project" or not isinstance(doc.get("factors"), dict):
             continue
@@ -106,10 +117,14 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
                     named.append(level["skill_dir"])
         base = (root / rel).parent
         for name in named:
-            target = (base / name).resolve()
-            if not target.is_relative_to(top):
+            try:
+                target = (base / name).resolve()
+            except (OSError, ValueError):
                 continue
-            for p in [target] if target.is_file() else (_files_under(target) if target.is_dir() else []):
+            # The project root itself, or its build and run folders, are no provision to hash.
+            if not target.is_relative_to(top) or target == top or target.relative_to(top).parts[0] in NOT_PROVIDED:
+                continue
+            for p in [target] if target.is_file() else (_files_under(target)[:MAX_PROVIDED] if target.is_dir() else []):
                 out[p.relative_to(top).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 
@@ -188,6 +203,8 @@ def parse_sources(inputs: Inputs) -> Sources:
         doc, errors = parse(rel, text)
         src.errors.extend(errors)
         if doc.data is None:
+            # Its id is unknown; the file name is the best guess (references to it are not re-reported).
+            src.unparsed.append(rel.split("/")[-2] if rel.startswith(f"{SCENARIO_DIR}/") else rel.rsplit("/", 1)[-1].split(".")[0])
             continue
         if rel.endswith(".json") and isinstance(doc.data, dict):
             doc.data.setdefault("kind", "scenario")

@@ -8,6 +8,9 @@ from typing import Any
 import jinja2
 from jinja2.sandbox import ImmutableSandboxedEnvironment
 
+from compiler.errors import Collector
+from compiler.yamlio import Doc, Path_, dotted
+
 
 class TemplateError(Exception):
     """A template did not render; the message says why."""
@@ -33,3 +36,14 @@ def render(text: str, context: dict[str, Any]) -> str:
         return _template(text).render(**context)
     except jinja2.TemplateError as exc:
         raise TemplateError(str(exc)) from exc
+
+
+def render_field(c: Collector, doc: Doc, path: Path_, text: str, ctx: dict[str, Any], *, file: str | None = None) -> str:
+    """Render a template-typed field; a failure is a spec error at the field (or at `file`), the text kept."""
+    try:
+        return render(text, ctx)
+    except TemplateError as exc:
+        loc = doc.loc(path)
+        c.add(loc if file is None else loc._replace(file=file, line=1, col=1), dotted(path), "E301",
+              f"template error: {exc}", "compile-time templates see only `scenario`, `project` and the check's params")
+        return text

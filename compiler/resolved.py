@@ -52,6 +52,8 @@ class Validated:
     matrices: dict[str, MatrixIn]
     scenarios: dict[str, ScenarioIn]
     fingerprint: str
+    broken: frozenset[str] = frozenset()
+    """Ids of specs that exist but have errors of their own: references to them are not errors again."""
     input_hashes: dict[str, str] = field(default_factory=dict)
     input_folders: dict[str, list[str]] = field(default_factory=dict)
 

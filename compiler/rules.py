@@ -68,6 +68,8 @@ def _value_ok(c: Collector, doc: Doc, path: Path_, key: str, value: Any, v: Vali
             choices, what = v.scenarios, "scenario"
         else:
             continue
+        if isinstance(one, str) and one in v.broken and one not in choices:
+            continue  # it exists but has errors of its own, already reported
         if not isinstance(one, str) or one not in choices:
             c.add(doc.loc(p), dotted(p), "E224" if key in v.levels else "E222", f"unknown {what} {one!r}",
                   did_you_mean(str(one), choices))
@@ -97,6 +99,10 @@ def cross_file(c: Collector, v: Validated) -> None:
     defaults = [m for m in v.matrices.values() if m.spec.default]
     for extra in defaults[1:]:
         c.add(extra.doc.loc(("default",)), "default", "E271", f"a second default matrix (first: {defaults[0].spec.id})")
+    if len(v.matrices) > 1 and not defaults:
+        first = v.matrices[min(v.matrices)]
+        c.add(first.doc.loc(()), "default", "E272", f"{len(v.matrices)} matrices and none is the default",
+              "mark the one nox bench-<cell> sessions come from with `default: true`")
     for m in v.matrices.values():
         _matrix(c, m, v)
     _families(c, v)
@@ -105,7 +111,7 @@ def cross_file(c: Collector, v: Validated) -> None:
 
 def _level_paths(c: Collector, v: Validated) -> None:
     """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
-    from compiler.scenarios import rel_path
+    from compiler.paths import rel_path
 
     doc = v.project_doc
     raw_factors = doc.data.get("factors") or {}
@@ -128,6 +134,8 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
     if not m.spec.agents:
         c.add(doc.loc(()), "agents", "E102", "a matrix needs `agents:` (a list of agent ids)")
     for i, a in enumerate(m.spec.agents or []):
+        if a not in v.agents and a in v.broken:
+            continue  # the agent exists but has errors of its own, already reported
         if a not in v.agents:
             c.add(doc.loc(("agents", i)), f"agents[{i}]", "E222", f"unknown agent '{a}'", did_you_mean(a, v.agents))
         elif not v.agent_flags[a][0]:
@@ -163,16 +171,17 @@ def _families(c: Collector, v: Validated) -> None:
     """One family, one split: a held-out scenario is never a translation of a training one."""
     by_family: dict[str, list[ScenarioIn]] = defaultdict(list)
     for s in v.scenarios.values():
-        if s.job.split is not None:
-            by_family[s.job.family].append(s)
+        by_family[s.job.family].append(s)
     for family, members in sorted(by_family.items()):
-        splits = sorted({s.job.split or "" for s in members})
+        splits = sorted({s.job.split or "none" for s in members})
         if len(splits) > 1:
-            first = min(members, key=lambda s: s.job.id)
+            # The reference is the first scenario (by id) that declares a split; a member without one differs too.
+            first = min((s for s in members if s.job.split), key=lambda s: s.job.id)
             for s in members:
                 if s.job.split != first.job.split:
                     c.add(s.doc.loc(("split",)), "split", "E261",
-                          f"family '{family}' is split across {' and '.join(splits)}: '{first.job.id}' is {first.job.split}",
+                          f"family '{family}' is split across {', '.join(splits)}: '{first.job.id}' is {first.job.split}"
+                          + ("" if s.job.split else ", this one has no split"),
                           "scenarios of one family take the same split")
 
 

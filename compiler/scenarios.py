@@ -1,148 +1,25 @@
-"""Scenarios: folder rules, prompts (templates), and checks resolved to built-in kinds.
-
-A user check kind becomes a `command` check here (its run template rendered with the
-check's parameters, its result reader made concrete), so the runner and the grader
-only ever see built-in kinds.
-"""
+"""Scenarios: folder rules, prompts (templates), steps, checks and negatives in their job form."""
 
 from __future__ import annotations
 
-import json
 import posixpath
-from functools import cache
 from typing import Any
 
-from pydantic import BaseModel, Field, create_model
-
-from compiler import render
+from compiler.checks import resolve_check
 from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
 from compiler.load import Sources
+from compiler.paths import rel_path, ws_path
 from compiler.rawcheck import model_of
+from compiler.render import render_field
 from compiler.resolved import ScenarioIn
 from compiler.specs import CheckKindDoc, ProjectDoc, ScenarioDoc
-from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
 from compiler.yamlio import Doc, Path_, dotted
-
-_COMMON = set(CheckCommon.model_fields)
-_PY = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list[Any],
-       "dict": dict[str, Any], "any": Any}
-
-
-@cache
-def _user_model(kind_id: str, params_json: str) -> type[BaseModel]:
-    params = json.loads(params_json)
-    fields: dict[str, Any] = {}
-    for name, p in params.items():
-        tp = _PY[p.get("type", "any")]
-        fields[name] = (tp | None, Field(default=None, description=p.get("description")))
-    fields["with_"] = (dict[str, Any] | None, Field(default=None, alias="with", description="Parameters of the kind."))
-    return create_model(f"Check_{kind_id}", __base__=CheckCommon, **fields)
-
-
-def user_model(kind: CheckKindDoc) -> type[BaseModel]:
-    """The model of a check entry of a user kind: common fields, its params inline, or `with:`."""
-    return _user_model(kind.id, json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True))
-
-
-def rel_path(c: Collector, doc: Doc, path: Path_, value: str, *, base_file: str | None = None) -> str | None:
-    """A path written in a spec, made project-relative; None (and an error) when it escapes."""
-    loc = doc.loc(path)
-    if value.startswith("/") or "\\" in value:
-        c.add(loc, dotted(path), "E210", f"path {value!r} must be relative and use '/'")
-        return None
-    base = posixpath.dirname(base_file or loc.file)
-    joined = posixpath.normpath(posixpath.join(base, value))
-    if joined == ".." or joined.startswith("../"):
-        c.add(loc, dotted(path), "E211", f"path {value!r} escapes the project")
-        return None
-    return joined
-
-
-def ws_path(c: Collector, doc: Doc, path: Path_, value: str) -> bool:
-    """A workspace-relative path or glob: relative, no '..'."""
-    parts = value.split("/")
-    if value.startswith("/") or ".." in parts or not value:
-        c.add(doc.loc(path), dotted(path), "E212", f"workspace path {value!r} must be relative and stay in the workspace")
-        return False
-    if "**" in value.replace("/**/", "/").removeprefix("**/").removesuffix("/**") and value != "**":
-        c.add(doc.loc(path), dotted(path), "E213", f"glob {value!r}: '**' must be a whole path segment")
-        return False
-    return True
 
 
 def _context(spec: ScenarioDoc, project: ProjectDoc, folder: str) -> dict[str, Any]:
     return {"scenario": {**spec.model_dump(exclude={"checks", "negatives", "meta"}), "folder": folder},
             "project": {"name": project.name, "languages": project.languages}}
-
-
-def _render(c: Collector, doc: Doc, path: Path_, text: str, ctx: dict[str, Any], *, file: str | None = None) -> str:
-    try:
-        return render.render(text, ctx)
-    except render.TemplateError as exc:
-        loc = doc.loc(path)
-        c.add(loc if file is None else loc._replace(file=file, line=1, col=1), dotted(path), "E301",
-              f"template error: {exc}", "compile-time templates see only `scenario`, `project` and the check's params")
-        return text
-
-
-def _check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindDoc], ctx: dict[str, Any],
-           project: ProjectDoc) -> CheckSpec | None:
-    path: Path_ = ("checks", i)
-    if not isinstance(raw, dict):
-        c.add(doc.loc(path), dotted(path), "E103", "a check must be a map with id and kind")
-        return None
-    kind = raw.get("kind")
-    if not isinstance(kind, str) or (kind not in BUILTIN and kind not in kinds):
-        c.add(doc.loc((*path, "kind")), dotted((*path, "kind")), "E140", f"unknown check kind {kind!r}",
-              did_you_mean(str(kind), [*BUILTIN, *kinds]))
-        return None
-    user = kinds.get(kind) if kind not in BUILTIN else None
-    model = user_model(user) if user else BUILTIN[kind]
-    spec = model_of(c, doc, model, raw, path)
-    if spec is None:
-        return None
-    params = {k: v for k, v in spec.model_dump(by_alias=True, exclude_none=True).items() if k not in _COMMON}
-    if user is None:
-        for name in TEMPLATE_FIELDS.get(kind, ()):
-            if name in params:
-                params[name] = _render(c, doc, (*path, name), params[name], ctx)
-        if kind == "command" and "exit" not in params and "result" not in params:
-            params["exit"] = 0
-        return CheckSpec(id=spec.id, kind=kind, layer=spec.layer or "agent", authority=spec.authority,
-                         severity=spec.severity or "error", timeout_s=spec.timeout_s or 60.0, params=params)
-    before = len(c.errors)
-    given = dict(params.pop("with", {}) or {})
-    for k in list(params):
-        given.setdefault(k, params.pop(k))
-    values: dict[str, Any] = {}
-    for name, p in user.params.items():
-        if name in given:
-            values[name] = given.pop(name)
-        elif p.required:
-            c.add(doc.loc(path), dotted((*path, "with", name)), "E102", f"check kind '{kind}' needs parameter '{name}'")
-        else:
-            values[name] = p.default
-    for extra in given:
-        c.add(doc.loc((*path, "with", extra), key=True), dotted((*path, "with", extra)), "E101",
-              f"unknown parameter '{extra}' of check kind '{kind}'", did_you_mean(extra, user.params))
-    if len(c.errors) > before:
-        return None  # the template would only repeat the missing-parameter errors
-    run = _render(c, doc, path, user.run, {**ctx, **values, "params": values})
-    result = user.result.model_dump(exclude_none=True)
-    count = result.get("count")
-    if count is not None and count.get("max_param"):
-        count["max"] = values.get(count.pop("max_param"))
-    out: dict[str, Any] = {"run": run, "with": values}
-    if result:
-        out["result"] = result
-    else:
-        out["exit"] = 0
-    if user.env:
-        out["env"] = dict(user.env)
-    return CheckSpec(id=spec.id, kind="command", source_kind=kind, layer=spec.layer or user.layer or "agent",
-                     authority=spec.authority or user.authority, severity=spec.severity or user.severity or "error",
-                     timeout_s=spec.timeout_s or user.timeout_s or 60.0, params=out)
 
 
 def _tree(src: Sources, folder: str, sub: str) -> list[str]:
@@ -179,24 +56,8 @@ def _expectations(c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, 
     return tuple(out)
 
 
-def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc],
-          expectations: dict[str, dict[str, Any]] | None = None) -> ScenarioIn | None:
-    """One scenario in its job form; None when it has errors (collected in `c`)."""
-    spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
-    if spec is None:
-        return None
-    own = doc.values.get((), doc.loc(())).file
-    folder = posixpath.dirname(doc.file)
-    if spec.id != posixpath.basename(folder):
-        c.add(doc.loc(("id",)), "id", "E202", f"scenario id '{spec.id}' differs from its folder name '{posixpath.basename(folder)}'",
-              "rename the folder or the id; they must be equal")
-    if spec.language is not None and spec.language not in project.languages:
-        c.add(doc.loc(("language",)), "language", "E220", f"language '{spec.language}' is not declared supported by the project",
-              f"add it to `languages:` in {project.name}'s project file" if not project.languages else did_you_mean(spec.language, project.languages))
-    ctx = _context(spec, project, folder)
-    prompt_file = rel_path(c, doc, ("prompt",), spec.prompt or "prompt.md", base_file=doc.loc(("prompt",)).file if spec.prompt else own)
-    prompt_raw = _text(c, src, doc, ("prompt",), prompt_file, "prompt")
-    prompt = _render(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file) if prompt_raw is not None else ""
+def _steps(c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, ctx: dict[str, Any]) -> list[Step]:
+    """Sessions of a multi-session scenario: prompts rendered, evidence files checked."""
     steps: list[Step] = []
     for i, st in enumerate(spec.steps or []):
         sp = ("steps", i)
@@ -212,23 +73,19 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
                 c.add(doc.loc((*sp, "evidence", dest), key=True), dotted((*sp, "evidence", dest)), "E214",
                       f"evidence '{dest}' collides with a seed file")
             evidence[dest] = rel or source
-        steps.append(Step(name=st.name or f"step-{i + 1:02d}", prompt=_render(c, doc, (*sp, "prompt"), raw or "", ctx, file=pf),
+        steps.append(Step(name=st.name or f"step-{i + 1:02d}", prompt=render_field(c, doc, (*sp, "prompt"), raw or "", ctx, file=pf),
                           evidence=evidence, fresh_repo=bool(st.fresh_repo)))
-    if steps and spec.prompt is None:
-        prompt = steps[0].prompt
-    if not _tree(src, folder, "seed"):
-        c.add(doc.loc(()), "", "E231", f"missing seed folder '{folder}/seed/' (the initial workspace)", "add at least one file (a .gitkeep will do)")
-    if not _tree(src, folder, "reference"):
-        c.add(doc.loc(()), "", "E232", f"missing reference folder '{folder}/reference/'", "the reference calibrates the checks")
-    entry = [spec.entry] if isinstance(spec.entry, str) else list(spec.entry or [])
-    for key, values in (("entry", entry), ("watch", spec.watch or []), ("writable", spec.writable or []),):
-        for j, v in enumerate(values):
-            ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
+    return steps
+
+
+def _checks(c: Collector, doc: Doc, spec: ScenarioDoc, kinds: dict[str, CheckKindDoc], ctx: dict[str, Any],
+            project: ProjectDoc) -> tuple[list[CheckSpec], list[Path_], dict[str, int]]:
+    """Checks resolved to built-in kinds, their key paths, and check id -> index."""
     checks: list[CheckSpec] = []
     paths: list[Path_] = []
     seen: dict[str, int] = {}
     for i, check_raw in enumerate(spec.checks or []):
-        chk = _check(c, doc, i, check_raw, kinds, ctx, project)
+        chk = resolve_check(c, doc, i, check_raw, kinds, ctx)
         if chk is None:
             continue
         if chk.id in seen:
@@ -243,6 +100,12 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
         paths.append(("checks", i))
     if not spec.checks:
         c.add(doc.loc(()), "checks", "E250", "the scenario has no checks", "a scenario needs at least one check")
+    return checks, paths, seen
+
+
+def _negatives(c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, own: str,
+               seen: dict[str, int]) -> list[Negative]:
+    """Negatives: each names known checks and has an overlay folder or a patch; no stray overlay folders."""
     negatives: list[Negative] = []
     neg_dir = "negative" if own.endswith(".json") and _tree(src, folder, "negative") else "negatives"
     for name, neg in (spec.negatives or {}).items():
@@ -265,6 +128,40 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
         if rel not in declared:
             c.add(doc.loc(("negatives",) if spec.negatives else ()), "negatives", "E234",
                   f"overlay folder '{folder}/{neg_dir}/{rel}/' is not declared under negatives:", f"add `{rel}: {{ fails: [...] }}`")
+    return negatives
+
+
+def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc],
+          expectations: dict[str, dict[str, Any]] | None = None) -> ScenarioIn | None:
+    """One scenario in its job form; None when it has errors (collected in `c`)."""
+    spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
+    if spec is None:
+        return None
+    own = doc.values.get((), doc.loc(())).file
+    folder = posixpath.dirname(doc.file)
+    if spec.id != posixpath.basename(folder):
+        c.add(doc.loc(("id",)), "id", "E202", f"scenario id '{spec.id}' differs from its folder name '{posixpath.basename(folder)}'",
+              "rename the folder or the id; they must be equal")
+    if spec.language is not None and spec.language not in project.languages:
+        c.add(doc.loc(("language",)), "language", "E220", f"language '{spec.language}' is not declared supported by the project",
+              f"add it to `languages:` in {project.name}'s project file" if not project.languages else did_you_mean(spec.language, project.languages))
+    ctx = _context(spec, project, folder)
+    prompt_file = rel_path(c, doc, ("prompt",), spec.prompt or "prompt.md", base_file=doc.loc(("prompt",)).file if spec.prompt else own)
+    prompt_raw = _text(c, src, doc, ("prompt",), prompt_file, "prompt")
+    prompt = render_field(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file) if prompt_raw is not None else ""
+    steps = _steps(c, doc, spec, src, folder, ctx)
+    if steps and spec.prompt is None:
+        prompt = steps[0].prompt
+    if not _tree(src, folder, "seed"):
+        c.add(doc.loc(()), "seed", "E231", f"missing seed folder '{folder}/seed/' (the initial workspace)", "add at least one file (a .gitkeep will do)")
+    if not _tree(src, folder, "reference"):
+        c.add(doc.loc(()), "reference", "E232", f"missing reference folder '{folder}/reference/'", "the reference calibrates the checks")
+    entry = [spec.entry] if isinstance(spec.entry, str) else list(spec.entry or [])
+    for key, values in (("entry", entry), ("watch", spec.watch or []), ("writable", spec.writable or []),):
+        for j, v in enumerate(values):
+            ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
+    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project)
+    negatives = _negatives(c, doc, spec, src, folder, own, seen)
     job = ScenarioJob(
         id=spec.id, root=folder, family=spec.family or spec.id, language=spec.language, split=spec.split,
         source=spec.source, reference_note=spec.reference_note, seed=f"{folder}/seed",

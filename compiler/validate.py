@@ -86,41 +86,40 @@ def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str,
     return out
 
 
+def _resolve_level(c: Collector, doc: Doc, factor: str, name: str, raw: dict[str, dict[str, Any]],
+                   done: dict[str, dict[str, Any]], seen: tuple[str, ...]) -> dict[str, Any]:
+    """One level merged over its `extends:` chain within its factor (unknown parents and cycles reported)."""
+    if name in done:
+        return done[name]
+    level = raw[name]
+    parent = level.get("extends")
+    value = level
+    if parent is not None:
+        path = ("factors", factor, name, "extends")
+        if parent not in raw:
+            c.add(doc.loc(path), dotted(path), "E120", f"extends unknown level {parent!r} of factor '{factor}'",
+                  did_you_mean(parent, raw))
+        elif parent in seen:
+            c.add(doc.loc(path), dotted(path), "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
+        else:
+            value = merge_values(_resolve_level(c, doc, factor, parent, raw, done, (*seen, parent)), level)
+    done[name] = {k: v for k, v in value.items() if k != "extends"}
+    return done[name]
+
+
 def _levels(c: Collector, doc: Doc, project: ProjectDoc) -> dict[str, dict[str, dict[str, Any]]]:
+    """factor -> level -> provisions after the level's `extends:`, in declaration order."""
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for factor, levels in project.factors.items():
         check_slug(c, doc, ("factors", factor), factor, "factor")
-        raw: dict[str, dict[str, Any]] = {
-            name: (lvl.model_dump(exclude_none=True) if lvl is not None else {}) for name, lvl in levels.items()
-        }
+        raw = {name: (lvl.model_dump(exclude_none=True) if lvl is not None else {}) for name, lvl in levels.items()}
         if not raw:
             c.add(doc.loc(("factors", factor)), f"factors.{factor}", "E130", f"factor '{factor}' has no levels")
-        resolved: dict[str, dict[str, Any]] = {}
-
-        def resolve(name: str, seen: tuple[str, ...], factor: str = factor, raw: dict[str, Any] = raw,
-                    resolved: dict[str, dict[str, Any]] = resolved) -> dict[str, Any]:
-            if name in resolved:
-                return resolved[name]
-            level = raw[name]
-            parent = level.get("extends")
-            value = level
-            if parent is not None:
-                path = ("factors", factor, name, "extends")
-                if parent not in raw:
-                            c.add(doc.loc(path), dotted(path), "E120", f"extends unknown level {parent!r} of factor '{factor}'",
-                          did_you_mean(parent, raw))
-                elif parent in seen:
-                    c.add(doc.loc(path), dotted(path), "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
-                else:
-                    value = merge_values(resolve(parent, (*seen, parent)), level)
-            value = {k: v for k, v in value.items() if k != "extends"}
-            resolved[name] = value
-            return value
-
+        done: dict[str, dict[str, Any]] = {}
         for name in raw:
             check_slug(c, doc, ("factors", factor, name), name, "level")
-            resolve(name, (name,))
-        out[factor] = {name: resolved[name] for name in raw}
+            _resolve_level(c, doc, factor, name, raw, done, (name,))
+        out[factor] = {name: done[name] for name in raw}
     return out
 
 
@@ -181,12 +180,16 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             kind_docs[ident] = doc
             rules.check_kind(c, doc, spec, project)
 
+    broken: set[str] = set(src.unparsed)
+    for kind in INHERITABLE:
+        broken |= {d.data["id"] for d in by_kind[kind] if isinstance(d.data.get("id"), str)}
     agents: dict[str, AgentSpec] = {}
     agent_docs: dict[str, Doc] = {}
     flags: dict[str, tuple[bool, str]] = {}
     for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent").items():
         spec = model_of(c, doc, AgentDoc)
         if spec is None:
+            broken.add(ident)
             continue
         if spec.adapter is None:
             c.add(doc.loc(()), "adapter", "E102", "missing required key 'adapter'")
@@ -223,10 +226,11 @@ def validate(src: Sources, fingerprint: str) -> Validated:
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations)
+    broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 
     result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
                        agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
-                       scenarios=scen, fingerprint=fingerprint, input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
+                       scenarios=scen, fingerprint=fingerprint, broken=frozenset(broken), input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
     rules.cross_file(c, result)
     c.raise_if_any()
     return result

@@ -100,11 +100,25 @@ def execute(
     parallel: int,
     executor: str = "local",
     stream: TextIO | None = None,
+    fail_fast: bool = False,
     options: Mapping[str, Any] | None = None,
 ) -> list[TrialOutcome]:
-    """Run the tasks with the named executor, printing progress; re-raises KeyboardInterrupt."""
+    """Run the tasks with the named executor, printing progress; re-raises KeyboardInterrupt.
+
+    With fail_fast the first failed or errored trial stops the batch: running trials are
+    recorded as interrupted, trials not started are skipped (both rerun on resume).
+    """
     progress = Progress(total=len(tasks), stream=stream or sys.stderr)
-    return select(executor, **(options or {})).run(tasks, parallel=parallel, on_outcome=progress, cancel=threading.Event())
+    cancel = threading.Event()
+
+    def on_outcome(outcome: TrialOutcome) -> None:
+        progress(outcome)
+        if fail_fast and outcome.status in ("failed", "error"):
+            cancel.set()
+
+    return select(executor, **(options or {})).run(
+        tasks, parallel=parallel, on_outcome=on_outcome, cancel=cancel
+    )
 
 
 def summary(outcomes: Sequence[TrialOutcome]) -> dict[str, int]:

@@ -125,3 +125,19 @@ def build(
     env.update(prov.env)
     env.update(job.agent.env)
     return env
+
+
+INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", "CONVENTIONS.md", ".cursorrules", ".aider.conf.yml")
+"""Files agent CLIs load from the folders above their working directory."""
+
+
+def ancestor_instruction_files(workspace: Path) -> list[str]:
+    """Instruction files in the folders above the workspace, which an unconfined agent may load.
+
+    Under an isolation that shows the agent only its own folders they are unreachable; under
+    `none` the runner records them, since the agent can see them.
+    """
+    found: list[str] = []
+    for folder in workspace.resolve().parents:
+        found.extend(str(folder / name) for name in INSTRUCTION_FILES if (folder / name).is_file())
+    return found

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from compiler import contract
 from compiler.contract import Job
@@ -72,12 +72,20 @@ def select(
     return jobs
 
 
-def matrix_settings(project: Path, matrix: str | None) -> tuple[int, int | None]:
-    """(shuffle seed, parallel) of a matrix from the manifest; (0, None) when it does not say."""
+class MatrixSettings(NamedTuple):
+    """How a matrix asks to be run."""
+
+    seed: int
+    parallel: int | None
+    fail_fast: bool
+
+
+def matrix_settings(project: Path, matrix: str | None) -> MatrixSettings:
+    """Seed, parallel and fail_fast of a matrix from the manifest (defaults when it does not say)."""
     load_manifest = getattr(contract, "load_manifest", None)
     if load_manifest is None or matrix is None or not (project / GENERATED / "manifest.json").is_file():
-        return 0, None
+        return MatrixSettings(0, None, False)
     entry = load_manifest(project / GENERATED).matrices.get(matrix)
     if entry is None:
-        return 0, None
-    return int(entry.seed or 0), entry.parallel
+        return MatrixSettings(0, None, False)
+    return MatrixSettings(int(entry.seed or 0), entry.parallel, bool(entry.fail_fast))

@@ -35,6 +35,8 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
     """Rows of a JSONL file that are JSON objects, and the count of lines that are not."""
     rows: list[dict[str, Any]] = []
     bad = 0
+    if path.is_symlink():
+        return rows, 1  # the agent could write its run dir: a link is never evidence
     if not path.is_file():
         return rows, bad
     for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
@@ -170,6 +172,8 @@ def read_snapshots(snap_dir: Path) -> tuple[Snapshot, ...]:
     for n, row in enumerate(rows):
         stored = row.get("snapshot")
         copy = snap_dir / str(stored) if stored and not row.get("deleted") else None
+        if copy is not None and (copy.is_symlink() or snap_dir.resolve() not in copy.resolve().parents):
+            copy = None  # a snapshot copy that points elsewhere is not the agent's file
         found.append(
             (
                 _num(row, "t") or 0.0,
@@ -228,6 +232,8 @@ class Context:
 
 def read_context(path: Path) -> Context:
     """Read context.json; an unreadable file is reported, not fatal."""
+    if path.is_symlink():
+        return Context(present=True, error="context.json is a symlink")
     if not path.is_file():
         return Context()
     try:

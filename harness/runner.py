@@ -21,8 +21,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job, Step
-from harness import agents, canaries, capture, proc, provision, workspace
-from harness.environment import TrialPaths, build
+from harness import agents, canaries, capture, pathsafe, proc, provision, workspace
+from harness.environment import TrialPaths, ancestor_instruction_files, build
 from harness.gateway import trial as gateway_trial
 from harness.isolation import Isolation, Mount, SandboxLimits, select
 from harness.launch import Launcher
@@ -80,7 +80,10 @@ def _launcher(
     outbox.mkdir(exist_ok=True)
     own = [paths.workspace, paths.home, paths.tmp, paths.state]
     assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
-    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache) if p is not None and p.exists()]
+    # The agent cache also at its real path: a pip venv's scripts name their interpreter by it.
+    cache_real = paths.agent_cache.resolve()
+    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()]
+    read_only = list(dict.fromkeys(read_only))
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -123,13 +126,15 @@ def _place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[
     """Materialise a step's evidence files (present only during that step, never graded)."""
     placed: list[Path] = []
     for dest, src in sorted(step.evidence.items()):
-        target = ws.root / dest
-        if target.exists():
-            raise provision.ProvisionError(
-                f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
-            )
-        target.parent.mkdir(parents=True, exist_ok=True)
-        shutil.copy2(project / src, target)
+        try:  # the agent of an earlier step may have planted links to redirect this write
+            target = pathsafe.resolve_inside(ws.root, dest)
+            if target.exists() or target.is_symlink():
+                raise provision.ProvisionError(
+                    f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
+                )
+            pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
+        except pathsafe.PathEscape as exc:
+            raise provision.ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
         placed.append(target)
     return placed
 
@@ -257,10 +262,23 @@ def _sum_metrics(steps: list[StepRecord]) -> RunnerMetrics:
     return RunnerMetrics(**total)
 
 
+def _installed_version(run_dir: Path) -> str | None:
+    """The CLI version a real-agent adapter read back from its binary (its agent.json)."""
+    try:
+        version = json.loads((run_dir / "agent.json").read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
 def _extra(provided: provision.Provided | None, launcher: Launcher | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
     if launcher is not None and launcher.refused:
         extra["sandbox_refused"] = sorted(set(launcher.refused))
+    if launcher is not None and launcher.isolation.name == "none":
+        visible = ancestor_instruction_files(launcher.cwd)
+        if visible:
+            extra["host_instruction_files_visible"] = visible
     return extra
 
 
@@ -375,7 +393,7 @@ def run_trial(
         trial=job.trial,
         version=job.version,
         model=job.agent.model,
-        agent_version=job.agent.version,
+        agent_version=_installed_version(run_dir) or job.agent.version,
         agent_command=agents.describe(argv) if argv else "",
         started_at=started,
         ended_at=time.time(),

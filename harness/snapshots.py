@@ -16,6 +16,8 @@ import time
 from collections.abc import Sequence
 from pathlib import Path
 
+from harness.pathsafe import PathEscape, read_inside
+
 INTERVAL_S = 0.05
 INDEX = "index.jsonl"
 
@@ -69,10 +71,9 @@ class Watcher:
     def poll(self) -> None:
         """Record every watched file whose content changed since the last look."""
         for name in self._files:
-            path = self._ws / name
-            try:
-                data: bytes | None = path.read_bytes()
-            except (FileNotFoundError, IsADirectoryError, PermissionError):
+            try:  # never through a symlink: one to the reference would copy it into the run's artifacts
+                data: bytes | None = read_inside(self._ws, name)
+            except (OSError, PathEscape):
                 data = None
             digest = None if data is None else hashlib.sha256(data).hexdigest()
             if digest == self._seen.get(name):

@@ -30,7 +30,7 @@ class AnswerCheck:
         if "file" in spec.params:
             path = inside(workspace, str(spec.params["file"]))
         else:
-            path = ctx.answer_file or workspace / "answer.json"
+            path = ctx.answer_file or inside(workspace, "answer.json")
         if not path.is_file():
             return Verdict(False, f"no answer: {path.name} was not written")
         try:

@@ -18,6 +18,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from compiler.contract import CheckSpec, ScenarioJob
+from harness.pathsafe import PathEscape, is_inside, resolve_inside
 
 Wrapper = Callable[[Sequence[str]], Sequence[str]]
 """Turns the argv of a check's command into the argv that runs it confined."""
@@ -102,7 +103,12 @@ def inside(workspace: Path, relative: str) -> Path:
     pure = PurePosixPath(relative)
     if pure.is_absolute() or ".." in pure.parts:
         raise CheckError(f"path {relative!r} must be relative to the workspace and stay inside it")
-    return workspace.joinpath(*pure.parts)
+    if not [part for part in pure.parts if part != "."]:
+        return workspace
+    try:  # a symlink the agent planted must not make a check judge a file outside (the reference)
+        return resolve_inside(workspace, pure.as_posix(), allow_final_symlink=True)
+    except PathEscape as exc:
+        raise CheckError(str(exc)) from exc
 
 
 def glob_regex(pattern: str) -> re.Pattern[str]:
@@ -146,9 +152,10 @@ def glob_files(root: Path, pattern: str) -> list[Path]:
         raise CheckError(f"glob {pattern!r} must be relative to the workspace and stay inside it")
     if not any(ch in pattern for ch in "*?"):
         path = root.joinpath(*pure.parts)
-        return [path] if path.is_file() else []
+        return [path] if path.is_file() and is_inside(root, path) else []
     regex = glob_regex(pure.as_posix())
-    return [root / rel for rel in walk_files(root) if regex.match(rel)]
+    # Symlinks out of the workspace are left out: their targets are not the agent's work.
+    return [root / rel for rel in walk_files(root) if regex.match(rel) and is_inside(root, root / rel)]
 
 
 def same_value(value: Any, expected: Any) -> bool:

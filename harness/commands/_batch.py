@@ -39,6 +39,9 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: the matrix's)")
     parser.add_argument("--force", action="store_true", help="rerun finished trials too")
+    parser.add_argument(
+        "--fail-fast", action="store_true", help="stop at the first failed trial (default: the matrix's)"
+    )
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
     parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
@@ -59,7 +62,14 @@ def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"scheduler": args.scheduler, "scheduler_file": args.scheduler_file, "resources": resources}
 
 
-def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int, parallel: int | None = None) -> int:
+def run_jobs(
+    jobs: list[Job],
+    args: argparse.Namespace,
+    *,
+    seed: int,
+    parallel: int | None = None,
+    fail_fast: bool = False,
+) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
     options = _executor_options(args)
@@ -76,7 +86,13 @@ def run_jobs(jobs: list[Job], args: argparse.Namespace, *, seed: int, parallel: 
     if not plan.tasks:
         print("assay: nothing to run", file=sys.stderr)
         return 0
-    outcomes = batch.execute(plan.tasks, parallel=args.parallel, executor=args.executor, options=options)
+    outcomes = batch.execute(
+        plan.tasks,
+        parallel=args.parallel,
+        executor=args.executor,
+        fail_fast=args.fail_fast or fail_fast,
+        options=options,
+    )
     counts = batch.summary(outcomes)
     print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
     return 1 if counts.get("error") else 0

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from pathlib import Path
@@ -12,7 +13,9 @@ HELP = "compile specs/ and scenarios/ into generated/ (manifest and job files)"
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `assay compile`."""
-    parser.add_argument("--format", choices=("text", "json", "github"), default="text", help="how to print spec errors")
+    parser.add_argument(
+        "--format", choices=("text", "json", "github"), default="text", help="how to print spec errors"
+    )
     parser.add_argument("--force", action="store_true", help="recompile even when no input changed")
     parser.add_argument("--out", default=None, help="output folder (default: <project>/generated)")
     parser.add_argument("--check", action="store_true", help="validate and expand only; write nothing")
@@ -36,6 +39,21 @@ def execute(args: argparse.Namespace) -> int:
         print(render(exc.errors, args.format), file=sys.stdout if args.format != "text" else sys.stderr)
         return 2
     took = time.perf_counter() - start
+    if args.format == "json":
+        matrices = {mid: mp.jobs for mid, mp in result.plan.matrices.items()} if result.plan else {}
+        print(
+            json.dumps(
+                {
+                    "up_to_date": result.up_to_date,
+                    "trials": result.jobs,
+                    "written": result.written,
+                    "matrices": matrices,
+                    "seconds": round(took, 3),
+                },
+                sort_keys=True,
+            )
+        )
+        return 0
     if result.up_to_date:
         print(f"assay: generated/ is up to date ({took:.2f}s)")
     else:
@@ -43,6 +61,8 @@ def execute(args: argparse.Namespace) -> int:
         if result.plan is not None:
             for mid, mp in result.plan.matrices.items():
                 mark = " (default)" if (mp.matrix or mid) == result.plan.default else ""
-                print(f"  {mid}{mark}: {mp.jobs} trials ({len(mp.runs)} scenarios, {len(mp.cells)} cells,"
-                      f" {len(mp.agents)} agents, {mp.trials} per variant)")
+                print(
+                    f"  {mid}{mark}: {mp.jobs} trials ({len(mp.runs)} scenarios, {len(mp.cells)} cells,"
+                    f" {len(mp.agents)} agents, {mp.trials} per variant)"
+                )
     return 0

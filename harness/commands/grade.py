@@ -20,7 +20,9 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--regrade", action="store_true", help="grade again runs that already have a grade.json"
     )
-    parser.add_argument("--parallel", "-j", type=int, default=1, help="grade in N worker processes (default 1)")
+    parser.add_argument(
+        "--parallel", "-j", type=int, default=1, help="grade in N worker processes (default 1)"
+    )
     parser.add_argument(
         "--judges",
         type=Path,
@@ -54,6 +56,13 @@ def execute(args: argparse.Namespace) -> int:
         note = f" ({g.error})" if g.error else ""
         print(f"[{n}/{total}] {entry.action:8} {verdict:13} {entry.run_dir}{note}", file=sys.stderr)
 
+    from harness.grade.project import stale_inputs
+
+    project = _project(args.project)
+    stale = stale_inputs(project)
+    if stale:
+        shown = ", ".join(stale[:3]) + (f" (+{len(stale) - 3} more)" if len(stale) > 3 else "")
+        raise UsageError(f"generated/ is older than the specs ({shown} changed): run `assay compile` first")
     judges = None
     if args.judges is not None:
         import yaml
@@ -70,7 +79,7 @@ def execute(args: argparse.Namespace) -> int:
     try:
         entries = grade_tree(
             target,
-            project=_project(args.project),
+            project=project,
             regrade=args.regrade,
             parallel=args.parallel,
             judge=judges,

@@ -35,8 +35,9 @@ def execute(args: argparse.Namespace) -> int:
             scenarios=args.scenario,
             trials=args.trials,
         )
-    seed, parallel = jobs.matrix_settings(project, args.matrix or _only_matrix(selected))
-    return run_jobs(selected, args, seed=args.seed if args.seed is not None else seed, parallel=parallel)
+    settings = jobs.matrix_settings(project, args.matrix or _only_matrix(selected))
+    seed = args.seed if args.seed is not None else settings.seed
+    return run_jobs(selected, args, seed=seed, parallel=settings.parallel, fail_fast=settings.fail_fast)
 
 
 def _only_matrix(selected: list[Job]) -> str | None:

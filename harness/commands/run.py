@@ -8,6 +8,7 @@ from pathlib import Path
 from compiler.contract import Job
 from harness import jobs
 from harness.commands._batch import add_options, run_jobs
+from harness.errors import UsageError
 
 HELP = "run trials of one job, or of a scenario x cell x agent, from generated/"
 
@@ -21,6 +22,8 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     project = Path(args.project).resolve()
+    if not (args.job_file or args.job or args.scenario or args.cell or args.agent or args.matrix):
+        raise UsageError("give job id(s), --job-file, or a selection (--matrix/--scenario/--cell/--agent)")
     if args.job_file:
         selected = jobs.from_files(args.job_file)
         if args.trials is not None:
@@ -35,8 +38,9 @@ def execute(args: argparse.Namespace) -> int:
             scenarios=args.scenario,
             trials=args.trials,
         )
-    seed, parallel = jobs.matrix_settings(project, args.matrix or _only_matrix(selected))
-    return run_jobs(selected, args, seed=args.seed if args.seed is not None else seed, parallel=parallel)
+    settings = jobs.matrix_settings(project, args.matrix or _only_matrix(selected))
+    seed = args.seed if args.seed is not None else settings.seed
+    return run_jobs(selected, args, seed=seed, parallel=settings.parallel, fail_fast=settings.fail_fast)
 
 
 def _only_matrix(selected: list[Job]) -> str | None:

@@ -11,7 +11,9 @@ HELP = "write the JSON Schemas of every spec kind and artifact to generated/sche
 
 def configure(parser: argparse.ArgumentParser) -> None:
     """Arguments of `assay schema`."""
-    parser.add_argument("--check", action="store_true", help="exit 1 when a committed schema is stale or missing")
+    parser.add_argument(
+        "--check", action="store_true", help="exit 1 when a committed schema is stale or missing"
+    )
     parser.add_argument("--out", default=None, help="folder (default: <project>/generated/schema)")
 
 
@@ -34,9 +36,14 @@ def execute(args: argparse.Namespace) -> int:
     folder = Path(args.out) if args.out else Path(args.project) / "generated" / "schema"
     wanted = schemas()
     if args.check:
-        stale = [n for n, text in sorted(wanted.items())
-                 if not (folder / n).is_file() or (folder / n).read_text(encoding="utf-8") != text]
-        extra = sorted(p.name for p in folder.glob("*.json") if p.name not in wanted) if folder.is_dir() else []
+        stale = [
+            n
+            for n, text in sorted(wanted.items())
+            if not (folder / n).is_file() or (folder / n).read_text(encoding="utf-8") != text
+        ]
+        extra = (
+            sorted(p.name for p in folder.glob("*.json") if p.name not in wanted) if folder.is_dir() else []
+        )
         for n in stale:
             print(f"assay: schema drift: {folder / n} is stale or missing", file=sys.stderr)
         for n in extra:

@@ -38,6 +38,10 @@ class Executor(Protocol):
     ) -> list[TrialOutcome]:
         """Run every task (in the given order, up to `parallel` at once); return all outcomes.
 
+        `on_outcome` is called once per trial as soon as it ends, from any thread (it is
+        thread-safe); it may set `cancel` (fail-fast), after which trials not yet started must
+        be skipped (`execute` does that itself when handed the event).
+
         On KeyboardInterrupt: set `cancel`, let running trials record themselves as
         interrupted, drop the pending ones, and re-raise.
         """

@@ -229,6 +229,7 @@ class _Run:
         outcomes: list[TrialOutcome] = []
         by_key: dict[str, TrialTask] = {}
         futures: list[Any] = []
+        stopped = False
         try:
             for task in tasks:
                 future = self._submit(task)
@@ -238,6 +239,11 @@ class _Run:
                 outcome = self._finish(by_key[future.key], future)
                 outcomes.append(outcome)
                 on_outcome(outcome)
+                if cancel.is_set() and not stopped:
+                    # The caller stopped the batch (fail-fast): running trials come back interrupted,
+                    # the rest as skipped, as on the local pool.
+                    event.set()
+                    stopped = True
         except KeyboardInterrupt:
             cancel.set()
             event.set()

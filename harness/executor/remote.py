@@ -304,7 +304,7 @@ def run_remote(
             )
         if watch.fired.is_set():
             outcome = TrialOutcome(
-                job_id=job.id, run_dir="", status="interrupted", seconds=0.0, detail=NOT_STARTED
+                job_id=job.id, run_dir="", status="skipped", seconds=0.0, detail=NOT_STARTED
             )
             return RemoteResult(
                 outcome=outcome, archive=None, worker=worker, started=started, ended=time.time(), trial_s=0.0

@@ -89,6 +89,8 @@ def execute(task: TrialTask, cancel: threading.Event | None = None) -> TrialOutc
     """Run one trial and grade it; never raises for a trial that went wrong."""
     start = time.monotonic()
     job = task.job
+    if cancel is not None and cancel.is_set():  # the batch was stopped before this trial began
+        return TrialOutcome(job_id=job.id, run_dir=task.run_dir, status="skipped", seconds=0.0)
     warm(job.options.isolation)
     run_dir = Path(task.run_dir)
     record = run_trial(

@@ -27,9 +27,11 @@ from harness.isolation.base import Isolation, Mount
 
 FOLDER = ".gateway"
 ROUTE = "model"
-MODEL_PATHS = ("/v1/", "/chat/", "/responses", "/messages", "/models")
-"""Paths of the model APIs (Anthropic Messages, OpenAI Chat Completions and Responses)."""
-BEARER_ADAPTERS = frozenset({"codex", "mini_swe_agent", "aider"})
+MODEL_PATHS = ("/v1/", "/chat/", "/responses", "/messages", "/models", "/v1beta/models/")
+"""Paths of the model APIs (Anthropic Messages, OpenAI Chat Completions and Responses, Gemini)."""
+BEARER_ADAPTERS = frozenset({"codex", "mini_swe_agent", "aider", "opencode"})
+GOOGLE_KEY_ADAPTERS = frozenset({"gemini_cli"})
+"""Adapters whose key goes in `x-goog-api-key` (the Gemini API)."""
 
 
 @dataclass(frozen=True)
@@ -71,6 +73,8 @@ def _key_headers(job: Job, args: Mapping[str, Any]) -> tuple[dict[str, str], tup
     if not isinstance(name, str) or not os.environ.get(name):
         return {}, ()
     key = os.environ[name]
+    if job.agent.adapter in GOOGLE_KEY_ADAPTERS:
+        return {"x-goog-api-key": key}, (name,)
     if job.agent.adapter in BEARER_ADAPTERS or args.get("auth_token"):
         return {"Authorization": f"Bearer {key}"}, (name,)
     return {"x-api-key": key}, (name,)

@@ -28,7 +28,7 @@ from harness.grade import usage as usage_mod
 from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
 from harness.gradeschema import Snapshots
 from harness.isolation.checks import check_wrapper
-from harness.records import Grade, RunRecord, RunStatus, read_grade, read_run, write_record
+from harness.records import FutureSchemaError, Grade, RunRecord, RunStatus, read_grade, read_run, write_record
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
@@ -56,22 +56,50 @@ def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
 
 
-def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> Any:
+def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[Any, str]:
     """Check commands run in the agent's isolation (they execute its code), network off; without
-    one (isolation `none`, or it cannot run here) only in a network namespace, as before."""
+    one (isolation `none`, or it cannot run here) only in a network namespace, as before.
+
+    Returns the wrapper and its name, recorded in the grade (`details.check_isolation`)."""
     try:
         iso = isolation.select(view.job.options.isolation)
     except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
         iso = None
     tools = [d for rel in view.job.cell.provisions.path if (d := proj.project_dir(project, rel)) is not None]
     wrap = check_wrapper(iso, home=workspace.parent / "home", read_only=tools) if iso is not None else None
-    return wrap or (_no_network if _netns_prefix() else None)
+    if wrap is not None and iso is not None:
+        return wrap, iso.name
+    return (_no_network, "netns") if _netns_prefix() else (None, "none")
 
 
 def check_env() -> dict[str, str]:
     """A small environment for check commands: no agent or provider secrets leak in."""
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME", "USER", "SYSTEMROOT")
     return {k: os.environ[k] for k in keep if k in os.environ}
+
+
+def overlay(src: Path, dst: Path) -> None:
+    """Copy src's files over dst, replacing whatever the agent left in their way.
+
+    A file, folder or symlink the agent put where a hidden file goes is removed first, so
+    the overlay never writes through an agent's symlink to somewhere outside the copy.
+    """
+    for path in sorted(src.rglob("*")):
+        if not path.is_file():
+            continue
+        rel = path.relative_to(src)
+        current = dst
+        for part in rel.parts[:-1]:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                current.unlink()
+            current.mkdir(exist_ok=True)
+        target = dst / rel
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+        shutil.copy2(path, target)
 
 
 def failed_to_run(record: RunRecord) -> str | None:
@@ -143,9 +171,9 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
     now = time.time()
     try:
         record = read_run(run_dir)
+    except FutureSchemaError:
+        raise
     except (OSError, ValueError) as exc:
-        if type(exc).__name__ == "FutureSchemaError":
-            raise
         return Grade(status=RunStatus.UNGRADEABLE, error=f"run.json unreadable: {exc}", graded_at=now)
     base: dict[str, Any] = {
         "graded_at": now,
@@ -183,7 +211,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         workspace = scratch / "ws"
         shutil.copytree(view.workspace, workspace, symlinks=True)
         if grader_dir is not None:
-            shutil.copytree(grader_dir, workspace, symlinks=True, dirs_exist_ok=True)
+            overlay(grader_dir, workspace)
         return _judge(view, workspace, judge, scenario.notable_exits, project, base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
@@ -197,13 +225,14 @@ def _judge(
     project: Path | None,
     base: dict[str, Any],
 ) -> Grade:
+    wrapper, wrapper_name = _check_wrap(view, workspace, project)
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,
         scenario=view.job.scenario,
         env=check_env(),
         timeout_s=None,
-        wrap=_check_wrap(view, workspace, project),
+        wrap=wrapper,
         extra={"run": view, "judge": judge},
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
@@ -248,7 +277,7 @@ def _judge(
             table=usage_mod.load_prices(project),
         ),
         context=context,
-        details={"network_isolated_checks": bool(_netns_prefix())},
+        details={"check_isolation": wrapper_name, "network_isolated_checks": wrapper_name != "none"},
         **base,
     )
 

@@ -17,7 +17,7 @@ from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_jo
 
 GENERATED = Path("generated")
 _CODE = ("harness/grade", "harness/checks")
-_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py", "harness/records.py")
+_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py")
 
 
 class UnknownScenario(Exception):
@@ -32,7 +32,8 @@ def as_project(path: Path | None) -> Path | None:
     """
     if path is None:
         return None
-    return path if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
+    # Absolute: folders under it are bound into check sandboxes, which run elsewhere.
+    return path.resolve() if any((path / d).is_dir() for d in ("specs", "scenarios", "generated")) else None
 
 
 def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
@@ -54,6 +55,23 @@ def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
         if sid in manifest.matrices[mid].files:
             return load_job_file(gen, mid, sid).scenario
     return job.scenario
+
+
+def stale_inputs(project: Path | None) -> list[str]:
+    """Inputs of the compiled manifest that changed or vanished since it was compiled.
+
+    Grading by a stale compile would regrade with the old checks; the CLI refuses instead.
+    """
+    if project is None or not (project / GENERATED / MANIFEST_FILE).is_file():
+        return []
+    gen = project / GENERATED
+    manifest = _manifest(gen.resolve(), (gen / MANIFEST_FILE).stat().st_mtime_ns)
+    changed = []
+    for rel, digest in sorted(manifest.inputs.items()):
+        path = project / rel
+        if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
+            changed.append(rel)
+    return changed
 
 
 @cache

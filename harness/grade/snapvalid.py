@@ -118,11 +118,18 @@ def _verdict(outcomes: Sequence[CheckOutcome]) -> tuple[bool | None, str]:
 
 def _materialise(tree: Path, state: Mapping[str, bytes | None]) -> None:
     for rel, data in state.items():
+        current = tree
+        for part in Path(rel).parts[:-1]:
+            current = current / part
+            if current.is_symlink() or (current.exists() and not current.is_dir()):
+                current.unlink()  # never write through a link the agent left
+            current.mkdir(exist_ok=True)
         target = tree / rel
-        if data is None:
-            target.unlink(missing_ok=True)
-        else:
-            target.parent.mkdir(parents=True, exist_ok=True)
+        if target.is_symlink() or target.is_file():
+            target.unlink()
+        elif target.is_dir():
+            shutil.rmtree(target)
+        if data is not None:
             target.write_bytes(data)
 
 

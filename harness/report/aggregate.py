@@ -12,7 +12,7 @@ from typing import Any
 
 from harness.records import VERSIONS_FILE
 from harness.report.accumulate import GroupAcc, GroupBy
-from harness.report.collect import RunFacts, collect, partition
+from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
@@ -48,7 +48,12 @@ class Aggregator:
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
 
-    def add(self, run: RunFacts) -> None:
+    def add(self, run: RunFacts | Unreadable) -> None:
+        if isinstance(run, Unreadable):
+            self.diag.unreadable.add(run.dir)
+            if len(self.diag.unreadable_reasons) < 1000:
+                self.diag.unreadable_reasons.setdefault(run.dir, run.reason)
+            return
         self.agents.add(run.agent)
         self.scenarios.add(run.scenario)
         if run.version is not None:
@@ -134,14 +139,17 @@ class Aggregator:
         return sorted(self.levels, key=weight)
 
     def pooled(self) -> dict[GroupKey, GroupAcc]:
-        """Cells, plus condition / split / family rows pooled from them (each a union of cells)."""
+        """Cells, plus condition / split / family rows pooled from them (each a union of cells).
+
+        Rows never pool across agents: agents often run different subsets of the conditions (an
+        oracle only the control), so a pooled row would compare different populations.
+        """
         groups: dict[GroupKey, GroupAcc] = defaultdict(GroupAcc)
         for (v, scenario, a, c), acc in self.cells.items():
             split, family = self.scenario_tags.get(scenario, ("(none)", "(none)"))
             groups[("cell", scenario, v, a, c)] = acc
             for key in (
                 ("condition", "", v, a, c),
-                ("condition", "", v, "*", c),
                 ("split", split, v, a, c),
                 ("family", family, v, a, c),
             ):
@@ -157,7 +165,6 @@ class Aggregator:
         if baseline in versions and candidate in versions:
             versions = [baseline, candidate] + [x for x in versions if x not in (baseline, candidate)]
         vorder = {v: i for i, v in enumerate(versions)}
-        multi_agent = len(self.agents) > 1
 
         def sort_key(k: GroupKey) -> tuple[object, ...]:
             _by, key, v, a, c = k
@@ -168,8 +175,6 @@ class Aggregator:
         pooled = self.pooled()
         for k in sorted(pooled, key=sort_key):
             by, key, v, a, c = k
-            if a == "*" and not multi_agent:
-                continue
             g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
             (cells if by == "cell" else groups).append(g)
         uplifts = self.pairs.uplifts(control, conditions) if control else []
@@ -189,7 +194,12 @@ class Aggregator:
         condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
         header = Header(
             root=str(root.resolve()),
-            totals=totals.counts(),
+            totals=totals.counts().model_copy(
+                update={
+                    "runs": totals.runs + self.diag.unreadable.count,
+                    "unreadable": self.diag.unreadable.count,
+                }
+            ),
             min_graded_per_cell=min((c.counts.graded for c in cells), default=0),
             control=control,
             control_note=note,
@@ -222,7 +232,7 @@ class Aggregator:
         )
 
 
-def summarize(runs: Iterable[RunFacts], root: Path, *, regraded: bool = False) -> Summary:
+def summarize(runs: Iterable[RunFacts | Unreadable], root: Path, *, regraded: bool = False) -> Summary:
     """Aggregate a stream of runs."""
     agg = Aggregator()
     for run in runs:

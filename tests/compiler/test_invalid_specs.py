@@ -15,7 +15,7 @@ from compiler.pipeline import build
 
 INVALID = Path(__file__).resolve().parents[1] / "fixtures" / "specs" / "invalid"
 CASES = sorted(p.name for p in INVALID.iterdir() if p.is_dir())
-LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<rest>.+)$")
+LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<path>[^:]+?): (?P<msg>.+)$")
 
 
 def test_corpus_is_large_enough() -> None:
@@ -58,3 +58,19 @@ def test_cli_exit_2_and_formats(tmp_path: Path) -> None:
     github = _assay(case, "compile", "--format", "github", "--out", str(tmp_path / "g"))
     first = github.stdout.splitlines()[1]
     assert first.startswith("::error file=scenarios/greet/scenario.yaml,line=12,col=21,title=E240::")
+
+
+def test_cli_check_json_and_schema_drift(tmp_path: Path) -> None:
+    valid = INVALID.parent / "valid"
+    check = _assay(valid, "compile", "--check")
+    assert check.returncode == 0 and "specs are valid (2 scenarios, 18 trials)" in check.stdout
+    done = _assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g"))
+    summary = json.loads(done.stdout)
+    assert (summary["up_to_date"], summary["trials"], summary["matrices"]) == (False, 18, {"default": 16, "smoke": 2})
+    assert json.loads(_assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g")).stdout)["up_to_date"]
+    out = tmp_path / "schema"
+    assert _assay(valid, "schema", "--out", str(out)).returncode == 0
+    assert _assay(valid, "schema", "--check", "--out", str(out)).returncode == 0
+    (out / "agent.json").write_text("{}\n")
+    drift = _assay(valid, "schema", "--check", "--out", str(out))
+    assert drift.returncode == 1 and "agent.json is stale" in drift.stderr

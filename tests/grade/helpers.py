@@ -68,6 +68,7 @@ def make_job(
     tool: str = "bin",
     skill: str | None = None,
     model: str | None = None,
+    path: tuple[str, ...] = (),
 ) -> Job:
     """A job of the demo scenario."""
     return Job(
@@ -79,7 +80,7 @@ def make_job(
         cell=Cell(
             name=f"{tool}/none/off",
             levels={"tool": tool, "knowledge": "none", "network": "off"},
-            provisions=Provisions(trace=("mytool",), skill_dir=skill),
+            provisions=Provisions(path=path, trace=("mytool",), skill_dir=skill),
         ),
         agent=AgentSpec(id="scripted", adapter="scripted", model=model),
     )

@@ -89,3 +89,18 @@ def test_misconfigured_judges_refused_before_grading(tmp_path: Path) -> None:
     done = _assay("grade", "runs", "--judges", "judges.yaml", cwd=project)
     assert done.returncode == 2 and "ASSAY_NO_SUCH_VAR" in done.stderr
     assert not (project / "runs" / "t1" / "grade.json").exists()
+
+
+def test_relative_project_with_tool_folders_in_the_check_sandbox(tmp_path: Path) -> None:
+    # `--project .` (the default) with a cell whose tools live in the project: the folders bound
+    # into the check sandbox must be absolute, or every check fails for the sandbox's sake.
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "x = 1\n"})
+    (project / "tools" / "bin").mkdir(parents=True)
+    scen = scenario([command("compiles", "python -m py_compile app/main.py")])
+    make_run(
+        project / "runs" / "t1", make_job(scen, path=("tools/bin",)), workspace={"app/main.py": VALID_PY}
+    )
+    done = _assay("grade", "runs", cwd=project)
+    grade = json.loads((project / "runs" / "t1" / "grade.json").read_text())
+    assert done.returncode == 0, grade["diagnostics"]
+    assert grade["passed"] is True

@@ -185,6 +185,7 @@ def test_checks_run_without_network(tmp_path: Path) -> None:
     (outcome,) = grade.checks
     assert outcome.outcome == "fail" and not accepted  # the host's loopback was out of reach
     assert grade.details["network_isolated_checks"] is True
+    assert grade.details["check_isolation"] in ("bwrap", "unshare", "netns")
 
 
 def test_metrics_merge_field_by_field(tmp_path: Path) -> None:
@@ -204,3 +205,48 @@ def test_metrics_merge_field_by_field(tmp_path: Path) -> None:
     assert merged["turns"] == 4 and merged["cost_usd"] is None  # unmeasured stays None
     with pytest.raises(ValueError, match="collides"):
         merge_metrics(RunnerMetrics(), {"turns": 1.0})
+
+
+def test_hidden_files_never_written_through_agent_symlinks(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    outside = tmp_path / "outside.txt"
+    outside.write_text("host file\n")
+    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    (run / "workspace" / "test_hidden.py").symlink_to(outside)  # where a hidden file will go
+    grade = grade_run(run, project=project)
+    assert outside.read_text() == "host file\n"
+    assert {c.id: c.outcome for c in grade.checks}["hidden-tests"] == "pass"  # the real hidden test ran
+
+
+def test_snapshot_states_never_written_through_agent_symlinks(tmp_path: Path) -> None:
+    from tests.grade.helpers import BROKEN_PY
+
+    project = _project(tmp_path)
+    outside = tmp_path / "outside.py"
+    outside.write_text("host file\n")
+    scen = scenario([command("compiles", "python -m py_compile app/main.py", authority="python")])
+    run = make_run(tmp_path / "run", make_job(scen), workspace={}, snapshots=[(1, "app/main.py", BROKEN_PY)])
+    (run / "workspace" / "app").mkdir()
+    (run / "workspace" / "app" / "main.py").symlink_to(outside)  # the entry left as a link out
+    grade = grade_run(run, project=project)
+    assert outside.read_text() == "host file\n"
+    assert [v.valid for v in grade.snapshots.verdicts] == [False]
+
+
+def test_regrading_a_failing_pytest_run_is_identical(tmp_path: Path) -> None:
+    from harness.records import read_grade
+    from tests.grade.helpers import strip_times
+
+    project = _project(tmp_path)
+    failing = "def test_it():\n    assert [object(), object()] == []\n"
+    scen = scenario([command("tests", "python -m pytest -q -p no:cacheprovider test_app.py")])
+    run = make_run(
+        tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY, "test_app.py": failing}
+    )
+    first = grade_run(run, project=project, regrade=True)
+    assert "failed in" in first.checks[0].message  # pytest's own timing, masked
+    second = grade_run(run, project=project, regrade=True)
+    assert read_grade(run) == second
+    assert strip_times(first.model_dump(mode="json")) == strip_times(second.model_dump(mode="json"))
+    assert "0x<addr>" in first.checks[0].message or "<addr>" in first.checks[0].message
+    assert "in <time>" in first.checks[0].message

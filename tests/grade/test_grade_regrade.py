@@ -69,6 +69,10 @@ def test_regrade_after_a_check_change(tmp_path: Path) -> None:
     # the check changes in the spec; the project is recompiled
     scen = project / "scenarios" / "add-one" / "scenario.yaml"
     scen.write_text(SCENARIO.format(expected=3))
+    uncompiled = run_assay(project, "grade", "runs", "--regrade")
+    assert (
+        uncompiled.returncode == 2 and "assay compile" in uncompiled.stderr
+    )  # never graded by a stale compile
     compile_project(project)
 
     flagged = run_assay(project, "grade", "runs")

@@ -339,3 +339,23 @@ def test_malformed_serve_requests(tmp_path: Path) -> None:
     assert g.friction.malformed_serve_requests == 2  # the non-JSON line in, the invalid request refused
     assert (g.tool_use.serve_sessions, g.tool_use.serve_requests, g.tool_use.malformed_rows) == (1, 3, 1)
     assert g.tool_use.by_subcommand["mytool serve"].invocations == 1
+
+
+def test_symlinked_artifacts_are_not_evidence(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    forged = tmp_path / "forged-trace.jsonl"
+    forged.write_text(json.dumps(call(1, "mytool", "check")) + "\n")
+    run = make_run(
+        tmp_path / "run",
+        make_job(scenario([COMPILES])),
+        workspace={"app/main.py": VALID_PY},
+        snapshots=[(1, "app/main.py", VALID_PY)],
+    )
+    (run / "trace.jsonl").symlink_to(forged)
+    index = run / "snapshots" / "index.jsonl"
+    index.write_text(
+        json.dumps({"t": T0 + 1, "index": 1, "file": "app/main.py", "snapshot": "../../outside.py"}) + "\n"
+    )
+    g = grade_run(run, project=project)
+    assert g.tool_use.invocations == 0 and g.tool_use.malformed_rows == 1
+    assert g.snapshots.count == 1 and g.snapshots.verdicts[0].valid is False  # read as deleted, not followed

@@ -91,6 +91,7 @@ def test_attack_e2e_edit_hidden_grader_files(project: Path, tmp_path: Path, iso:
 def test_attack_e2e_escape_writable_through_symlinks(project: Path, tmp_path: Path, iso: str) -> None:
     ref = project / "scenarios" / "fix" / "reference" / "SECRET.txt"
     cmd = (f"ln -s {ref} app/answer.txt; ln -s /etc/shadow app/shadow; ln -s ../README.md app/readme; "
+           f"rm app/main.py; ln -s {ref} app/main.py; sleep 0.5; "  # the watched entry file: snapshots
            "echo pwned > app/readme; ln -s $BENCH_RUN_DIR/../ app/up; ln -s /etc $BENCH_RUN_DIR/steps; exit 0")
     run_dir = tmp_path / "run"
     record = trial(project, run_dir, iso, cmd)
@@ -178,3 +179,21 @@ def test_matrix_goes_on_after_hostile_trials(project: Path, tmp_path: Path, iso:
     assert hostile.limits_hit and hostile.error
     assert benign.error is None and benign.exit_code == 0 and benign.limits_hit == ()
     assert "import os" not in (tmp_path / "ok" / "workspace" / "app" / "main.py").read_text()
+
+
+def test_attack_e2e_redirect_next_steps_evidence(project: Path, tmp_path: Path, iso: str) -> None:
+    from compiler.contract import Step
+
+    (project / "evidence.txt").write_text("clue\n")
+    host_dir = tmp_path / "host-target"
+    host_dir.mkdir()
+    # step one plants links where step two's evidence will be written (a folder and a file)
+    cmd = f"[ -e notes ] || ln -s {host_dir} notes; [ -e clue.txt ] || ln -s {host_dir}/clue2.txt clue.txt; exit 0"
+    job = make_job(agent=command_agent(cmd), options=Options(isolation=iso, infra_retries=0),
+                   limits=Limits(timeout_s=60), writable=("**",))
+    steps = (Step(name="one", prompt="first"),
+             Step(name="two", prompt="second", evidence={"notes/clue.txt": "evidence.txt"}))
+    job = job.model_copy(update={"scenario": job.scenario.model_copy(update={"steps": steps})})
+    record = run_trial(job, project=project, run_dir=tmp_path / "run")
+    assert list(host_dir.iterdir()) == []
+    assert record.error is not None and "evidence" in record.error

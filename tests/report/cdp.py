@@ -24,6 +24,7 @@ FLAGS = (
     "--disable-background-networking",
     "--disable-component-update",
     "--disable-sync",
+    "--disable-dev-shm-usage",
     "--remote-debugging-port=0",
     "--remote-allow-origins=*",
     "--window-size=1400,2000",

@@ -89,3 +89,27 @@ def test_report_html_in_chromium(browser: Browser, tmp_path: Path) -> None:
     shot = ARTIFACTS / "report-html.png"
     browser.screenshot(shot)
     assert shot.stat().st_size > 10_000
+
+
+def test_demo_report_in_chromium(browser: Browser) -> None:
+    """The report `nox -s demo` wrote (runs/demo/report.html), when it exists: loads clean, charts draw."""
+    page = Path(os.environ.get("ASSAY_DEMO_REPORT", REPO / "runs" / "demo" / "report.html"))
+    if not page.is_file():
+        pytest.skip(f"{page} does not exist: run `nox -s demo` first")
+    browser.events.clear()
+    browser.call("Page.navigate", url=page.as_uri())
+    browser.wait_event("Page.loadEventFired")
+    drawn = browser.evaluate("""new Promise(resolve => {
+        const t0 = Date.now();
+        (function poll() {
+            const ok = ["uplift-chart", "heatmap-chart"].every(id => { const el = document.getElementById(id);
+                return el && el._fullData && el._fullData.length > 0 && el.querySelector(".main-svg"); });
+            if (ok || Date.now() - t0 > 15000) resolve(ok); else setTimeout(poll, 100);
+        })();
+    })""")
+    assert drawn is True
+    assert browser.errors() == []
+    assert [u for u in browser.requests() if not u.startswith(("file:", "data:", "about:"))] == []
+    shot = ARTIFACTS / "demo-report-html.png"
+    browser.screenshot(shot)
+    assert shot.stat().st_size > 10_000

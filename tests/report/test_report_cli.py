@@ -147,7 +147,7 @@ def test_versions_and_agents_render(tmp_path: Path) -> None:
     assert "Version comparison" in html
     assert "v1 · claude · bin/none/off" in html.replace("\\u00b7", "·").replace("\\u002f", "/")  # chart label
     summary = json.loads((out / "summary.json").read_text())
-    assert {g["agent"] for g in summary["groups"] if g["by"] == "condition"} == {"claude", "codex", "*"}
+    assert {g["agent"] for g in summary["groups"] if g["by"] == "condition"} == {"claude", "codex"}
 
 
 def test_terminal_table_metrics_are_real(tmp_path: Path) -> None:

@@ -111,3 +111,18 @@ def test_moments_merge_equals_one_pass() -> None:
     for m in (left, empty):
         assert (m.n, m.low, m.high) == (whole.n, whole.low, whole.high)
         assert m.mean == pytest.approx(whole.mean) and m.stddev == pytest.approx(whole.stddev)
+
+
+def test_evidence_keeps_the_first_paths_whatever_the_order() -> None:
+    from harness.report.diagnostics import EVIDENCE_CAP, Evidence
+
+    paths = [f"run-{i:03d}" for i in range(100)]
+    forward, backward, left, right = Evidence(), Evidence(), Evidence(), Evidence()
+    for p in paths:
+        forward.add(p)
+        (left if int(p[-3:]) % 2 else right).add(p)
+    for p in reversed(paths):
+        backward.add(p)
+    left.merge(right)
+    expected = [*paths[:EVIDENCE_CAP], f"... and {100 - EVIDENCE_CAP} more"]
+    assert forward.listing() == backward.listing() == left.listing() == expected

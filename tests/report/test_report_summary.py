@@ -279,3 +279,37 @@ def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
     serial = build_summary(root, jobs=1)
     for jobs in (2, 3):
         assert build_summary(root, jobs=jobs) == serial
+
+
+def test_runs_are_found_by_manifest_not_depth(tmp_path: Path) -> None:
+    from harness.records import find_runs
+    from harness.report.collect import walk_runs
+
+    deep = add_run(tmp_path / "a" / "b", scenario="s", cell=CONTROL, trial=1)
+    shallow = add_run(tmp_path, scenario="t", cell=BIN, trial=1)
+    (deep / "workspace" / "x").mkdir(parents=True)
+    (deep / "workspace" / "x" / "run.json").write_text("{}")  # an agent's file, not a run
+    (tmp_path / ".hidden" / "z").mkdir(parents=True)
+    found = [d for d, _ in walk_runs(tmp_path)]
+    assert found == [str(p) for p in find_runs(tmp_path)] == sorted([str(deep), str(shallow)])
+    assert build_summary(tmp_path).header.totals.runs == 2
+
+
+def test_corrupt_records_are_counted_not_fatal(tmp_path: Path) -> None:
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    bad_run = add_run(tmp_path, scenario="s", cell=CONTROL, trial=2)
+    (bad_run / "run.json").write_text('{"job_id": ')
+    bad_grade = add_run(tmp_path, scenario="s", cell=CONTROL, trial=3)
+    (bad_grade / "grade.json").write_text('{"status": "graded", "surprise": 1}')
+    for jobs in (1, 2):
+        s = build_summary(tmp_path, jobs=jobs)
+        assert (s.header.totals.runs, s.header.totals.unreadable, s.header.totals.ungradeable) == (3, 1, 1)
+        kinds = {d.kind: d for d in s.diagnostics}
+        assert kinds["unreadable"].evidence[0].startswith("s/scripted/none/none/off/trial-02: run.json:")
+        assert "unreadable grade.json" in kinds["ungradeable"].message
+    future = add_run(tmp_path, scenario="s", cell=CONTROL, trial=4)
+    data = json.loads((future / "grade.json").read_text())
+    data["schema_version"] = 99
+    (future / "grade.json").write_text(json.dumps(data))
+    with pytest.raises(FutureSchemaError):
+        build_summary(tmp_path, jobs=1)

@@ -114,3 +114,42 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path:
     assert sorted(r.job_id for r in records) == sorted(ids)
     assert not any(r.interrupted for r in records)
     assert json.loads((Path(str(_finished(runs)[0])) / "job.json").read_text())["matrix"] == "m"
+
+
+def test_plan_skips_only_finished_runs_of_the_same_hash(project: Path, tmp_path: Path) -> None:
+    from harness.batch import plan
+    from harness.rundirs import run_dir_for
+    from harness.runner import run_trial
+
+    runs = tmp_path / "runs"
+    done = make_job(trial=1, hash="h1")
+    run_trial(done, project=project, run_dir=run_dir_for(done, runs))
+    same = plan([done, make_job(trial=2, hash="h1")], project=project, runs_root=runs, seed=0)
+    assert same.skipped == (done.id,) and [t.job.trial for t in same.tasks] == [2]
+    changed = plan([make_job(trial=1, hash="h2")], project=project, runs_root=runs, seed=0)
+    assert changed.skipped == () and len(changed.tasks) == 1
+    forced = plan([done], project=project, runs_root=runs, seed=0, force=True)
+    assert len(forced.tasks) == 1
+
+
+def test_order_is_shuffled_by_the_seed(project: Path, tmp_path: Path) -> None:
+    from harness.batch import plan
+
+    jobs = [make_job(trial=t) for t in range(1, 21)]
+    order = [t.job.trial for t in plan(jobs, project=project, runs_root=tmp_path, seed=7).tasks]
+    again = [
+        t.job.trial for t in plan(list(reversed(jobs)), project=project, runs_root=tmp_path, seed=7).tasks
+    ]
+    other = [t.job.trial for t in plan(jobs, project=project, runs_root=tmp_path, seed=8).tasks]
+    assert order == again and order != other and sorted(order) == list(range(1, 21))
+
+
+@pytest.mark.slow
+def test_fail_fast_stops_at_the_first_failed_trial(project: Path, tmp_path: Path) -> None:
+    _write_jobs(tmp_path / "jobs", "echo 'def (' > app/main.py", n=4)
+    runs = tmp_path / "runs"
+    first = _matrix(project, tmp_path / "jobs", runs, "--fail-fast", "--parallel", "1")
+    _out, err = first.communicate(timeout=60)
+    assert first.returncode == 0, err.decode()
+    assert len(_finished(runs)) == 1, err.decode()
+    assert "fail 1" in err.decode() and "skipped 3" in err.decode()

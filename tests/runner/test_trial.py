@@ -201,3 +201,11 @@ def test_multi_step_evidence_and_fresh_repo(project: Path, tmp_path: Path) -> No
     assert not (tmp_path / "run" / "workspace" / "clue.txt").exists()
     assert (tmp_path / "run" / "steps" / "step-01" / "diff.patch").read_text().count("+more") == 1
     assert (tmp_path / "run" / "workspace" / "app" / "main.py").read_text().count("more") == 1
+
+
+def test_instruction_files_above_an_unconfined_workspace_are_recorded(project: Path, tmp_path: Path) -> None:
+    (tmp_path / "AGENTS.md").write_text("host instructions\n")
+    record = run_trial(make_job(), project=project, run_dir=tmp_path / "runs" / "run")
+    assert str(tmp_path / "AGENTS.md") in record.extra["host_instruction_files_visible"]
+    home = tmp_path / "runs" / "run" / "home"
+    assert home.is_dir() and not any(home.iterdir())

@@ -67,3 +67,14 @@ def test_run_reading_checks_are_listed_not_failed(tmp_path: Path) -> None:
         "s [negative n] check done: passes, but the negative names it: it must fail"
     ]
     assert not report.uncovered
+
+
+def test_a_check_that_cannot_run_is_reported_on_every_workspace(tmp_path: Path) -> None:
+    broken = CheckSpec(id="lint", kind="command", params={"run": "no-such-linter-xyz ."})
+    job = scenario(tmp_path, checks=(DONE, broken), negatives=(Negative(name="n", fails=("lint",)),))
+    report = validate([job], tmp_path, jobs=2)
+    lines = [p.line() for p in report.problems if p.kind == "error"]
+    assert len(lines) == 3  # reference, seed, negative
+    assert all(
+        "check lint: could not run: `no-such-linter-xyz .`: command was not found" in line for line in lines
+    )

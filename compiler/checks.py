@@ -1,0 +1,102 @@
+"""Check entries: validated per kind, user kinds compiled to concrete `command` checks.
+
+A user check kind becomes a `command` check here (its run template rendered with the
+check's parameters, its result reader made concrete), so the runner and the grader
+only ever see built-in kinds.
+"""
+
+from __future__ import annotations
+
+import json
+from functools import cache
+from typing import Any
+
+from pydantic import BaseModel, Field, create_model
+
+from compiler.contract import CheckSpec
+from compiler.errors import Collector, did_you_mean
+from compiler.rawcheck import model_of
+from compiler.render import render_field
+from compiler.specs import CheckKindDoc
+from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
+from compiler.yamlio import Doc, Path_, dotted
+
+_COMMON = set(CheckCommon.model_fields)
+_PY = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list[Any],
+       "dict": dict[str, Any], "any": Any}
+
+
+@cache
+def _user_model(kind_id: str, params_json: str) -> type[BaseModel]:
+    params = json.loads(params_json)
+    fields: dict[str, Any] = {}
+    for name, p in params.items():
+        tp = _PY[p.get("type", "any")]
+        fields[name] = (tp | None, Field(default=None, description=p.get("description")))
+    fields["with_"] = (dict[str, Any] | None, Field(default=None, alias="with", description="Parameters of the kind."))
+    return create_model(f"Check_{kind_id}", __base__=CheckCommon, **fields)
+
+
+def user_model(kind: CheckKindDoc) -> type[BaseModel]:
+    """The model of a check entry of a user kind: common fields, its params inline, or `with:`."""
+    return _user_model(kind.id, json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True))
+
+
+def resolve_check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindDoc],
+                  ctx: dict[str, Any]) -> CheckSpec | None:
+    """One check entry, validated against its kind, as a built-in-kind CheckSpec (None on errors)."""
+    path: Path_ = ("checks", i)
+    if not isinstance(raw, dict):
+        c.add(doc.loc(path), dotted(path), "E103", "a check must be a map with id and kind")
+        return None
+    kind = raw.get("kind")
+    if not isinstance(kind, str) or (kind not in BUILTIN and kind not in kinds):
+        c.add(doc.loc((*path, "kind")), dotted((*path, "kind")), "E140", f"unknown check kind {kind!r}",
+              did_you_mean(str(kind), [*BUILTIN, *kinds]))
+        return None
+    user = kinds.get(kind) if kind not in BUILTIN else None
+    model = user_model(user) if user else BUILTIN[kind]
+    spec = model_of(c, doc, model, raw, path)
+    if spec is None:
+        return None
+    params = {k: v for k, v in spec.model_dump(by_alias=True, exclude_none=True).items() if k not in _COMMON}
+    if user is None:
+        for name in TEMPLATE_FIELDS.get(kind, ()):
+            if name in params:
+                params[name] = render_field(c, doc, (*path, name), params[name], ctx)
+        if kind == "command" and "exit" not in params and "result" not in params:
+            params["exit"] = 0
+        return CheckSpec(id=spec.id, kind=kind, layer=spec.layer or "agent", authority=spec.authority,
+                         severity=spec.severity or "error", timeout_s=spec.timeout_s or 60.0, params=params)
+    before = len(c.errors)
+    given = dict(params.pop("with", {}) or {})
+    for k in list(params):
+        given.setdefault(k, params.pop(k))
+    values: dict[str, Any] = {}
+    for name, p in user.params.items():
+        if name in given:
+            values[name] = given.pop(name)
+        elif p.required:
+            c.add(doc.loc(path), dotted((*path, "with", name)), "E102", f"check kind '{kind}' needs parameter '{name}'")
+        else:
+            values[name] = p.default
+    for extra in given:
+        c.add(doc.loc((*path, "with", extra), key=True), dotted((*path, "with", extra)), "E101",
+              f"unknown parameter '{extra}' of check kind '{kind}'", did_you_mean(extra, user.params))
+    if len(c.errors) > before:
+        return None  # the template would only repeat the missing-parameter errors
+    run = render_field(c, doc, path, user.run, {**ctx, **values, "params": values})
+    result = user.result.model_dump(exclude_none=True)
+    count = result.get("count")
+    if count is not None and count.get("max_param"):
+        count["max"] = values.get(count.pop("max_param"))
+    out: dict[str, Any] = {"run": run, "with": values}
+    if result:
+        out["result"] = result
+    else:
+        out["exit"] = 0
+    if user.env:
+        out["env"] = dict(user.env)
+    return CheckSpec(id=spec.id, kind="command", source_kind=kind, layer=spec.layer or user.layer or "agent",
+                     authority=spec.authority or user.authority, severity=spec.severity or user.severity or "error",
+                     timeout_s=spec.timeout_s or user.timeout_s or 60.0, params=out)

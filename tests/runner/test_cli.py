@@ -1,0 +1,71 @@
+"""`assay run` and `assay matrix` over a compiled copy of the example suite (real compile, run, grade)."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from harness.records import find_runs, read_grade, read_run
+
+ROOT = Path(__file__).resolve().parents[2]
+PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
+
+
+def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "--project", str(project), *args],
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
+    )
+
+
+@pytest.fixture(scope="module")
+def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    if not (ROOT / "specs" / "matrices" / "demo.yaml").is_file():
+        pytest.skip("the example suite (specs/matrices/demo.yaml) is not in this checkout")
+    project = tmp_path_factory.mktemp("suite")
+    for part in PARTS:
+        if (ROOT / part).exists():
+            shutil.copytree(ROOT / part, project / part)
+    done = _assay(project, "compile")
+    assert done.returncode == 0, done.stderr
+    return project
+
+
+@pytest.mark.slow
+def test_run_one_job_by_id_then_skip_it(suite: Path) -> None:
+    job = "demo/none/none/off/oracle/triage-name-error/t01"
+    done = _assay(suite, "run", job)
+    assert done.returncode == 0, done.stderr
+    runs = find_runs(suite / "runs")
+    assert len(runs) == 1
+    record = read_run(runs[0])
+    assert record.job_id == job and record.exit_code == 0
+    grade = read_grade(runs[0])
+    assert grade is not None and grade.passed, grade
+    again = _assay(suite, "run", job)
+    assert again.returncode == 0 and "1 finished trial(s) skipped" in again.stderr
+
+
+@pytest.mark.slow
+def test_matrix_filters_and_progress(suite: Path) -> None:
+    done = _assay(suite, "matrix", "demo", "--agent", "noop", "--trials", "1", "--runs", str(suite / "r2"))
+    assert done.returncode == 0, done.stderr
+    records = [read_run(d) for d in find_runs(suite / "r2")]
+    assert records and {r.agent for r in records} == {"noop"} and {r.trial for r in records} == {1}
+    assert f"[{len(records)}/{len(records)}] pass 0, fail {len(records)}" in done.stderr
+
+
+def test_nothing_selected_exits_3(suite: Path) -> None:
+    done = _assay(suite, "matrix", "demo", "--agent", "nobody")
+    assert done.returncode == 3, done.stderr

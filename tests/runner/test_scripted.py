@@ -1,0 +1,125 @@
+"""The scripted agent as a real process: seeded choices, conditions on what the cell provides."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from compiler.contract import AgentSpec
+from harness.runner import run_trial
+from tests.runner.conftest import bin_cell, make_job, none_cell
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _agent(
+    tmp_path: Path,
+    script: dict[str, Any],
+    *,
+    trial: int = 1,
+    path: str = "/usr/bin:/bin",
+    args: dict[str, Any] | None = None,
+) -> tuple[int, str]:
+    env = {
+        "PATH": path,
+        "BENCH_AGENT_ARGS": json.dumps({"script_inline": script, **(args or {})}),
+        "BENCH_TRIAL": str(trial),
+        "BENCH_SCENARIO": "s",
+        "BENCH_TRANSCRIPT": str(tmp_path / "transcript.jsonl"),
+        "BENCH_USAGE": str(tmp_path / "usage.jsonl"),
+        "BENCH_ANSWER": str(tmp_path / "answer.json"),
+        "BENCH_TOOL": "bin",
+        "PYTHONPATH": str(ROOT),
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "adapters.scripted"],
+        input=b"prompt",
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        check=False,
+    )
+    return done.returncode, done.stdout.decode() + done.stderr.decode()
+
+
+def test_seeded_choices_are_repeatable_and_vary_by_trial(tmp_path: Path) -> None:
+    script = {"seed": 3, "steps": [{"when": {"chance": "$skill"}, "answer": {"ok": True}}]}
+    outcomes = []
+    for trial in range(1, 41):
+        (tmp_path / "answer.json").unlink(missing_ok=True)
+        code, _ = _agent(tmp_path, script, trial=trial, args={"skill": 0.5})
+        assert code == 0
+        outcomes.append((tmp_path / "answer.json").exists())
+    assert 0 < sum(outcomes) < 40
+    again = []
+    for trial in (1, 2, 3, 4, 5):
+        (tmp_path / "answer.json").unlink(missing_ok=True)
+        _agent(tmp_path, script, trial=trial, args={"skill": 0.5})
+        again.append((tmp_path / "answer.json").exists())
+    assert again == outcomes[:5]
+
+
+def test_conditions_actions_and_reports(tmp_path: Path) -> None:
+    (tmp_path / "f.txt").write_text("hello world\n")
+    script = {
+        "steps": [
+            {"when": {"on_path": "sh"}, "edit": {"path": "f.txt", "old": "world", "new": "there"}},
+            {"when": {"not_on_path": "sh"}, "write": {"path": "never.txt", "content": "x"}},
+            {"when": {"level": {"tool": "bin"}}, "write": {"path": "d/new.txt", "content": "n"}},
+            {"run": "exit 4"},
+            {"when": {"last_exit": 4}, "append": {"path": "f.txt", "content": "four\n"}},
+            {"choose": [{"weight": 1, "steps": [{"say": "picked"}]}, {"weight": 0, "steps": [{"exit": 9}]}]},
+            {"exit": 3},
+            {"write": {"path": "after-exit.txt", "content": "x"}},
+        ]
+    }
+    code, out = _agent(tmp_path, script)
+    assert code == 3, out
+    assert (tmp_path / "f.txt").read_text() == "hello there\nfour\n"
+    assert (tmp_path / "d" / "new.txt").exists()
+    assert not (tmp_path / "never.txt").exists() and not (tmp_path / "after-exit.txt").exists()
+    assert "picked" in out
+    usage = (tmp_path / "usage.jsonl").read_text().splitlines()
+    transcript = [json.loads(line) for line in (tmp_path / "transcript.jsonl").read_text().splitlines()]
+    assert len(usage) == len(transcript) >= 5
+    assert [t["type"] for t in transcript][:2] == ["prompt", "edit"]
+
+
+def test_unknown_condition_is_a_script_error(tmp_path: Path) -> None:
+    code, out = _agent(tmp_path, {"steps": [{"when": {"sunny": True}, "say": "x"}]})
+    assert code == 2 and "unknown condition 'sunny'" in out
+
+
+def test_behaviour_depends_on_the_cell(project: Path, tmp_path: Path) -> None:
+    script = project / "scripts" / "cell.yaml"
+    script.write_text(
+        yaml.safe_dump(
+            {
+                "steps": [
+                    {"when": {"on_path": "mytool"}, "run": "mytool fix"},
+                    {"when": {"on_path": "mytool"}, "read_trace": {}},
+                    {
+                        "when": {"trace_has": "mytool"},
+                        "edit": {"path": "app/main.py", "old": "import os\n", "new": ""},
+                    },
+                ]
+            }
+        )
+    )
+    agent = AgentSpec(id="cell", adapter="scripted", args={"script": "scripts/cell.yaml"})
+    with_tool = run_trial(make_job(agent=agent, cell=bin_cell()), project=project, run_dir=tmp_path / "bin")
+    without = run_trial(make_job(agent=agent, cell=none_cell()), project=project, run_dir=tmp_path / "none")
+    assert with_tool.error is None and without.error is None
+    assert "-import os" in (tmp_path / "bin" / "diff.patch").read_text()
+    assert (tmp_path / "none" / "diff.patch").read_text() == ""
+    events = [json.loads(x) for x in (tmp_path / "bin" / "transcript.jsonl").read_text().splitlines()]
+    assert any(e["type"] == "read_trace" and e["invocations"] == 1 for e in events)
+    assert os.path.exists(tmp_path / "bin" / "trace.jsonl") and not os.path.exists(
+        tmp_path / "none" / "trace.jsonl"
+    )
