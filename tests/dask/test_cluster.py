@@ -390,3 +390,31 @@ def test_a_trial_past_its_hard_deadline_is_ended_and_fails_to_run(
     record = read_run(find_runs(tmp_path / "runs")[0])
     assert record.error is not None and "hard deadline of 3 s" in record.error
     assert not record.interrupted, "recorded as failed to run, not as interrupted (which would rerun forever)"
+
+
+def test_fail_fast_stops_the_trials_on_the_cluster(cluster: Cluster, project: Path, tmp_path: Path) -> None:
+    cluster.add_worker("a", nthreads=1)
+    control, _binary = cells()
+    jobs = [
+        make_job(command_agent("sleep 1"), control, trial) for trial in range(1, 7)
+    ]  # never fixes: failed
+    done = subprocess.run(
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            "--fail-fast",
+            runs=tmp_path / "runs",
+            jobs=write_jobs(tmp_path / "jobs", jobs),
+        ),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    summary = done.stderr.strip().splitlines()[-1]
+    assert "failed 1" in summary and "skipped" in summary, done.stderr
+    finished = [read_run(p) for p in find_runs(tmp_path / "runs")]
+    assert len([r for r in finished if not r.interrupted]) == 1
