@@ -300,6 +300,10 @@ def run_cli(argv: list[str], *, env: dict[str, str], cwd: Path, stdin: str | Non
             check(line)
     code = proc.wait()
     reader.join(timeout=10)
+    for pipe in (proc.stdout, proc.stderr, proc.stdin):
+        if pipe is not None:
+            with contextlib.suppress(OSError):
+                pipe.close()
     return Run(code, lines, err_path.read_text(encoding="utf-8", errors="replace"))
 
 

@@ -42,7 +42,6 @@ class Validated:
     project_doc: Doc
     levels: dict[str, dict[str, dict[str, Any]]]
     """factor -> level -> provisions (after the level's extends), factor and level order kept."""
-    level_locs: dict[str, dict[str, Doc]]
     agents: dict[str, AgentSpec]
     agent_docs: dict[str, Doc]
     agent_flags: dict[str, tuple[bool, str]]

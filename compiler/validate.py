@@ -228,7 +228,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations)
     broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 
-    result = Validated(project=project, project_doc=pdoc, levels=levels, level_locs={}, agents=agents,
+    result = Validated(project=project, project_doc=pdoc, levels=levels, agents=agents,
                        agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
                        scenarios=scen, fingerprint=fingerprint, broken=frozenset(broken), input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
     rules.cross_file(c, result)

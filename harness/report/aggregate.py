@@ -177,21 +177,18 @@ class Aggregator:
             by, key, v, a, c = k
             g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
             (cells if by == "cell" else groups).append(g)
-        uplifts = self.pairs.uplifts(control, conditions) if control else []
+        splits = {s: tags[0] for s, tags in self.scenario_tags.items() if tags[0] != "(none)"}
+        uplifts = self.pairs.uplifts(control, conditions, splits) if control else []
         deltas: list[VersionDelta] = []
         drift: list[ControlDrift] = []
         if control and baseline and candidate:
             deltas = version_deltas(uplifts, baseline, candidate)
-            rates = {
-                (g.version, g.agent): g.passed
-                for g in groups
-                if g.by == "condition" and g.control and g.agent != "*"
-            }
+            rates = {(g.version, g.agent): g.passed for g in groups if g.by == "condition" and g.control}
             drift = self.pairs.drift(control, baseline, candidate, rates)
         totals = GroupAcc()
         for acc in self.cells.values():
             totals.merge(acc)
-        condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
+        condition_rows = [g for g in groups if g.by == "condition"]
         header = Header(
             root=str(root.resolve()),
             totals=totals.counts().model_copy(

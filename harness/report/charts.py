@@ -23,7 +23,7 @@ def uplift_figure(summary: Summary) -> go.Figure:
     n_agents = len(h.agents)
     fig = go.Figure()
     if h.control:
-        rows = [u for u in summary.uplifts if u.scenario is None and u.value is not None]
+        rows = [u for u in summary.uplifts if u.scenario is None and u.split is None and u.value is not None]
         labels = [_label(u.version, u.agent, u.condition, agents=n_agents) for u in rows]
         values = [u.value or 0.0 for u in rows]
         hover = [
@@ -62,7 +62,7 @@ def uplift_figure(summary: Summary) -> go.Figure:
         )
         xrange = [-1.05, 1.05]
     else:
-        rows_g = [g for g in summary.groups if g.by == "condition" and g.agent != "*"]
+        rows_g = [g for g in summary.groups if g.by == "condition"]
         labels = [_label(g.version, g.agent, g.condition, agents=n_agents) for g in rows_g]
         fig.add_trace(
             go.Scatter(

@@ -39,7 +39,8 @@ def context(summary: Summary) -> dict[str, Any]:
         "s": summary,
         "h": summary.header,
         "hv": bool(summary.header.versions),
-        "headline": [u for u in summary.uplifts if u.scenario is None],
+        "headline": [u for u in summary.uplifts if u.scenario is None and u.split is None],
+        "split_uplifts": [u for u in summary.uplifts if u.split is not None],
         "scenario_uplift": {
             (u.version, u.agent, u.condition, u.scenario): u for u in summary.uplifts if u.scenario
         },

@@ -106,6 +106,9 @@ class Uplift(Model):
     """A condition against the control over paired runs (same scenario, agent, trial, version)."""
 
     scenario: str | None = Field(description="Scenario, or None for the aggregate over scenarios.")
+    split: str | None = Field(
+        default=None, description="With scenario None: pooled over this split's scenarios only."
+    )
     version: str | None
     agent: str
     condition: str

@@ -16,13 +16,18 @@ def render_terminal(summary: Summary) -> str:
     t = h.totals
     lines = [
         f"{t.runs} runs: {t.graded} graded, {t.failed_to_run} failed to run, {t.ungradeable} ungradeable, "
-        f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}; "
+        f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}"
+        f"{f', {t.unreadable} unreadable' if t.unreadable else ''}; "
         f"smallest graded cell n = {h.min_graded_per_cell}; control: {h.control or 'none (rates only)'}"
     ]
-    uplift = {(u.version, u.agent, u.condition): u for u in summary.uplifts if u.scenario is None}
+    uplift = {
+        (u.version, u.agent, u.condition): u
+        for u in summary.uplifts
+        if u.scenario is None and u.split is None
+    }
     rows = [["version", "agent", "condition", "passed", "usable", "uplift [95% CI]", *REPORTED_METRICS]]
     for g in summary.groups:
-        if g.by != "condition" or g.agent == "*":
+        if g.by != "condition":
             continue
         u = uplift.get((g.version, g.agent, g.condition))
         up = (

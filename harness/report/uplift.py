@@ -102,9 +102,12 @@ class Pairs:
         for key, by_cond in other.outcomes.items():
             self.outcomes[key].update(by_cond)
 
-    def uplifts(self, control: str, conditions: list[str]) -> list[Uplift]:
-        """Aggregate rows (scenario None) then per-scenario rows, in condition order."""
-        tallies: dict[tuple[str | None, str, str, str | None], _Tally] = defaultdict(_Tally)
+    def uplifts(
+        self, control: str, conditions: list[str], splits: dict[str, str] | None = None
+    ) -> list[Uplift]:
+        """Aggregate rows (scenario and split None), per-split rows, then per-scenario rows."""
+        splits = splits or {}
+        tallies: dict[tuple[str | None, str, str, str | None, str | None], _Tally] = defaultdict(_Tally)
         for (version, agent, scenario, _trial), by_cond in self.outcomes.items():
             ctrl = by_cond.get(control)
             if ctrl is None:
@@ -112,14 +115,28 @@ class Pairs:
             for cond, outcome in by_cond.items():
                 if cond == control:
                     continue
-                tallies[(version, agent, cond, None)].add(scenario, outcome, ctrl)
-                tallies[(version, agent, cond, scenario)].add(scenario, outcome, ctrl)
+                tallies[(version, agent, cond, None, None)].add(scenario, outcome, ctrl)
+                tallies[(version, agent, cond, scenario, None)].add(scenario, outcome, ctrl)
+                split = splits.get(scenario)
+                if split:
+                    tallies[(version, agent, cond, None, split)].add(scenario, outcome, ctrl)
         order = {c: i for i, c in enumerate(conditions)}
         keys = sorted(
-            tallies, key=lambda k: (k[3] is not None, k[3] or "", k[0] or "", k[1], order.get(k[2], 1 << 30))
+            tallies,
+            key=lambda k: (
+                k[3] is not None,
+                k[4] is not None,
+                k[3] or "",
+                k[4] or "",
+                k[0] or "",
+                k[1],
+                order.get(k[2], 1 << 30),
+            ),
         )
         return [
-            tallies[k].uplift(scenario=k[3], version=k[0], agent=k[1], condition=k[2], control=control)
+            tallies[k]
+            .uplift(scenario=k[3], version=k[0], agent=k[1], condition=k[2], control=control)
+            .model_copy(update={"split": k[4]})
             for k in keys
         ]
 
@@ -158,6 +175,7 @@ class Pairs:
 
 def version_deltas(uplifts: list[Uplift], baseline: str, candidate: str) -> list[VersionDelta]:
     """Each condition's uplift at the candidate minus at the baseline, aggregate and per scenario."""
+    uplifts = [u for u in uplifts if u.split is None]
     index = {(u.version, u.agent, u.condition, u.scenario): u for u in uplifts}
     seen: list[tuple[str, str, str | None]] = []
     for u in uplifts:

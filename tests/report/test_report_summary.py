@@ -313,3 +313,31 @@ def test_corrupt_records_are_counted_not_fatal(tmp_path: Path) -> None:
     (future / "grade.json").write_text(json.dumps(data))
     with pytest.raises(FutureSchemaError):
         build_summary(tmp_path, jobs=1)
+
+
+def test_uplift_by_split(summary: Summary) -> None:
+    by_split = {u.split: u for u in summary.uplifts if u.split is not None and u.condition == BIN}
+    # train = s1 + s2: a=3, b=4 (s1 t2, t3; s2 t3, t4), c=0, d=1; test = s3: b=1 (t2), d=3.
+    train, test = by_split["train"], by_split["test"]
+    assert (train.both, train.only_treatment, train.only_control, train.neither, train.clusters) == (
+        3,
+        4,
+        0,
+        1,
+        2,
+    )
+    assert (test.both, test.only_treatment, test.only_control, test.neither, test.clusters) == (0, 1, 0, 3, 1)
+    assert test.value == pytest.approx(0.25) and test.design_effect is None
+    headline = [u for u in summary.uplifts if u.scenario is None and u.split is None and u.condition == BIN]
+    assert len(headline) == 1 and headline[0].pairs == 12
+
+
+def test_ungraded_runs_are_graded_by_the_report(tmp_path: Path) -> None:
+    pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    ungraded = add_run(tmp_path, scenario="s", cell=CONTROL, trial=2, grade=False)  # and no job.json
+    s = build_summary(tmp_path, jobs=1)
+    assert (ungraded / "grade.json").is_file()  # the grader wrote its verdict back
+    assert (s.header.totals.graded, s.header.totals.ungradeable, s.header.totals.ungraded) == (1, 1, 0)
+    (diag,) = [d for d in s.diagnostics if d.kind == "ungradeable"]
+    assert "job.json" in diag.message and diag.evidence == ["s/scripted/none/none/off/trial-02"]

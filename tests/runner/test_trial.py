@@ -185,7 +185,7 @@ def test_multi_step_evidence_and_fresh_repo(project: Path, tmp_path: Path) -> No
         "echo step-$(cat app/main.py | wc -l) >> $BENCH_STATE_DIR/log; "
         "[ -f clue.txt ] && cat clue.txt >> $BENCH_STATE_DIR/log; echo more >> app/main.py"
     )
-    job = make_job(agent=agent)
+    job = make_job(agent=agent, cell=none_cell(state_dir=True))
     steps = (
         Step(name="one", prompt="first", evidence={"clue.txt": "evidence.txt"}),
         Step(name="two", prompt="second"),
