@@ -334,9 +334,16 @@ def collect(
         change: RegradeChange | None = None
         if grader is not None and (regrade or (grade is None and grade_error is None)):
             before = grade
-            grader(Path(run_dir), project=project, regrade=regrade)
-            grade = read_grade(Path(run_dir))
-            grade_error = None
+            try:
+                grader(Path(run_dir), project=project, regrade=regrade)
+                grade = read_grade(Path(run_dir))
+                grade_error = None
+            except FutureSchemaError:
+                raise
+            except (
+                Exception
+            ) as exc:  # per-run boundary: one run the grader cannot handle is data, not the end of the report
+                grade, grade_error = None, f"grader error: {type(exc).__name__}: {_brief(exc)}"
             if before is not None and grade is not None:
                 change = RegradeChange(
                     before.passed,
