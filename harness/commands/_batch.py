@@ -7,7 +7,7 @@ import sys
 from pathlib import Path
 
 from compiler.contract import Job
-from harness import batch
+from harness import batch, versions
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -42,6 +42,7 @@ def run_jobs(
     project = Path(args.project).resolve()
     args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
+    versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
     plan = batch.plan(
         jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel > 1
     )
