@@ -341,3 +341,21 @@ def test_ungraded_runs_are_graded_by_the_report(tmp_path: Path) -> None:
     assert (s.header.totals.graded, s.header.totals.ungradeable, s.header.totals.ungraded) == (1, 1, 0)
     (diag,) = [d for d in s.diagnostics if d.kind == "ungradeable"]
     assert "job.json" in diag.message and diag.evidence == ["s/scripted/none/none/off/trial-02"]
+
+
+def test_conditions_in_increasing_treatment(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for cell in ("bin/wiki/off", "bin+skill/none/off", CONTROL, "bin/none/off"):
+        add_run(tree, scenario="s", cell=cell, trial=1)
+    assert build_summary(tree).header.conditions == [
+        CONTROL,
+        "bin/none/off",
+        "bin+skill/none/off",
+        "bin/wiki/off",
+    ]
+    project = tmp_path / "project"
+    (project / "generated").mkdir(parents=True)
+    factors = {"tool": ["none", "bin+skill", "bin"], "knowledge": ["none", "wiki"], "network": ["off", "on"]}
+    (project / "generated" / "manifest.json").write_text(json.dumps({"factors": factors}))
+    ordered = build_summary(tree, project=project).header.conditions
+    assert ordered == [CONTROL, "bin+skill/none/off", "bin/none/off", "bin/wiki/off"]  # as declared
