@@ -300,9 +300,9 @@ def _install_dask(session: nox.Session) -> str:
 
 @nox.session
 def dask(session: nox.Session) -> None:
-    """The dask-marked tests: a real scheduler and worker processes on loopback, the real runner."""
+    """tests/dask: transport units, and (marked dask) a real scheduler and workers on loopback, the real runner."""
     py = _install_dask(session)
-    session.run(py, "-m", "pytest", "-m", "dask", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
 
 
 @nox.session(name="bench-dask")
