@@ -249,8 +249,8 @@ class Aggregator:
             uplifts=uplifts,
             version_deltas=deltas,
             control_drift=drift,
-            expectations=self.diag.expectation_rows(),
-            sections=self.diag.section_rows(),
+            expectations=self.diag.expectation_rows(order),
+            sections=self.diag.section_rows(order),
             diagnostics=self.diag.diagnostics(
                 control=control,
                 control_note=note,

@@ -37,7 +37,8 @@ M = TypeVar("M", bound=BaseModel)
 JOB_FILE = "job.json"
 ARTIFACTS = ("diff.patch", "transcript.jsonl", "agent.log")
 SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities")
-_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps", "repo", "data"})
+_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps"})
+"""A run directory's own artifact folders, as in harness.records.find_runs (never descended into)."""
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 USAGE_METRICS = (
