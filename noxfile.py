@@ -300,3 +300,25 @@ def bench_harness(session: nox.Session) -> None:
     200 concurrent agents sleeping 5 s (-- --inspect PY to measure Inspect AI side by side)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_runner.py", *session.posargs)
+
+
+def _install_dask(session: nox.Session) -> str:
+    """The project with its `dask` extra (distributed) in the session's venv."""
+    if _venv(session):
+        session.install("-e", ".[dev,dask]")
+        return "python"
+    return sys.executable
+
+
+@nox.session
+def dask(session: nox.Session) -> None:
+    """tests/dask: transport units, and (marked dask) a real scheduler and workers on loopback, the real runner."""
+    py = _install_dask(session)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
+
+
+@nox.session(name="bench-dask")
+def bench_dask(session: nox.Session) -> None:
+    """Dask vs local pool: 400 trials of a 2 s agent on 2 workers x 16 slots; prints figures (-- --trials N)."""
+    py = _install_dask(session)
+    session.run(py, "benchmarks/bench_dask.py", *session.posargs)

@@ -12,7 +12,8 @@ BENCH_AGENT_ARGS keys (see `adapters._common.AgentArgs` for the shared ones):
     reasoning_effort (e.g. "low"; default: Codex's own).
 
 Treatments: BENCH_SKILL_DIR -> `$CODEX_HOME/AGENTS.md` (the guide's text, global instructions);
-MCP servers -> `[mcp_servers.<name>]` tables; web -> `tools.web_search` on or off.
+MCP servers -> `[mcp_servers.<name>]` tables (the model sees them as namespace `mcp__<name>`);
+web -> `web_search = "live"` or `"disabled"`.
 
 Outputs: usage from the session rollout (`$CODEX_HOME/sessions/**/rollout-*.jsonl`,
 `token_count.last_token_usage` per request); the transcript from `--json` events. The
@@ -73,13 +74,13 @@ def _toml(value: Any) -> str:
 def config_toml(bench: Bench, args: CodexArgs) -> str:
     """The per-trial `config.toml`."""
     lines = [f"model = {_toml(args.model)}", "check_for_update_on_startup = false",
-             'approval_policy = "never"', 'sandbox_mode = "danger-full-access"']
+             'approval_policy = "never"', 'sandbox_mode = "danger-full-access"',
+             f"web_search = {_toml('live' if bench.web(args) else 'disabled')}"]
     if args.reasoning_effort:
         lines.append(f"model_reasoning_effort = {_toml(args.reasoning_effort)}")
     if args.base_url:
         lines.append('model_provider = "assay"')
-    lines += ["", "[analytics]", "enabled = false", "", "[features]", "plugins = false", "",
-              "[tools]", f"web_search = {_toml(bench.web(args))}", ""]
+    lines += ["", "[analytics]", "enabled = false", "", "[features]", "plugins = false", ""]
     if args.base_url:
         base = args.base_url.rstrip("/")
         base = base if base.endswith("/v1") else base + "/v1"

@@ -5,6 +5,10 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from pydantic import BaseModel
 
 HELP = "write the JSON Schemas of every spec kind and artifact to generated/schema/ (--check: fail on drift)"
 
@@ -21,9 +25,11 @@ def schemas() -> dict[str, str]:
     """File name -> content of every schema: spec kinds, compiler artifacts, run-time records."""
     from compiler.schemas import artifact_schemas, dumps, spec_schemas
     from harness.records import Grade, RunRecord
+    from harness.report.summary import Summary
 
     out = {f"{k}.json": dumps(v) for k, v in {**spec_schemas(), **artifact_schemas()}.items()}
-    for name, model in (("run", RunRecord), ("grade", Grade)):
+    records: tuple[tuple[str, type[BaseModel]], ...] = (("run", RunRecord), ("grade", Grade), ("summary", Summary))
+    for name, model in records:
         schema = model.model_json_schema()
         schema["title"] = f"assay {name} record"
         schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"

@@ -26,8 +26,8 @@ class ScriptedModelServer:
     """The server running in a background thread of this process."""
 
     def __init__(self, script: Script, *, host: str = "127.0.0.1", port: int = 0,
-                 log_path: Path | None = None) -> None:
-        self._state = _State(script, log_path)
+                 log_path: Path | None = None, log_bodies: bool = False) -> None:
+        self._state = _State(script, log_path, log_bodies)
         self._httpd = _Server((host, port), self._state)
         self._thread: threading.Thread | None = None
 

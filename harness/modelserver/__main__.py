@@ -23,13 +23,15 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--port", type=int, default=0, help="0 picks a free port")
     parser.add_argument("--log", type=Path, help="append one JSON line per request here")
     parser.add_argument("--url-file", type=Path, help="write the base URL to this file")
+    parser.add_argument("--log-bodies", action="store_true", help="log each request body too")
     args = parser.parse_args(argv)
     try:
         script = load_script(args.script)
     except (OSError, ValueError) as exc:
         print(f"error: {args.script}: {exc}", file=sys.stderr)
         return 2
-    server = ScriptedModelServer(script, host=args.host, port=args.port, log_path=args.log)
+    server = ScriptedModelServer(script, host=args.host, port=args.port, log_path=args.log,
+                                 log_bodies=args.log_bodies)
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

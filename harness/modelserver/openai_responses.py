@@ -54,8 +54,11 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
                       "role": "assistant", "content": [
                           {"type": "output_text", "text": reply.text, "annotations": []}]})
     for call in reply.calls:
-        items.append({"type": "function_call", "id": f"fc_{call.call_id}", "status": "completed",
-                      "call_id": call.call_id, "name": call.name, "arguments": call.arguments})
+        item = {"type": "function_call", "id": f"fc_{call.call_id}", "status": "completed",
+                "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
+        if call.namespace:
+            item["namespace"] = call.namespace
+        items.append(item)
     return items
 
 

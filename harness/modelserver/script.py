@@ -38,6 +38,8 @@ class ToolCall(BaseModel):
     """Tool name as the agent declared it (e.g. `Bash`, `exec_command`, `bash`)."""
     arguments: dict[str, Any] | str = Field(default_factory=dict)
     """Arguments: an object (sent as JSON) or a raw JSON string sent verbatim."""
+    namespace: str | None = None
+    """Responses API only: the tool namespace (Codex puts MCP server `x`'s tools in `mcp__x`)."""
 
 
 class ErrorSpec(BaseModel):

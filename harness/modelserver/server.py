@@ -60,12 +60,15 @@ class LogRecord(BaseModel):
     """Names of the tool calls sent."""
     user_agent: str
     """The client's User-Agent header."""
+    body: str | None = None
+    """The request body, only when the server logs bodies (`--log-bodies`)."""
 
 
 class _State:
-    def __init__(self, script: Script, log_path: Path | None) -> None:
+    def __init__(self, script: Script, log_path: Path | None, log_bodies: bool = False) -> None:
         self.script = script
         self.log_path = log_path
+        self.log_bodies = log_bodies
         self.lock = threading.Lock()
         self.seq = 0
         self.counter = 0
@@ -183,7 +186,8 @@ class _Handler(BaseHTTPRequestHandler):
         seq = state.next_seq()
         common = {"seq": seq, "method": "POST", "path": self.path, "protocol": protocol,
                   "stream": view.stream, "model": view.model,
-                  "user_agent": self.headers.get("User-Agent", "")}
+                  "user_agent": self.headers.get("User-Agent", ""),
+                  "body": raw.decode("utf-8", "replace") if state.log_bodies else None}
         side = (script.tools_required and not view.has_tools) or any(
             marker in view.system_text for marker in script.side_if_system_contains)
         kind: Literal["main", "side", "exhausted"] = "side"
@@ -212,7 +216,7 @@ class _Handler(BaseHTTPRequestHandler):
                 prefix = "toolu" if protocol == "anthropic" else "call"
                 calls = [OutCall(f"{prefix}_s{index}_{i}", c.name,
                                  c.arguments if isinstance(c.arguments, str)
-                                 else json.dumps(substitute(c.arguments, cwd)))
+                                 else json.dumps(substitute(c.arguments, cwd)), c.namespace)
                          for i, c in enumerate(step.tool_calls)]
             if script.step_mode == "counter":
                 with state.lock:

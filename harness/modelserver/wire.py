@@ -35,6 +35,7 @@ class OutCall:
     call_id: str
     name: str
     arguments: str
+    namespace: str | None = None
 
 
 @dataclass(frozen=True)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -86,3 +87,19 @@ def test_skill_dir_mcp_and_web_treatments(model_server: Serve, workspace: Path, 
     init = json.loads((tmp_path / "run" / "claude.stdout").read_text().splitlines()[0])
     assert "guide" in init["skills"]
     assert "WebFetch" not in init["tools"]
+
+
+def test_mcp_server_from_the_cell_is_started_and_used(model_server: Serve, workspace: Path,
+                                                      tmp_path: Path) -> None:
+    mcp_log = tmp_path / "mcp.jsonl"
+    server_cmd = [sys.executable, str(Path(__file__).with_name("mcp_lookup.py"))]
+    servers = {"docs": {"command": server_cmd, "env": {"MCP_LOG": str(mcp_log)}}}
+    server = model_server({"steps": [
+        {"text": "Looking it up.", "tool_calls": [{"name": "mcp__docs__lookup", "arguments": {"q": "greet"}}]},
+        {"text": "Found it."}]})
+    result = trial(server, workspace, tmp_path, extra_env={"BENCH_MCP_SERVERS": json.dumps(servers)})
+    assert result.returncode == 0, result.stderr
+    outputs = [e.output for e in result.transcript() if e.type == "tool_result"]
+    assert outputs == ["ANSWER-42 for greet"]
+    assert ("mcp_server", "docs", "treatment") in [(i.kind, i.name, i.source) for i in result.context().loaded]
+    assert "tools/call" in mcp_log.read_text()

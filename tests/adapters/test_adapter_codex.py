@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -12,7 +14,8 @@ from harness.modelserver import ScriptedModelServer
 from tests.adapters.helpers import require_cli, run_adapter, server_totals, totals
 
 pytestmark = pytest.mark.agents
-Serve = Callable[[dict[str, Any]], ScriptedModelServer]
+
+Serve = Callable[..., ScriptedModelServer]
 
 SCRIPT = {"steps": [
     {"text": "Creating hello.txt.", "tool_calls": [
@@ -81,3 +84,29 @@ def test_skill_dir_becomes_agents_md(model_server: Serve, workspace: Path, tmp_p
     assert "Always run the linter." in (tmp_path / "run/home/.codex/AGENTS.md").read_text()
     rollouts = list((tmp_path / "run/home/.codex/sessions").rglob("rollout-*.jsonl"))
     assert any("Always run the linter." in p.read_text() for p in rollouts)  # it reached the model
+
+
+def test_mcp_server_from_the_cell_is_started_and_used(model_server: Serve, workspace: Path,
+                                                      tmp_path: Path) -> None:
+    mcp_log = tmp_path / "mcp.jsonl"
+    server_cmd = [sys.executable, str(Path(__file__).with_name("mcp_lookup.py"))]
+    servers = {"docs": {"command": server_cmd, "env": {"MCP_LOG": str(mcp_log)}}}
+    server = model_server({"steps": [
+        {"text": "Looking it up.", "tool_calls": [
+            {"name": "lookup", "namespace": "mcp__docs", "arguments": {"q": "greet"}}]},
+        {"text": "Found it."}]})
+    result = trial(server, workspace, tmp_path, extra_env={"BENCH_MCP_SERVERS": json.dumps(servers)})
+    assert result.returncode == 0, result.stderr
+    assert "tools/call" in mcp_log.read_text()
+    calls = [e for e in result.transcript() if e.type == "tool_call"]
+    assert calls and "ANSWER-42 for greet" in json.dumps(calls[-1].input)
+
+
+@pytest.mark.parametrize(("knowledge", "offered"), [("none", False), ("web", True)])
+def test_web_search_tool_follows_the_knowledge_level(model_server: Serve, workspace: Path, tmp_path: Path,
+                                                     knowledge: str, offered: bool) -> None:
+    server = model_server({"steps": [{"text": "ok"}]}, log_bodies=True)
+    result = trial(server, workspace, tmp_path, levels={"knowledge": knowledge})
+    assert result.returncode == 0, result.stderr
+    tools = json.loads(server.records()[-1].body or "{}")["tools"]
+    assert any(t.get("type") == "web_search" for t in tools) is offered

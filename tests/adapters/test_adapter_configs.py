@@ -29,10 +29,10 @@ def test_codex_config(tmp_path: Path) -> None:
     assert (provider["base_url"], provider["wire_api"], provider["request_max_retries"]) == (
         "http://127.0.0.1:5/v1", "responses", 1)
     assert config["analytics"] == {"enabled": False} and config["features"] == {"plugins": False}
-    assert config["tools"] == {"web_search": False}
+    assert config["web_search"] == "disabled"
     assert config["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--stdio"], "env": {"TOKEN": "t"}}
     web = tomllib.loads(codex.config_toml(bench(tmp_path, "web"), codex.CodexArgs()))
-    assert web["tools"] == {"web_search": True} and "model_providers" not in web
+    assert web["web_search"] == "live" and "model_providers" not in web
 
 
 def test_claude_code_argv(tmp_path: Path) -> None:

@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import json
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
-from harness.modelserver import ScriptedModelServer
+from harness.modelserver import Script, ScriptedModelServer
 from tests.modelserver.helpers import post, sse_events
 
 TOOL = {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}
@@ -139,3 +140,15 @@ def test_gemini_stream_and_count_tokens(serve: Serve) -> None:
     _, raw = post(server.url + "/v1beta/models/m:countTokens", body)
     assert json.loads(raw)["totalTokens"] == len(json.dumps(body).encode()) // 4
     assert [r.protocol for r in server.records()] == ["gemini", "gemini", "other"]
+
+
+def test_responses_namespaced_call_and_logged_body(tmp_path: Path) -> None:
+    script = Script.model_validate({"steps": [{"tool_calls": [
+        {"name": "lookup", "namespace": "mcp__docs", "arguments": {"q": "x"}}]}]})
+    body = {"model": "m", "stream": False, "tools": [FN], "input": [{"role": "user", "content": "go"}]}
+    with ScriptedModelServer(script, log_bodies=True) as server:
+        _, raw = post(server.url + "/v1/responses", body)
+        (record,) = server.records()
+    (item,) = json.loads(raw)["output"]
+    assert (item["namespace"], item["name"], json.loads(item["arguments"])) == ("mcp__docs", "lookup", {"q": "x"})
+    assert json.loads(record.body or "") == body

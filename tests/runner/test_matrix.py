@@ -74,7 +74,7 @@ def test_sigkill_halfway_then_rerun_runs_every_trial_exactly_once(project: Path,
     first.send_signal(signal.SIGKILL)
     first.communicate()
     # the killed runner's running agents died with it (parent-death signal + pid namespace)
-    assert _wait_gone(marker, 3.0) == []
+    assert _wait_gone(marker, 10.0) == []
     before = {read_run(d).job_id: read_run(d).started_at for d in _finished(runs)}
     assert 3 <= len(before) < N
     second = _matrix(project, tmp_path / "jobs", runs)
@@ -102,7 +102,7 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path:
     first.send_signal(signal.SIGINT)
     _out, err = first.communicate(timeout=30)
     assert first.returncode == 130, err.decode()
-    assert time.monotonic() - start < 10
+    assert time.monotonic() - start < 30
     interrupted = [read_run(d) for d in _finished(runs)]
     assert len(interrupted) == 2 and all(r.interrupted for r in interrupted)
     # resume: a quick agent this time, same job hashes

@@ -55,7 +55,7 @@ def test_hung_agent_and_double_forked_grandchild_are_killed(tmp_path: Path) -> N
     start = time.monotonic()
     done = proc.run(["sh", "-c", script], cwd=tmp_path, env=ENV, timeout_s=1.0)
     assert done.timed_out and done.exit_code is None
-    assert time.monotonic() - start < 5
+    assert time.monotonic() - start < 15
     assert done.tree_kill == "pidns"
     assert _wait_gone(marker) == []
 

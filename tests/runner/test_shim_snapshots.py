@@ -47,7 +47,7 @@ def test_shim_records_invocations_and_tees_serve_sessions(tmp_path: Path) -> Non
 
 def test_each_write_of_the_entry_is_snapshotted_with_its_time(project: Path, tmp_path: Path) -> None:
     agent = command_agent(
-        "for i in 1 2 3; do echo v$i > app/main.py; sleep 0.3; done; rm app/main.py; sleep 0.3"
+        "for i in 1 2 3; do echo v$i > app/main.py; sleep 0.6; done; rm app/main.py; sleep 0.6"
     )
     record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "run")
     assert record.error is None
