@@ -282,6 +282,18 @@ def demo(session: nox.Session) -> None:
     session.run(py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo"))
 
 
+@nox.session(name="demo-versions")
+def demo_versions(session: nox.Session) -> None:
+    """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
+    vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
+    with the uplift-delta table and the control's drift."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "compile")
+    session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
+    out = str(ROOT / "runs" / "demo-versions")
+    session.run(py, "-m", "harness", "report", out, "--out", out)
+
+
 @nox.session(name="bench-harness")
 def bench_harness(session: nox.Session) -> None:
     """Runner benchmark: per-trial overhead (noop agent, one command check; median, p95) and
