@@ -282,9 +282,43 @@ def demo(session: nox.Session) -> None:
     session.run(py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo"))
 
 
+@nox.session(name="demo-versions")
+def demo_versions(session: nox.Session) -> None:
+    """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
+    vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
+    with the uplift-delta table and the control's drift."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "compile")
+    session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
+    out = str(ROOT / "runs" / "demo-versions")
+    session.run(py, "-m", "harness", "report", out, "--out", out)
+
+
 @nox.session(name="bench-harness")
 def bench_harness(session: nox.Session) -> None:
     """Runner benchmark: per-trial overhead (noop agent, one command check; median, p95) and
     200 concurrent agents sleeping 5 s (-- --inspect PY to measure Inspect AI side by side)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_runner.py", *session.posargs)
+
+
+def _install_dask(session: nox.Session) -> str:
+    """The project with its `dask` extra (distributed) in the session's venv."""
+    if _venv(session):
+        session.install("-e", ".[dev,dask]")
+        return "python"
+    return sys.executable
+
+
+@nox.session
+def dask(session: nox.Session) -> None:
+    """tests/dask: transport units, and (marked dask) a real scheduler and workers on loopback, the real runner."""
+    py = _install_dask(session)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
+
+
+@nox.session(name="bench-dask")
+def bench_dask(session: nox.Session) -> None:
+    """Dask vs local pool: 400 trials of a 2 s agent on 2 workers x 16 slots; prints figures (-- --trials N)."""
+    py = _install_dask(session)
+    session.run(py, "benchmarks/bench_dask.py", *session.posargs)

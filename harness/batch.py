@@ -12,10 +12,10 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TextIO
+from typing import Any, TextIO
 
 from compiler.contract import Job
 from harness.executor import TrialOutcome, TrialTask, select
@@ -101,6 +101,7 @@ def execute(
     executor: str = "local",
     stream: TextIO | None = None,
     fail_fast: bool = False,
+    options: Mapping[str, Any] | None = None,
 ) -> list[TrialOutcome]:
     """Run the tasks with the named executor, printing progress; re-raises KeyboardInterrupt.
 
@@ -115,7 +116,9 @@ def execute(
         if fail_fast and outcome.status in ("failed", "error"):
             cancel.set()
 
-    return select(executor).run(tasks, parallel=parallel, on_outcome=on_outcome, cancel=cancel)
+    return select(executor, **(options or {})).run(
+        tasks, parallel=parallel, on_outcome=on_outcome, cancel=cancel
+    )
 
 
 def summary(outcomes: Sequence[TrialOutcome]) -> dict[str, int]:

@@ -12,7 +12,6 @@ from __future__ import annotations
 import contextlib
 import json
 import platform
-import shutil
 import sys
 import threading
 import time
@@ -20,8 +19,8 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job, Step
-from harness import agents, canaries, capture, pathsafe, proc, provision, workspace
+from compiler.contract import Job
+from harness import agents, canaries, capture, proc, provision, workspace
 from harness import steps as multistep
 from harness.environment import TrialPaths, ancestor_instruction_files, build
 from harness.gateway import trial as gateway_trial
@@ -38,14 +37,7 @@ from harness.records import (
     write_record,
 )
 from harness.rundirs import JOB_FILE, clear
-from harness.snapshots import Watcher
-
-INFRA_EXIT = 75
-AGENT_FILES = ("agent.log", "usage.jsonl", "transcript.jsonl", "context.json")
-
-
-class _Interrupted(Exception):
-    """The trial was cancelled (Ctrl-C)."""
+from harness.session import Interrupted, Session, place_evidence, remove_evidence, stash_attempt
 
 
 def _paths(job: Job, run_dir: Path, project: Path) -> TrialPaths:
@@ -83,7 +75,9 @@ def _launcher(
     assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
     # The agent cache also at its real path: a pip venv's scripts name their interpreter by it.
     cache_real = paths.agent_cache.resolve()
-    read_only = [p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()]
+    read_only = [
+        p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()
+    ]
     read_only = list(dict.fromkeys(read_only))
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
@@ -120,100 +114,6 @@ def _setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
         done = launcher.shell(command, timeout_s=job.limits.timeout_s, log=paths.run_dir / "setup.log")
         if done.exit_code != 0:
             raise provision.ProvisionError(f"setup command {command!r} failed (exit {done.exit_code})")
-
-
-def _place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[Path]:
-    """Materialise a step's evidence files (present only during that step, never graded)."""
-    placed: list[Path] = []
-    for dest, src in sorted(step.evidence.items()):
-        try:  # the agent of an earlier step may have planted links to redirect this write
-            target = pathsafe.resolve_inside(ws.root, dest)
-            if target.exists() or target.is_symlink():
-                raise provision.ProvisionError(
-                    f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
-                )
-            pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
-        except pathsafe.PathEscape as exc:
-            raise provision.ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
-        placed.append(target)
-    return placed
-
-
-def _remove_evidence(placed: list[Path]) -> None:
-    for path in placed:
-        path.unlink(missing_ok=True)
-
-
-def _stash_attempt(run_dir: Path, label: str) -> None:
-    """Move an attempt's adapter outputs aside so the next attempt starts clean."""
-    dest = run_dir / label
-    dest.mkdir(parents=True, exist_ok=True)
-    for name in AGENT_FILES:
-        if (run_dir / name).exists():
-            shutil.move(str(run_dir / name), dest / name)
-
-
-class _Session:
-    """Runs the adapter for one session, with exit-75 retries."""
-
-    def __init__(
-        self,
-        job: Job,
-        launcher: Launcher,
-        ws: workspace.Workspace,
-        paths: TrialPaths,
-        argv: list[str],
-        cancel: threading.Event | None,
-    ) -> None:
-        self.job, self.launcher, self.ws, self.paths, self.argv, self.cancel = (
-            job,
-            launcher,
-            ws,
-            paths,
-            argv,
-            cancel,
-        )
-        self.retries = 0
-
-    def run(self, prompt: str, name: str) -> tuple[StepRecord, proc.ProcResult]:
-        watch = self.job.scenario.watch or self.job.scenario.entry
-        started = time.time()
-        for attempt in range(self.job.options.infra_retries + 1):
-            with Watcher(self.ws.root, watch, self.paths.run_dir / "snapshots"):
-                done = self.launcher.run(
-                    self.argv,
-                    stdin=prompt.encode("utf-8"),
-                    timeout_s=self.job.limits.timeout_s,
-                    log=self.paths.agent_log,
-                    output_cap=self.job.limits.output_bytes,
-                    cancel=self.cancel,
-                )
-            if done.cancelled:
-                raise _Interrupted()
-            if done.exit_code != INFRA_EXIT or attempt == self.job.options.infra_retries:
-                break
-            self.retries += 1
-            _stash_attempt(self.paths.run_dir, f"retries/{name}-attempt-{attempt + 1:02d}")
-            workspace.reset(self.ws)
-        error = None
-        if done.timed_out:
-            error = f"agent timed out after {self.job.limits.timeout_s:g} s"
-        elif done.output_capped:
-            error = f"agent output passed the cap of {self.job.limits.output_bytes} bytes"
-        elif done.exit_code == INFRA_EXIT:
-            error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
-        elif done.limits_hit:  # like a timeout: stopped by the harness, so never graded as a pass
-            error = f"agent hit its {', '.join(done.limits_hit)} limit"
-        metrics = capture.metrics(self.paths, duration_s=done.duration_s)
-        step = StepRecord(
-            name=name,
-            started_at=started,
-            ended_at=time.time(),
-            exit_code=done.exit_code,
-            error=error,
-            metrics=metrics,
-        )
-        return step, done
 
 
 def _environment(iso: Isolation, job: Job, provided: provision.Provided | None) -> dict[str, str]:
@@ -305,7 +205,7 @@ def run_trial(
     steps: list[StepRecord] = []
     canary_results: tuple[CanaryResult, ...] = ()
     provided: provision.Provided | None = None
-    session: _Session | None = None
+    session: Session | None = None
     launcher: Launcher | None = None
     argv: list[str] = []
     gateways = contextlib.ExitStack()  # the model gateway, when the agent has one (closed in finally)
@@ -343,16 +243,16 @@ def run_trial(
         # counts every row as the agent's tool use), so their rows are kept aside.
         if paths.trace.is_file():
             paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
-        session = _Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
+        session = Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
         sessions = multistep.sessions(job)
         for index, spec in enumerate(sessions, start=1):
             if spec.fresh_repo and index > 1:
                 workspace.reset(ws)  # the working tree starts over; a treatment's state persists
-            placed = _place_evidence(spec, project, ws)
+            placed = place_evidence(spec, project, ws)
             try:
                 step, done = session.run(spec.prompt, spec.name)
             finally:
-                _remove_evidence(placed)
+                remove_evidence(placed)
             steps.append(step)
             fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
             fields["limits_hit"] = (
@@ -364,14 +264,14 @@ def run_trial(
                 fields["error"] = why
                 break
             if index < len(sessions):
-                _stash_attempt(run_dir, multistep.step_dir_name(index))
+                stash_attempt(run_dir, multistep.step_dir_name(index))
                 (run_dir / multistep.step_dir_name(index) / "diff.patch").write_bytes(workspace.diff(ws))
                 multistep.end_session(job, paths, index)
         lap("agent")
         fields["unsafe_edits"] = capture.workspace(ws, job.scenario.writable, run_dir)
         lap("capture")
         fields["invalid"] = fields["invalid"] or capture.context_violation(paths)
-    except _Interrupted:
+    except Interrupted:
         fields["interrupted"] = True
         fields["error"] = "interrupted"
     except (

@@ -5,9 +5,11 @@ from __future__ import annotations
 import argparse
 import sys
 from pathlib import Path
+from typing import Any
 
 from compiler.contract import Job
-from harness import batch
+from harness import batch, versions
+from harness.errors import UsageError
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -15,10 +17,25 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--runs", default=None, help="run tree root (default: <project>/runs)")
     parser.add_argument("--trials", type=int, default=None, help="keep trials 1..N only")
     parser.add_argument(
-        "--parallel", "-j", type=int, default=None, help="trials at once (default: the matrix's, else 1)"
+        "--parallel",
+        "-j",
+        type=int,
+        default=None,
+        help="trials at once (default: the matrix's, else 1); with --executor dask: per worker (default: its threads)",
     )
     parser.add_argument(
-        "--executor", default="local", help="executor: local, or pkg.mod:Class (default local)"
+        "--executor", default="local", help="executor: local, dask, or pkg.mod:Class (default local)"
+    )
+    parser.add_argument(
+        "--scheduler", default=None, help="--executor dask: scheduler address (tcp://host:8786)"
+    )
+    parser.add_argument(
+        "--scheduler-file", default=None, help="--executor dask: scheduler file of `dask scheduler`"
+    )
+    parser.add_argument(
+        "--resources",
+        default=None,
+        help="--executor dask: Dask resources every trial takes, e.g. 'GPU=1,mem=4e9'",
     )
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: the matrix's)")
     parser.add_argument("--force", action="store_true", help="rerun finished trials too")
@@ -28,6 +45,21 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
     parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
+
+
+def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
+    """Options of the chosen executor (only dask takes any)."""
+    if args.executor != "dask":
+        if args.scheduler or args.scheduler_file or args.resources:
+            raise UsageError("--scheduler, --scheduler-file and --resources need --executor dask")
+        return {}
+    from harness.executor.requirements import RequirementError, parse_resources
+
+    try:
+        resources = parse_resources(args.resources or "")
+    except RequirementError as exc:
+        raise UsageError(str(exc)) from exc
+    return {"scheduler": args.scheduler, "scheduler_file": args.scheduler_file, "resources": resources}
 
 
 def run_jobs(
@@ -40,10 +72,15 @@ def run_jobs(
 ) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
-    args.parallel = args.parallel or parallel or 1
+    options = _executor_options(args)
+    if args.executor == "dask":
+        args.parallel = args.parallel or 0  # per worker; 0: as many as each worker has threads
+    else:
+        args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
+    versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
     plan = batch.plan(
-        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel > 1
+        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel != 1
     )
     if plan.skipped:
         print(f"assay: {len(plan.skipped)} finished trial(s) skipped", file=sys.stderr)
@@ -51,7 +88,11 @@ def run_jobs(
         print("assay: nothing to run", file=sys.stderr)
         return 0
     outcomes = batch.execute(
-        plan.tasks, parallel=args.parallel, executor=args.executor, fail_fast=args.fail_fast or fail_fast
+        plan.tasks,
+        parallel=args.parallel,
+        executor=args.executor,
+        fail_fast=args.fail_fast or fail_fast,
+        options=options,
     )
     counts = batch.summary(outcomes)
     print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)

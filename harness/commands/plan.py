@@ -96,7 +96,7 @@ def _from_summary(path: Path) -> tuple[float, int]:
         summary = read_summary(path)
     except (OSError, ValueError, FutureSchemaError) as exc:
         raise UsageError(f"{path}: not a readable summary.json ({exc})") from exc
-    rows = [g for g in summary.groups if g.by == "condition" and g.control and g.agent != "*"]
+    rows = [g for g in summary.groups if g.by == "condition" and g.control]
     k, n = sum(g.passed.k for g in rows), sum(g.passed.n for g in rows)
     if not n:
         raise UsageError(f"{path}: the report has no graded control runs")

@@ -1,4 +1,4 @@
-"""Executors: how a batch of trials is spread over workers (local pool here; Dask later).
+"""Executors: how a batch of trials is spread over workers (the local pool, or Dask).
 
 An executor takes `TrialTask`s and runs `harness.executor.trial.execute` on each — the pure
 per-trial function (a job in, a run directory out) — reporting every `TrialOutcome` to a
@@ -10,13 +10,14 @@ from __future__ import annotations
 import importlib
 import threading
 from collections.abc import Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from harness.errors import UsageError
 from harness.executor.trial import TrialOutcome, TrialTask
 
 REGISTRY: dict[str, str] = {
     "local": "harness.executor.local:LocalExecutor",
+    "dask": "harness.executor.dask:DaskExecutor",
 }
 
 __all__ = ["REGISTRY", "Executor", "TrialOutcome", "TrialTask", "select"]
@@ -47,11 +48,11 @@ class Executor(Protocol):
         ...
 
 
-def select(name: str) -> Executor:
-    """The executor called `name` (a registered short name or "pkg.mod:Class")."""
+def select(name: str, **options: Any) -> Executor:
+    """The executor called `name` (a registered short name or "pkg.mod:Class"), built with `options`."""
     target = REGISTRY.get(name) or (name if ":" in name else None)
     if target is None:
         raise UsageError(f"unknown executor {name!r}; valid: {', '.join(sorted(REGISTRY))}, or pkg.mod:Class")
     module_name, _, attr = target.partition(":")
-    instance: Executor = getattr(importlib.import_module(module_name), attr)()
+    instance: Executor = getattr(importlib.import_module(module_name), attr)(**options)
     return instance

@@ -16,11 +16,34 @@ from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
+from harness.report.wallclock import WallClock
 
 GroupKey = tuple[GroupBy, str, str | None, str, str]
 RunRow = tuple[Any, ...]
 """A run as RunEntry's fields in order: tuples pickle and sort far faster than models."""
 """(by, key, version, agent, condition)."""
+
+
+LevelOrder = dict[str, dict[str, int]]
+"""factor -> level -> its position in the project's declaration."""
+
+
+def read_level_order(project: Path | None) -> LevelOrder | None:
+    """Declared level order from the project's generated/manifest.json (read as plain JSON), if any."""
+    if project is None:
+        return None
+    try:
+        data = json.loads((project / "generated" / "manifest.json").read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return None
+    factors = data.get("factors") if isinstance(data, dict) else None
+    if not isinstance(factors, dict):
+        return None
+    return {
+        str(f): {str(lv): i for i, lv in enumerate(levels)}
+        for f, levels in factors.items()
+        if isinstance(levels, list)
+    }
 
 
 def read_versions(root: Path) -> tuple[str | None, str | None]:
@@ -47,6 +70,7 @@ class Aggregator:
         self.agents: set[str] = set()
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
+        self.wallclock = WallClock()
 
     def add(self, run: RunFacts | Unreadable) -> None:
         if isinstance(run, Unreadable):
@@ -70,6 +94,7 @@ class Aggregator:
                 (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
             )
         self.diag.add(run)
+        self.wallclock.add(run.version, run.concurrent, run.dir)
         self.runs.append(
             (
                 run.dir,
@@ -98,6 +123,7 @@ class Aggregator:
                 self.scenario_tags[scenario] = tags
         self.pairs.merge(other.pairs)
         self.diag.merge(other.diag)
+        self.wallclock.merge(other.wallclock)
         for cond, levels in other.levels.items():
             self.levels.setdefault(cond, levels)
         self.control_cells |= other.control_cells
@@ -127,14 +153,24 @@ class Aggregator:
         )
         return ordered[0], note
 
-    def conditions(self, control: str | None) -> list[str]:
-        """Control first, then increasing treatment: levels that differ from the control's, then name."""
+    def conditions(self, control: str | None, level_order: LevelOrder | None = None) -> list[str]:
+        """Control first, then increasing treatment: how many levels differ from the control's, then
+        how far down its factors' declared level lists they sit (none < bin < bin+skill), then name.
+
+        level_order comes from the project's manifest; without it a longer level name counts as more
+        treatment (bin < bin+skill), which holds for levels that extend one another.
+        """
         base = dict(self.levels.get(control, ())) if control else {}
 
-        def weight(cond: str) -> tuple[int, int, str]:
+        def rank(factor: str, level: str) -> int:
+            if level_order and factor in level_order and level in level_order[factor]:
+                return level_order[factor][level]
+            return len(level)
+
+        def weight(cond: str) -> tuple[int, int, int, str]:
             levels = dict(self.levels.get(cond, ()))
             differ = sum(1 for f, lv in levels.items() if base.get(f) != lv) if base else 0
-            return (0 if cond == control else 1, differ, cond)
+            return (0 if cond == control else 1, differ, sum(rank(f, lv) for f, lv in levels.items()), cond)
 
         return sorted(self.levels, key=weight)
 
@@ -156,9 +192,11 @@ class Aggregator:
                 groups[key].merge(acc)
         return groups
 
-    def summary(self, root: Path, *, regraded: bool = False) -> Summary:
+    def summary(
+        self, root: Path, *, regraded: bool = False, level_order: LevelOrder | None = None
+    ) -> Summary:
         control, note = self._control()
-        conditions = self.conditions(control)
+        conditions = self.conditions(control, level_order)
         order = {c: i for i, c in enumerate(conditions)}
         baseline, candidate = read_versions(root)
         versions = sorted(self.versions)
@@ -183,16 +221,12 @@ class Aggregator:
         drift: list[ControlDrift] = []
         if control and baseline and candidate:
             deltas = version_deltas(uplifts, baseline, candidate)
-            rates = {
-                (g.version, g.agent): g.passed
-                for g in groups
-                if g.by == "condition" and g.control and g.agent != "*"
-            }
+            rates = {(g.version, g.agent): g.passed for g in groups if g.by == "condition" and g.control}
             drift = self.pairs.drift(control, baseline, candidate, rates)
         totals = GroupAcc()
         for acc in self.cells.values():
             totals.merge(acc)
-        condition_rows = [g for g in groups if g.by == "condition" and g.agent != "*"]
+        condition_rows = [g for g in groups if g.by == "condition"]
         header = Header(
             root=str(root.resolve()),
             totals=totals.counts().model_copy(
@@ -219,15 +253,16 @@ class Aggregator:
             uplifts=uplifts,
             version_deltas=deltas,
             control_drift=drift,
-            expectations=self.diag.expectation_rows(),
-            sections=self.diag.section_rows(),
+            expectations=self.diag.expectation_rows(order),
+            sections=self.diag.section_rows(order),
             diagnostics=self.diag.diagnostics(
                 control=control,
                 control_note=note,
                 cells=cells,
                 uplifts=uplifts,
                 condition_rows=condition_rows,
-            ),
+            )
+            + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
             runs=self.run_entries(),
         )
@@ -259,7 +294,10 @@ def build_summary(
     """
     parts = partition(root, jobs)
     if len(parts) <= 1:
-        return summarize(collect(root, regrade=regrade, project=project), root, regraded=regrade)
+        agg = Aggregator()
+        for run in collect(root, regrade=regrade, project=project):
+            agg.add(run)
+        return agg.summary(root, regraded=regrade, level_order=read_level_order(project))
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
         futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
@@ -267,4 +305,4 @@ def build_summary(
     total = results[0]
     for other in results[1:]:
         total.merge(other)
-    return total.summary(root, regraded=regrade)
+    return total.summary(root, regraded=regrade, level_order=read_level_order(project))

@@ -62,7 +62,7 @@ def uplift_figure(summary: Summary) -> go.Figure:
         )
         xrange = [-1.05, 1.05]
     else:
-        rows_g = [g for g in summary.groups if g.by == "condition" and g.agent != "*"]
+        rows_g = [g for g in summary.groups if g.by == "condition"]
         labels = [_label(g.version, g.agent, g.condition, agents=n_agents) for g in rows_g]
         fig.add_trace(
             go.Scatter(

@@ -37,7 +37,8 @@ M = TypeVar("M", bound=BaseModel)
 JOB_FILE = "job.json"
 ARTIFACTS = ("diff.patch", "transcript.jsonl", "agent.log")
 SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities")
-_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps", "repo", "data"})
+_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps"})
+"""A run directory's own artifact folders, as in harness.records.find_runs (never descended into)."""
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 USAGE_METRICS = (
@@ -91,6 +92,8 @@ class RunFacts:
     sections: dict[str, Any]
     artifacts: tuple[str, ...]
     regrade: RegradeChange | None
+    concurrent: bool = False
+    """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
 
     @property
     def tokens(self) -> float | None:
@@ -334,9 +337,16 @@ def collect(
         change: RegradeChange | None = None
         if grader is not None and (regrade or (grade is None and grade_error is None)):
             before = grade
-            grader(Path(run_dir), project=project, regrade=regrade)
-            grade = read_grade(Path(run_dir))
-            grade_error = None
+            try:
+                grader(Path(run_dir), project=project, regrade=regrade)
+                grade = read_grade(Path(run_dir))
+                grade_error = None
+            except FutureSchemaError:
+                raise
+            except (
+                Exception
+            ) as exc:  # per-run boundary: one run the grader cannot handle is data, not the end of the report
+                grade, grade_error = None, f"grader error: {type(exc).__name__}: {_brief(exc)}"
             if before is not None and grade is not None:
                 change = RegradeChange(
                     before.passed,
@@ -375,4 +385,5 @@ def collect(
             sections=sections,
             artifacts=tuple(a for a in ARTIFACTS if a in files),
             regrade=change,
+            concurrent=run.concurrent,
         )

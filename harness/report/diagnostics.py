@@ -143,10 +143,12 @@ class DiagAcc:
             acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
             acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
 
-    def section_rows(self) -> list[SectionRow]:
+    def section_rows(self, order: dict[str, int]) -> list[SectionRow]:
+        """Rows by version, agent, condition in reading order, then section and key."""
         rows = []
         for (version, agent, condition, section, path), (total,) in sorted(
-            self.sections.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+            self.sections.items(),
+            key=lambda kv: (str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30), kv[0][3:]),
         ):
             runs = self.section_runs[(version, agent, condition, section)]
             rows.append(
@@ -163,11 +165,13 @@ class DiagAcc:
             )
         return rows
 
-    def expectation_rows(self) -> list[ExpectationRow]:
+    def expectation_rows(self, order: dict[str, int]) -> list[ExpectationRow]:
+        """Rows by version, agent, condition in reading order, then expectation."""
         return [
             ExpectationRow(expectation=e, version=v, agent=a, condition=c, rate=rate(p, p + f), unavailable=u)
             for (v, a, c, e), (p, f, u) in sorted(
-                self.expectations.items(), key=lambda kv: tuple(str(x) for x in kv[0])
+                self.expectations.items(),
+                key=lambda kv: (str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30), kv[0][3]),
             )
         ]
 

@@ -44,6 +44,14 @@ def metric(m: MetricStat | None) -> str:
     return f"{m.mean:,.1f} ± {m.stddev:,.1f} [{m.min:,.0f}, {m.max:,.0f}] (n={m.n})"
 
 
+def leaf(key: str) -> str:
+    """A section leaf for people: `by_subcommand.ruff check.invocations` -> `ruff check: invocations`."""
+    if key.startswith("by_subcommand."):
+        head, _, field = key[len("by_subcommand.") :].partition(".")
+        return f"{head}: {field}" if field else head
+    return key
+
+
 def ver(v: str | None) -> str:
     return v or ""
 
@@ -57,4 +65,5 @@ FILTERS: dict[str, Any] = {
     "pvalue": pvalue,
     "metric": metric,
     "ver": ver,
+    "leaf": leaf,
 }

@@ -16,7 +16,8 @@ def render_terminal(summary: Summary) -> str:
     t = h.totals
     lines = [
         f"{t.runs} runs: {t.graded} graded, {t.failed_to_run} failed to run, {t.ungradeable} ungradeable, "
-        f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}; "
+        f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}"
+        f"{f', {t.unreadable} unreadable' if t.unreadable else ''}; "
         f"smallest graded cell n = {h.min_graded_per_cell}; control: {h.control or 'none (rates only)'}"
     ]
     uplift = {
@@ -26,7 +27,7 @@ def render_terminal(summary: Summary) -> str:
     }
     rows = [["version", "agent", "condition", "passed", "usable", "uplift [95% CI]", *REPORTED_METRICS]]
     for g in summary.groups:
-        if g.by != "condition" or g.agent == "*":
+        if g.by != "condition":
             continue
         u = uplift.get((g.version, g.agent, g.condition))
         up = (

@@ -330,3 +330,32 @@ def test_uplift_by_split(summary: Summary) -> None:
     assert test.value == pytest.approx(0.25) and test.design_effect is None
     headline = [u for u in summary.uplifts if u.scenario is None and u.split is None and u.condition == BIN]
     assert len(headline) == 1 and headline[0].pairs == 12
+
+
+def test_ungraded_runs_are_graded_by_the_report(tmp_path: Path) -> None:
+    pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    ungraded = add_run(tmp_path, scenario="s", cell=CONTROL, trial=2, grade=False)  # and no job.json
+    s = build_summary(tmp_path, jobs=1)
+    assert (ungraded / "grade.json").is_file()  # the grader wrote its verdict back
+    assert (s.header.totals.graded, s.header.totals.ungradeable, s.header.totals.ungraded) == (1, 1, 0)
+    (diag,) = [d for d in s.diagnostics if d.kind == "ungradeable"]
+    assert "job.json" in diag.message and diag.evidence == ["s/scripted/none/none/off/trial-02"]
+
+
+def test_conditions_in_increasing_treatment(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    for cell in ("bin/wiki/off", "bin+skill/none/off", CONTROL, "bin/none/off"):
+        add_run(tree, scenario="s", cell=cell, trial=1)
+    assert build_summary(tree).header.conditions == [
+        CONTROL,
+        "bin/none/off",
+        "bin+skill/none/off",
+        "bin/wiki/off",
+    ]
+    project = tmp_path / "project"
+    (project / "generated").mkdir(parents=True)
+    factors = {"tool": ["none", "bin+skill", "bin"], "knowledge": ["none", "wiki"], "network": ["off", "on"]}
+    (project / "generated" / "manifest.json").write_text(json.dumps({"factors": factors}))
+    ordered = build_summary(tree, project=project).header.conditions
+    assert ordered == [CONTROL, "bin+skill/none/off", "bin/none/off", "bin/wiki/off"]  # as declared
