@@ -210,7 +210,7 @@ def agents(session: nox.Session) -> None:
     py = _install(session)
     session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
     session.run(py, "-m", "pytest", "-m", "agents", "-p", "no:cacheprovider", "tests/adapters",
-                *session.posargs)
+                "tests/isolation", *session.posargs)
 
 
 @nox.session

@@ -418,3 +418,33 @@ def test_fail_fast_stops_the_trials_on_the_cluster(cluster: Cluster, project: Pa
     assert "failed 1" in summary and "skipped" in summary, done.stderr
     finished = [read_run(p) for p in find_runs(tmp_path / "runs")]
     assert len([r for r in finished if not r.interrupted]) == 1
+
+
+def test_a_worker_running_other_assay_code_is_refused(
+    cluster: Cluster, project: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other-assay"
+    for package in ("compiler", "harness", "adapters"):
+        shutil.copytree(ROOT / package, other / package, ignore=shutil.ignore_patterns("__pycache__"))
+    with (other / "harness" / "records.py").open("a") as fh:
+        fh.write("# a different build\n")
+    cluster.add_worker("stranger", PYTHONPATH=str(other))
+    control, _binary = cells()
+    done = subprocess.run(
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            runs=tmp_path / "runs",
+            jobs=write_jobs(tmp_path / "jobs", [make_job(command_agent("true"), control, 1)]),
+        ),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "run different assay code than this client" in done.stderr
+    assert find_runs(tmp_path / "runs") == []
