@@ -201,10 +201,29 @@ def memory_steps(sid: str, good: bool) -> list[dict]:
                 ],
             },
         ]
+    if sid == "stale-assets-cdn":
+        return [
+            {"run": "grep -n href shop/web.py"},
+            {"run": "memo search cdn"},
+            {
+                "when": {"last_exit": 0},
+                "choose": [
+                    {"weight": right, "steps": writes(ref)},
+                    {"weight": 1 - right, "steps": neg("broken-link")},
+                ],
+            },
+            {
+                "when": {"not": {"last_exit": 0}},  # no memory: the textbook cache-buster
+                "choose": [
+                    {"weight": 0.8, "steps": neg("query-string")},
+                    {"weight": 0.2, "steps": neg("broken-link")},
+                ],
+            },
+        ]
     raise SystemExit(f"no memory script for {sid}")
 
 
-MEMORY = ("handoff-restart-logouts", "trap-cookie-samesite")
+MEMORY = ("handoff-restart-logouts", "trap-cookie-samesite", "stale-assets-cdn")
 
 
 HEAD = {

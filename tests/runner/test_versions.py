@@ -65,6 +65,7 @@ def test_demo_versions_builds_nests_records_and_reports(suite: Path) -> None:
     assert exits == {"memo-2-0": [0], "memo-2-1": [1]}
     done = _assay(suite, "report", str(tree), "--out", str(tree), "--format", "md")
     assert done.returncode in (0, 1), done.stderr
+    assert "version comparison memo-2-0 -> memo-2-1" in done.stdout + done.stderr
     report = (tree / "report.md").read_text()
     assert "## Version comparison: memo-2-0 → memo-2-1" in report
     assert "| agent | control @memo-2-0 | control @memo-2-1 | drift" in report

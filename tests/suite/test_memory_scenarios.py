@@ -22,15 +22,20 @@ REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="module")
-def demo_jobs() -> dict[tuple[str, str, str], Job]:
-    found: dict[tuple[str, str, str], Job] = {}
+def all_jobs() -> dict[tuple[str, str, str, str], Job]:
+    found: dict[tuple[str, str, str, str], Job] = {}
     for jf in job_files(build(REPO)).values():
-        if jf.matrix != "demo":
+        if jf.version is not None:
             continue
         for job in jf.jobs():
             if job.trial == 1:
-                found[(job.scenario.id, job.cell.name, job.agent.id)] = job
+                found[(job.matrix, job.scenario.id, job.cell.name, job.agent.id)] = job
     return found
+
+
+@pytest.fixture(scope="module")
+def demo_jobs(all_jobs: dict[tuple[str, str, str, str], Job]) -> dict[tuple[str, str, str], Job]:
+    return {k[1:]: job for k, job in all_jobs.items() if k[0] == "demo"}
 
 
 def _run(job: Job, tmp_path: Path, label: str) -> tuple[Path, bool]:
@@ -66,3 +71,11 @@ def test_instruction_trap_needs_the_seeded_memory(demo_jobs: dict, tmp_path: Pat
     control, control_passed = _run(demo_jobs[(sid, "none/none/off", "scripted-good")], tmp_path, "control")
     assert not control_passed and not (control / "state" / "memo.jsonl").exists()
     assert '"samesite": "Strict"' in (control / "workspace" / "webapp" / "cookies.py").read_text()
+
+
+def test_invisible_infrastructure_needs_the_seeded_memory(all_jobs: dict, tmp_path: Path) -> None:
+    sid = "stale-assets-cdn"
+    treated, passed = _run(all_jobs[("default", sid, "none/memory/off", "scripted-good")], tmp_path, "memory")
+    assert passed and "cdn-query-string-blind" in (treated / "state" / "memo.jsonl").read_text()
+    control, control_passed = _run(all_jobs[("default", sid, "none/none/off", "scripted-good")], tmp_path, "control")
+    assert not control_passed and "?v=" in (control / "workspace" / "shop" / "web.py").read_text()
