@@ -284,8 +284,9 @@ def bench_isolation(session: nox.Session) -> None:
 @nox.session
 def demo(session: nox.Session) -> None:
     """The embedded demo, offline, no API keys: compile, run the demo matrix (scripted agents x
-    none/none/off and bin/none/off x the example scenarios), write runs/demo/report.{md,html} and
-    summary.json. After `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
+    none/none/off, bin/none/off and none/memory/off x the held-out example scenarios, the two-session
+    handoff included), write runs/demo/report.{md,html} and summary.json. After
+    `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
     py = _install(session)
     session.run(py, "-m", "harness", "compile")
     # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
