@@ -30,7 +30,7 @@ from compiler.contract import (
     Session,
     Variant,
 )
-from compiler.expand import MatrixPlan, Plan
+from compiler.expand import MatrixPlan, Plan, package_dir
 from compiler.resolved import Validated
 
 
@@ -135,6 +135,8 @@ def _version(mp: MatrixPlan, name: str, ver: Any) -> dict[str, Any]:
     if ver.path:
         base = posixpath.dirname(mp.spec.doc.loc(("versions", name, "path")).file)
         out["path"] = posixpath.normpath(posixpath.join(base, ver.path))
+    elif ver.package:
+        out["path"] = package_dir(ver.label)
     return out
 
 

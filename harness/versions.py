@@ -1,9 +1,11 @@
 """Version comparisons at run time: build each compared version, record which is which.
 
-A matrix with `versions: {baseline: {label, path, build}, candidate: {...}}` compiles to one
-side per version (`<matrix>@<label>`, jobs carrying `version`), whose tool folder (`path`) goes
-first on PATH. Before any trial runs, `prepare` runs each selected version's `build` command
-once (in the project folder; it must produce `path`), and writes `versions.json` at the root
+A matrix with `versions: {baseline: {label, path, build, package}, candidate: {...}}` compiles to
+one side per version (`<matrix>@<label>`, jobs carrying `version`), whose tool folder (`path`)
+goes first on PATH. Before any trial runs, `prepare` provides each selected version once: its
+`build` command (in the project folder; it must produce `path`), or else its `package` (a pip
+requirement: a name==version, a wheel, a folder), installed into `.cache/versions/<label>` with
+a launcher per script (the compiler makes that folder the PATH entry). It then writes `versions.json` at the root
 of the matrix's run tree (`<runs>/<matrix>/versions.json`), so `assay report` draws the
 uplift deltas and the control's drift without a flag, and a reader months later can still
 tell which way round the comparison went. The run tree nests one level deeper under the
@@ -14,6 +16,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import sys
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -57,10 +60,44 @@ def _comparisons(project: Path, matrices: set[str]) -> dict[str, dict[str, dict[
     return found
 
 
+def install(project: Path, label: str, spec: Mapping[str, Any], *, log: Path) -> None:
+    """Install a `package:` version with pip into its folder (`.cache/versions/<label>`), once.
+
+    The distribution goes to `<folder>/.site`; each of its scripts gets a launcher in `<folder>`
+    (the PATH entry the compiler gave the cells), which puts `.site` on PYTHONPATH for that tool
+    alone. A folder whose `.package` marker names the same spec is reused.
+    """
+    folder = project / str(spec["path"])
+    site, marker, package = folder / ".site", folder / ".package", str(spec["package"])
+    if marker.is_file() and marker.read_text(encoding="utf-8") == package and site.is_dir():
+        return
+    shutil.rmtree(folder, ignore_errors=True)
+    log.parent.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", "--target", str(site), package]
+    done = proc.run(argv, cwd=project, env=_build_env(), timeout_s=BUILD_TIMEOUT_S, log=log)
+    if done.exit_code != 0 or done.timed_out:
+        raise VersionError(f"installing version {label!r} ({package}) failed (exit {done.exit_code}; log: {log})")
+    scripts = sorted(p for p in (site / "bin").glob("*") if p.is_file()) if (site / "bin").is_dir() else []
+    if not scripts:
+        raise VersionError(f"version {label!r}: package {package!r} installs no command (no scripts in {site}/bin)")
+    for script in scripts:
+        launcher = folder / script.name
+        launcher.write_text(
+            "#!/bin/sh\n"
+            f"# {script.name} of {package}, installed by assay for version {label}\n"
+            f'PYTHONPATH="{site}${{PYTHONPATH:+:$PYTHONPATH}}" exec "{sys.executable}" "{script}" "$@"\n',
+            encoding="utf-8",
+        )
+        launcher.chmod(0o755)
+    marker.write_text(package, encoding="utf-8")
+
+
 def build(project: Path, label: str, spec: Mapping[str, Any], *, log: Path) -> None:
-    """Run one version's `build` command in the project folder; raise when it fails."""
+    """Provide one version: run its `build` command in the project folder, else install its `package`."""
     command = spec.get("build")
     if not command:
+        if spec.get("package"):
+            install(project, label, spec, log=log)
         return
     log.parent.mkdir(parents=True, exist_ok=True)
     done = proc.run(

@@ -84,3 +84,39 @@ def test_a_failing_build_stops_the_matrix_before_any_trial(suite: Path, tmp_path
     finally:
         spec.write_text(original)
         _assay(suite, "compile")
+
+
+@pytest.mark.slow
+def test_a_package_version_is_installed_and_put_on_path(suite: Path, tmp_path: Path) -> None:
+    """`package:` (here a local wheel, so no index is needed): pip-installed once, run in the sandbox."""
+    done = subprocess.run(
+        [sys.executable, "tools/memory/build.py", "--version", "2.1", "--out", "dist", "--wheel"],
+        cwd=suite, capture_output=True, text=True, check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    spec = suite / "specs" / "matrices" / "demo-versions.yaml"
+    original = spec.read_text()
+    try:
+        candidate = next(line for line in original.splitlines() if line.startswith("  candidate:"))
+        spec.write_text(original.replace(
+            candidate, '  candidate: { label: memo-2-1, package: "dist/memo_tool-2.1-py3-none-any.whl" }'
+        ))
+        assert _assay(suite, "compile").returncode == 0
+        runs = tmp_path / "runs"
+        args = ("matrix", "demo-versions", "--trials", "1", "--scenario", "trap-cookie-samesite",
+                "--cell", "none/memory/off", "--runs", str(runs))
+        done = _assay(suite, *args)
+        assert done.returncode == 0, done.stderr
+        installed = suite / ".cache" / "versions" / "memo-2-1"
+        assert (installed / ".package").read_text() == "dist/memo_tool-2.1-py3-none-any.whl"
+        record = json.loads((runs / "demo-versions" / "versions.json").read_text())
+        assert record["versions"]["memo-2-1"]["path"] == ".cache/versions/memo-2-1"
+        trial = runs / "demo-versions" / "memo-2-1" / "trap-cookie-samesite" / "scripted-good" / "none" / "memory" / "off" / "trial-01"
+        rows = [json.loads(line) for line in (trial / "trace.jsonl").read_text().splitlines()]
+        assert [r["exit"] for r in rows if r["argv"][:2] == ["memo", "search"]] == [1]  # 2.1's search, in the sandbox
+        mtime = (installed / ".package").stat().st_mtime_ns
+        assert _assay(suite, *args, "--force").returncode == 0
+        assert (installed / ".package").stat().st_mtime_ns == mtime  # installed once, reused
+    finally:
+        spec.write_text(original)
+        _assay(suite, "compile")
