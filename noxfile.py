@@ -73,24 +73,35 @@ def _stale(data: dict[str, object]) -> bool:
     return False
 
 
+COMPILER_DEPS = ("pydantic", "pyyaml", "cerberus", "jinja2")
+BOOTSTRAP = ROOT / ".nox" / "_compile"
+
+
 def _python() -> str:
-    """An interpreter that can import the compiler: nox's own, or one of the session venvs."""
+    """An interpreter that can import the compiler: nox's own, a session venv, or a bootstrapped one.
+
+    On a fresh clone none has the compiler's four dependencies, so the first listing makes
+    `.nox/_compile` with just those (about 15 s, once); `nox -l` then lists every session.
+    """
     candidates = [sys.executable, *sorted(str(p) for p in (ROOT / ".nox").glob("*/bin/python"))]
     for exe in candidates:
         probe = subprocess.run([exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True)
         if probe.returncode == 0:
             return exe
-    return sys.executable
+    print("nox: installing the compiler's dependencies into .nox/_compile (once) to compile specs/",
+          file=sys.stderr)
+    made = subprocess.run([sys.executable, "-m", "venv", str(BOOTSTRAP)], capture_output=True, text=True)
+    exe = str(BOOTSTRAP / "bin" / "python")
+    if made.returncode == 0:
+        subprocess.run([exe, "-m", "pip", "install", "-q", *COMPILER_DEPS], capture_output=True, text=True)
+    return exe if Path(exe).exists() else sys.executable
 
 
 def _manifest() -> dict[str, object]:
     data = _read()
     if _stale(data) and (ROOT / "specs").is_dir():
         done = subprocess.run([_python(), "-m", "harness", "compile"], cwd=ROOT, capture_output=True, text=True)
-        if done.returncode != 0 and "ModuleNotFoundError" in done.stderr:
-            print("nox: generated/ is stale and this interpreter lacks assay's dependencies; "
-                  "bench sessions appear after `nox -s compile`", file=sys.stderr)
-        elif done.returncode != 0:
+        if done.returncode != 0:
             print(f"nox: `assay compile` failed; bench sessions are not listed:\n{done.stderr.strip()}", file=sys.stderr)
         data = _read()
     return data
@@ -210,7 +221,7 @@ def agents(session: nox.Session) -> None:
     py = _install(session)
     session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
     session.run(py, "-m", "pytest", "-m", "agents", "-p", "no:cacheprovider", "tests/adapters",
-                *session.posargs)
+                "tests/isolation", *session.posargs)
 
 
 @nox.session
@@ -273,13 +284,26 @@ def bench_isolation(session: nox.Session) -> None:
 @nox.session
 def demo(session: nox.Session) -> None:
     """The embedded demo, offline, no API keys: compile, run the demo matrix (scripted agents x
-    none/none/off and bin/none/off x the example scenarios), write runs/demo/report.{md,html} and
-    summary.json. After `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
+    none/none/off, bin/none/off and none/memory/off x the held-out example scenarios, the two-session
+    handoff included), write runs/demo/report.{md,html} and summary.json. After
+    `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
     py = _install(session)
     session.run(py, "-m", "harness", "compile")
     # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
     session.run(py, "-m", "harness", "matrix", "demo", "--parallel", "4", *session.posargs)
     session.run(py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo"))
+
+
+@nox.session(name="demo-versions")
+def demo_versions(session: nox.Session) -> None:
+    """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
+    vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
+    with the uplift-delta table and the control's drift."""
+    py = _install(session)
+    session.run(py, "-m", "harness", "compile")
+    session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
+    out = str(ROOT / "runs" / "demo-versions")
+    session.run(py, "-m", "harness", "report", out, "--out", out)
 
 
 @nox.session(name="bench-harness")
@@ -300,9 +324,9 @@ def _install_dask(session: nox.Session) -> str:
 
 @nox.session
 def dask(session: nox.Session) -> None:
-    """The dask-marked tests: a real scheduler and worker processes on loopback, the real runner."""
+    """tests/dask: transport units, and (marked dask) a real scheduler and workers on loopback, the real runner."""
     py = _install_dask(session)
-    session.run(py, "-m", "pytest", "-m", "dask", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
+    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
 
 
 @nox.session(name="bench-dask")

@@ -124,6 +124,108 @@ def scenario_steps(sid: str, good: bool) -> list[dict]:
     ]
 
 
+# Scenarios of the memory treatment (`knowledge: memory`, tools/memory/memo): what decides them
+# is what the project memory holds, not a tool's output, so their steps are written by hand.
+DIAGNOSIS = (
+    "Root cause of the logout bursts: the refresh-token store (authsvc/store.py TokenStore) lives in "
+    "process memory, so every platform instance recycle boots it empty and each open tab's next "
+    "background refresh fails as UnknownToken (401s within minutes of both recycles in the incident "
+    "log). Not replay detection (one uncorrelated ReplayDetected line), not the session-lifetime "
+    "cookie (browser restarts cause no 401 spike). Fix: persist the token families across restarts "
+    "(settings.token_file), keep replay detection."
+)
+
+
+def memory_steps(sid: str, good: bool) -> list[dict]:
+    sdir = ROOT / "scenarios" / sid
+    ref = tree(sdir / "reference")
+    right = 0.9 if good else 0.6
+
+    def neg(name: str) -> list[dict]:
+        return writes({**ref, **tree(neg_dir(sdir, name))})
+
+    if sid == "handoff-restart-logouts":
+        session_a = {"file_exists": "incident.log"}
+        return [
+            {"when": session_a, "run": "grep -n -e recycled -e UnknownToken -e ReplayDetected -e restarts incident.log"},
+            {"when": session_a, "run": "grep -rn 'TokenStore(' authsvc"},
+            # The diagnosis goes to the project memory when there is one (the weak agent often
+            # forgets to record it), else to a notes file that the fresh tree of session B wipes.
+            {
+                "when": {**session_a, "on_path": "memo", "chance": 1.0 if good else 0.6},
+                "run": f'memo add --kind finding --key restart-logouts "{DIAGNOSIS}"',
+            },
+            {"when": {**session_a, "not_on_path": "memo"}, "write": {"path": "NOTES.md", "content": DIAGNOSIS + "\n"}},
+            {
+                "when": {"not": session_a},
+                "choose": [
+                    {
+                        "weight": 1,
+                        "steps": [
+                            {"run": "memo search logout"},  # 127 without the memory, 1 when nothing was recorded
+                            {
+                                "when": {"last_exit": 0},
+                                "choose": [
+                                    {"weight": right, "steps": writes(ref)},
+                                    {"weight": 1 - right, "steps": neg("drops-replay-detection")},
+                                ],
+                            },
+                            {
+                                "when": {"not": {"last_exit": 0}},
+                                "choose": [
+                                    {"weight": 0.5, "steps": neg("cookie-lifetime")},
+                                    {"weight": 0.5, "steps": neg("drops-replay-detection")},
+                                ],
+                            },
+                        ],
+                    }
+                ],
+            },
+        ]
+    if sid == "trap-cookie-samesite":
+        return [
+            {"run": "cat webapp/cookies.py"},
+            {"run": "memo search samesite"},  # the treatment looks up what the project knows first
+            {
+                "when": {"last_exit": 0},
+                "choose": [
+                    {"weight": right, "steps": writes(ref)},
+                    {"weight": 1 - right, "steps": neg("strict-and-prefix")},
+                ],
+            },
+            {
+                "when": {"not": {"last_exit": 0}},  # no memory: the ticket is followed to the letter
+                "choose": [
+                    {"weight": 0.8, "steps": neg("textbook-strict")},
+                    {"weight": 0.2, "steps": neg("prefix-keeps-domain")},
+                ],
+            },
+        ]
+    if sid == "stale-assets-cdn":
+        return [
+            {"run": "grep -n href shop/web.py"},
+            {"run": "memo search cdn"},
+            {
+                "when": {"last_exit": 0},
+                "choose": [
+                    {"weight": right, "steps": writes(ref)},
+                    {"weight": 1 - right, "steps": neg("broken-link")},
+                ],
+            },
+            {
+                "when": {"not": {"last_exit": 0}},  # no memory: the textbook cache-buster
+                "choose": [
+                    {"weight": 0.8, "steps": neg("query-string")},
+                    {"weight": 0.2, "steps": neg("broken-link")},
+                ],
+            },
+        ]
+    raise SystemExit(f"no memory script for {sid}")
+
+
+MEMORY = ("handoff-restart-logouts", "trap-cookie-samesite", "stale-assets-cdn")
+
+
 HEAD = {
     True: """# The script of the scripted-good agent (docs/scripted-agent.md; specs/agents/scripted-good.yaml).
 # A deterministic stand-in for a capable agent: with the linter on PATH it runs it, applies its
@@ -161,6 +263,7 @@ for good, name in ((True, "scripted-good"), (False, "scripted-weak")):
         "seed": 1 if good else 2,
         "scenarios": {sid: scenario_steps(sid, good) for sid in sorted(TOOL)},
     }
+    doc["scenarios"].update({sid: memory_steps(sid, good) for sid in MEMORY})
     doc["scenarios"]["default"] = [{"say": "no script for this scenario: doing nothing"}]
     text = HEAD[good] + yaml.dump(doc, Dumper=Dumper, sort_keys=False, width=110, allow_unicode=True)
     (ROOT / "agents" / f"{name}.yaml").write_text(text)

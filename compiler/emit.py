@@ -11,6 +11,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import posixpath
 import re
 from pathlib import Path
 from typing import Any
@@ -29,7 +30,7 @@ from compiler.contract import (
     Session,
     Variant,
 )
-from compiler.expand import MatrixPlan, Plan
+from compiler.expand import MatrixPlan, Plan, package_dir
 from compiler.resolved import Validated
 
 
@@ -128,6 +129,17 @@ def job_files(plan: Plan) -> dict[str, JobFile]:
     return out
 
 
+def _version(mp: MatrixPlan, name: str, ver: Any) -> dict[str, Any]:
+    """One side of a version comparison; its `path` made project-relative (as the cells' PATH has it)."""
+    out: dict[str, Any] = ver.model_dump(exclude_none=True)
+    if ver.path:
+        base = posixpath.dirname(mp.spec.doc.loc(("versions", name, "path")).file)
+        out["path"] = posixpath.normpath(posixpath.join(base, ver.path))
+    elif ver.package:
+        out["path"] = package_dir(ver.label)
+    return out
+
+
 def _entry(mp: MatrixPlan, default: bool) -> MatrixEntry:
     spec = mp.spec.spec
     used = {c for pairs in mp.runs.values() for c, _ in pairs}
@@ -135,7 +147,7 @@ def _entry(mp: MatrixPlan, default: bool) -> MatrixEntry:
         id=mp.id, matrix=mp.matrix or mp.id, version=mp.version, default=default, description=spec.description, agents=mp.agents,
         cells=tuple(c for c in mp.cells if c in used), scenarios=tuple(sorted(mp.runs)), trials=mp.trials,
         jobs=mp.jobs, parallel=spec.parallel, seed=spec.seed, fail_fast=bool(spec.fail_fast),
-        versions={k: ver.model_dump(exclude_none=True) for k, ver in (spec.versions or {}).items()},
+        versions={k: _version(mp, k, ver) for k, ver in (spec.versions or {}).items()},
         files={sid: f"{JOBS_DIR}/{mp.id}/{sid}.json" for sid in sorted(mp.runs)})
 
 

@@ -196,6 +196,15 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
                       options=options.model_copy(update=upd))
 
 
+PACKAGES_DIR = ".cache/versions"
+"""Where a version given as `package:` is installed, one folder per label (its PATH entry)."""
+
+
+def package_dir(label: str) -> str:
+    """The project-relative folder a `package:` version is installed into and put on PATH from."""
+    return f"{PACKAGES_DIR}/{label}"
+
+
 def expand(v: Validated) -> Plan:
     """Cells and matrix plans; raises SpecErrors on include/cap violations."""
     c = Collector()
@@ -208,6 +217,8 @@ def expand(v: Validated) -> Plan:
             continue
         for name, ver in m.spec.versions.items():  # one plan per side of the version comparison
             build = rel_path(c, m.doc, ("versions", name, "path"), ver.path) if ver.path else None
+            if build is None and ver.package:  # `assay matrix` installs it there (harness/versions.py)
+                build = package_dir(ver.label)
             cells_v = {n: cl.model_copy(update={"provisions": cl.provisions.model_copy(
                 update={"path": (build, *cl.provisions.path)})}) if build and cl.provisions.path else cl
                 for n, cl in plan.cells.items()}

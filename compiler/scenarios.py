@@ -146,9 +146,11 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
         c.add(doc.loc(("language",)), "language", "E220", f"language '{spec.language}' is not declared supported by the project",
               f"add it to `languages:` in {project.name}'s project file" if not project.languages else did_you_mean(spec.language, project.languages))
     ctx = _context(spec, project, folder)
-    prompt_file = rel_path(c, doc, ("prompt",), spec.prompt or "prompt.md", base_file=doc.loc(("prompt",)).file if spec.prompt else own)
-    prompt_raw = _text(c, src, doc, ("prompt",), prompt_file, "prompt")
-    prompt = render_field(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file) if prompt_raw is not None else ""
+    prompt, prompt_file = "", None
+    if spec.prompt is not None or not spec.steps:  # a multi-session scenario's prompts are its steps'
+        prompt_file = rel_path(c, doc, ("prompt",), spec.prompt or "prompt.md", base_file=doc.loc(("prompt",)).file if spec.prompt else own)
+        prompt_raw = _text(c, src, doc, ("prompt",), prompt_file, "prompt")
+        prompt = render_field(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file) if prompt_raw is not None else ""
     steps = _steps(c, doc, spec, src, folder, ctx)
     if steps and spec.prompt is None:
         prompt = steps[0].prompt

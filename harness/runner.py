@@ -19,7 +19,7 @@ import traceback
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import Job, Step
 from harness import agents, canaries, capture, proc, provision, workspace
 from harness import steps as multistep
 from harness.environment import TrialPaths, ancestor_instruction_files, build
@@ -248,9 +248,20 @@ def run_trial(
         for index, spec in enumerate(sessions, start=1):
             if spec.fresh_repo and index > 1:
                 workspace.reset(ws)  # the working tree starts over; a treatment's state persists
+            start = multistep.StepStart(ws, paths) if index > 1 else None
             placed = place_evidence(spec, project, ws)
+
+            def restore(
+                start: multistep.StepStart | None = start, spec: Step = spec, placed: list[Path] = placed
+            ) -> None:
+                if start is not None:
+                    start.restore()
+                else:
+                    workspace.reset(ws)
+                placed[:] = place_evidence(spec, project, ws)  # the reset removed them
+
             try:
-                step, done = session.run(spec.prompt, spec.name)
+                step, done = session.run(spec.prompt, spec.name, restore=restore)
             finally:
                 remove_evidence(placed)
             steps.append(step)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import shutil
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 from compiler.contract import Job, Step
@@ -80,7 +81,10 @@ class Session:
         )
         self.retries = 0
 
-    def run(self, prompt: str, name: str) -> tuple[StepRecord, proc.ProcResult]:
+    def run(
+        self, prompt: str, name: str, *, restore: Callable[[], None] | None = None
+    ) -> tuple[StepRecord, proc.ProcResult]:
+        """One session; a retried attempt starts from `restore()` (default: the baseline)."""
         watch = self.job.scenario.watch or self.job.scenario.entry
         started = time.time()
         for attempt in range(self.job.options.infra_retries + 1):
@@ -99,7 +103,10 @@ class Session:
                 break
             self.retries += 1
             stash_attempt(self.paths.run_dir, f"retries/{name}-attempt-{attempt + 1:02d}")
-            workspace.reset(self.ws)
+            if restore is not None:  # a later step of a multi-step run: from where that step began
+                restore()
+            else:
+                workspace.reset(self.ws)
         error = None
         if done.timed_out:
             error = f"agent timed out after {self.job.limits.timeout_s:g} s"

@@ -23,6 +23,7 @@ import shutil
 from pathlib import Path
 
 from compiler.contract import Job, Step
+from harness import pathsafe, workspace
 from harness.environment import TrialPaths
 from harness.launch import Launcher
 
@@ -118,3 +119,51 @@ def failure(step: Step, index: int, total: int, *, error: str | None, exit_code:
     if index < total and exit_code is None:
         return f"{label}: the agent never exited on its own"
     return None
+
+
+class StepStart:
+    """The working tree and state directory as a session found them.
+
+    An attempt that ends in an infrastructure failure (exit 75) is retried; in a later step of a
+    multi-step run the retry must start where that step began -- earlier sessions' work and the
+    state they left included -- not from the cell's starting tree. Only the files that differ
+    from the baseline are kept, under `.assay/step-start/`.
+    """
+
+    def __init__(self, ws: workspace.Workspace, paths: TrialPaths) -> None:
+        self.ws, self.paths = ws, paths
+        self.dir = paths.run_dir / ".assay" / "step-start"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.changed = workspace.changes(ws)
+        for rel in self.changed:
+            source = ws.root / rel
+            if source.is_file() or source.is_symlink():
+                target = self.dir / "tree" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target, follow_symlinks=False)
+        if paths.state.is_dir():
+            shutil.copytree(paths.state, self.dir / "state", symlinks=True)
+
+    def restore(self) -> None:
+        """Put the tree and the state directory back as the step found them."""
+        workspace.reset(self.ws)
+        for rel in self.changed:
+            saved = self.dir / "tree" / rel
+            target = pathsafe.resolve_inside(self.ws.root, rel, allow_final_symlink=True)
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            if saved.is_file() or saved.is_symlink():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(saved, target, follow_symlinks=False)
+        if (self.dir / "state").is_dir():
+            for entry in list(self.paths.state.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            for entry in (self.dir / "state").iterdir():
+                dest = self.paths.state / entry.name
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.copytree(entry, dest, symlinks=True)
+                else:
+                    shutil.copy2(entry, dest, follow_symlinks=False)

@@ -31,6 +31,8 @@ from harness.records import RUN_FILE, write_atomic
 
 _NEVER_SHIPPED = frozenset({"runs", "generated", ".git", ".nox", ".venv", "__pycache__"})
 _CHUNK = 1 << 20
+PROJECT_WIDE = ("specs",)
+"""Project folders every job's trial reads, named or not (the grader's expectations, prices)."""
 
 
 class TransportError(RuntimeError):
@@ -90,8 +92,10 @@ def job_paths(job: Job, project: Path) -> list[str]:
 
     Every string of the job is considered, whole and split on whitespace, so a path named in
     an agent's arguments or a check's command travels too; a false hit only ships a file more.
+    `specs/` always travels: the grader reads the project's expectation library and price
+    table from it (generated/ does not: the job is the compiled scenario).
     """
-    found: set[str] = set()
+    found: set[str] = {rel for rel in PROJECT_WIDE if (project / rel).is_dir()}
     for text in _walk_strings(job.model_dump(mode="json")):
         for piece in {text, *text.split()}:
             rel = _candidate(project, piece)

@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job
-from harness import batch
+from harness import batch, versions
 from harness.errors import UsageError
 
 
@@ -78,6 +78,7 @@ def run_jobs(
     else:
         args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
+    versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
     plan = batch.plan(
         jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel != 1
     )

@@ -14,7 +14,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shutil
 import socket
+import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,7 +27,6 @@ from harness.gateway import DEFAULT_PORT, PLACEHOLDER_KEY, Gateway, Route, usage
 from harness.gateway.log import LOG_NAME
 from harness.isolation.base import Isolation, Mount
 
-FOLDER = ".gateway"
 ROUTE = "model"
 MODEL_PATHS = ("/v1/", "/chat/", "/responses", "/messages", "/models", "/v1beta/models/")
 """Paths of the model APIs (Anthropic Messages, OpenAI Chat Completions and Responses, Gemini)."""
@@ -96,10 +97,16 @@ def for_trial(job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Is
     headers, hidden = _key_headers(job, args)
     route = Route(ROUTE, upstream, paths=None if network else MODEL_PATHS, headers=headers)
     port = _free_port() if network else DEFAULT_PORT
-    gateway = Gateway(run_dir / FOLDER, [route], log_path=run_dir / LOG_NAME)
+    # The socket's folder is short and outside the run dir: a Unix socket path may not exceed
+    # 107 bytes, and a run dir deep in a project easily does.
+    folder = Path(tempfile.mkdtemp(prefix="assay-gw-"))
+    gateway = Gateway(folder, [route], log_path=run_dir / LOG_NAME)
     rewritten = {**args, "base_url": gateway.base_url(ROUTE, port=port)}
     if headers:
         rewritten.pop("api_key_env", None)
         rewritten["api_key"] = PLACEHOLDER_KEY
-    with gateway:
-        yield TrialGateway(gateway=gateway, args=rewritten, port=port, hidden_env=hidden)
+    try:
+        with gateway:
+            yield TrialGateway(gateway=gateway, args=rewritten, port=port, hidden_env=hidden)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from harness.isolation.base import SandboxSpec
-from harness.isolation.view import ReadOnly, Symlink, toolchain
+from harness.isolation.view import Symlink, ViewEntry, below_private_tmp, toolchain
 
 SANDBOX_UID = 1000
 """The uid (and gid) the agent sees when the spec names none and the harness is root."""
@@ -66,6 +66,12 @@ def _uid(spec: SandboxSpec) -> int:
     return SANDBOX_UID if os.geteuid() == 0 else os.geteuid()
 
 
+def _view_args(entry: ViewEntry) -> list[str]:
+    if isinstance(entry, Symlink):
+        return ["--symlink", entry.target, str(entry.path)]
+    return ["--ro-bind-try", str(entry.path), str(entry.target)]
+
+
 class BwrapIsolation:
     """Namespaces, an empty root, the toolchain read-only, only the spec's mounts."""
 
@@ -86,17 +92,17 @@ class BwrapIsolation:
         argv = [str(binary), *SAFE_FLAGS, "--uid", str(uid), "--gid", str(uid)]
         if spec.network:
             argv.append("--share-net")
-        for entry in toolchain():
-            if isinstance(entry, Symlink):
-                argv += ["--symlink", entry.target, str(entry.path)]
-            elif isinstance(entry, ReadOnly):
-                argv += ["--ro-bind-try", str(entry.path), str(entry.target)]
+        view = toolchain()
+        for entry in (e for e in view if not below_private_tmp(e)):
+            argv += _view_args(entry)
         # bwrap leaves /proc/sys writable under a new net namespace; the sandbox's uid maps to
         # the host's root, so without this it could set host sysctls (core_pattern: an escape).
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
         if spec.limits.tmp_mb is not None:
             argv += ["--size", str(spec.limits.tmp_mb * 1024 * 1024)]
         argv += ["--tmpfs", "/tmp", "--dir", "/var/tmp"]
+        for entry in (e for e in view if below_private_tmp(e)):
+            argv += _view_args(entry)
         for overlay in spec.overlays:
             argv += ["--overlay-src", str(overlay.lower),
                      "--overlay", str(overlay.upper), str(overlay.work), str(overlay.dest)]

@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from harness.isolation.base import SandboxSpec
-from harness.isolation.view import DEV_NODES, ReadOnly, Symlink, toolchain
+from harness.isolation.view import DEV_NODES, ReadOnly, Symlink, ViewEntry, below_private_tmp, toolchain
 
 ROOT_CANDIDATES = (Path("/mnt"), Path("/srv"), Path("/media"), Path("/opt"))
 """Existing folders the new root may be mounted over (only inside the mount namespace)."""
@@ -53,16 +53,22 @@ def _bind(src: Path, dest: str, *, writable: bool, is_dir: bool) -> list[str]:
     return lines
 
 
+def _view_lines(entry: ViewEntry, root: str) -> list[str]:
+    dest = root + str(entry.target if isinstance(entry, ReadOnly) else entry.path)
+    if isinstance(entry, Symlink):
+        return [f"{_tool('ln')} -s {shlex.quote(entry.target)} {shlex.quote(dest)}"]
+    if entry.path.exists():
+        return _bind(entry.path, dest, writable=False, is_dir=entry.path.is_dir())
+    return []
+
+
 def _script(spec: SandboxSpec, root: Path) -> str:
     r = str(root)
     mkdir, mount, ln = _tool("mkdir"), _tool("mount"), _tool("ln")
     lines = ["set -e", f"{mount} -t tmpfs -o mode=755 assay-root {shlex.quote(r)}"]
-    for entry in toolchain():
-        dest = r + str(entry.target if isinstance(entry, ReadOnly) else entry.path)
-        if isinstance(entry, Symlink):
-            lines.append(f"{ln} -s {shlex.quote(entry.target)} {shlex.quote(dest)}")
-        elif isinstance(entry, ReadOnly) and entry.path.exists():
-            lines += _bind(entry.path, dest, writable=False, is_dir=entry.path.is_dir())
+    view = toolchain()
+    for entry in (e for e in view if not below_private_tmp(e)):
+        lines += _view_lines(entry, r)
     lines += [f"{mkdir} -p {r}/proc && {mount} -t proc proc {r}/proc",
               f"{mount} --bind {r}/proc/sys {r}/proc/sys && {mount} -o remount,bind,ro {r}/proc/sys",
               f"{mkdir} -p {r}/dev && {mount} -t tmpfs -o mode=755 dev {r}/dev"]
@@ -72,6 +78,8 @@ def _script(spec: SandboxSpec, root: Path) -> str:
     lines += [f"{ln} -s /proc/self/fd {r}/dev/fd", f"{mkdir} -p {r}/dev/shm"]
     size = f",size={spec.limits.tmp_mb}m" if spec.limits.tmp_mb is not None else ""
     lines += [f"{mkdir} -p {r}/tmp {r}/var/tmp && {mount} -t tmpfs -o mode=1777{size} tmp {r}/tmp"]
+    for entry in (e for e in view if below_private_tmp(e)):
+        lines += _view_lines(entry, r)
     for overlay in spec.overlays:
         opts = f"lowerdir={overlay.lower},upperdir={overlay.upper},workdir={overlay.work}"
         dest = shlex.quote(r + str(overlay.dest))

@@ -96,6 +96,21 @@ def etc_snapshot() -> Path:
     return folder
 
 
+PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
+"""Folders every sandbox gets fresh and empty; a toolchain path below them is bound after them."""
+
+
+def below_private_tmp(entry: ViewEntry) -> bool:
+    """True when the entry lives under a private tmp folder and must be bound after its tmpfs.
+
+    A project checked out under /tmp (CI clones often are) has its virtualenv there; bound
+    before the private /tmp is mounted, it would vanish under it and the sandbox could not
+    start its own interpreter.
+    """
+    where = entry.target if isinstance(entry, ReadOnly) else entry.path
+    return any(where == tmp or tmp in where.parents for tmp in PRIVATE_TMP)
+
+
 def toolchain(extra: tuple[Path, ...] = ()) -> list[ViewEntry]:
     """The read-only toolchain view, host-specific: what exists here, as it exists here."""
     entries: list[ViewEntry] = []

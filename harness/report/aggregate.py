@@ -16,6 +16,7 @@ from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
+from harness.report.wallclock import WallClock
 
 GroupKey = tuple[GroupBy, str, str | None, str, str]
 RunRow = tuple[Any, ...]
@@ -69,6 +70,7 @@ class Aggregator:
         self.agents: set[str] = set()
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
+        self.wallclock = WallClock()
 
     def add(self, run: RunFacts | Unreadable) -> None:
         if isinstance(run, Unreadable):
@@ -92,6 +94,7 @@ class Aggregator:
                 (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
             )
         self.diag.add(run)
+        self.wallclock.add(run.version, run.concurrent, run.dir)
         self.runs.append(
             (
                 run.dir,
@@ -120,6 +123,7 @@ class Aggregator:
                 self.scenario_tags[scenario] = tags
         self.pairs.merge(other.pairs)
         self.diag.merge(other.diag)
+        self.wallclock.merge(other.wallclock)
         for cond, levels in other.levels.items():
             self.levels.setdefault(cond, levels)
         self.control_cells |= other.control_cells
@@ -257,7 +261,8 @@ class Aggregator:
                 cells=cells,
                 uplifts=uplifts,
                 condition_rows=condition_rows,
-            ),
+            )
+            + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
             runs=self.run_entries(),
         )

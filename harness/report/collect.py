@@ -92,6 +92,8 @@ class RunFacts:
     sections: dict[str, Any]
     artifacts: tuple[str, ...]
     regrade: RegradeChange | None
+    concurrent: bool = False
+    """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
 
     @property
     def tokens(self) -> float | None:
@@ -383,4 +385,5 @@ def collect(
             sections=sections,
             artifacts=tuple(a for a in ARTIFACTS if a in files),
             regrade=change,
+            concurrent=run.concurrent,
         )

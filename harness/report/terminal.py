@@ -43,7 +43,34 @@ def render_terminal(summary: Summary) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     for r in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
+    lines.extend(_version_lines(summary))
     warnings = [d for d in summary.diagnostics if d.severity != "info"]
     if warnings:
         lines.append(f"{len(warnings)} diagnostic warning(s): see report.md")
     return "\n".join(lines)
+
+
+def _version_lines(summary: Summary) -> list[str]:
+    """A version comparison's pooled uplift deltas, each beside its agent's control drift."""
+    h = summary.header
+    deltas = [d for d in summary.version_deltas if d.scenario is None]
+    if not deltas:
+        return []
+    drift = {d.agent: d for d in summary.control_drift}
+    rows = [["agent", "condition", f"uplift @{h.baseline}", f"uplift @{h.candidate}", "delta", "control drift"]]
+    for d in deltas:
+        cd = drift.get(d.agent)
+        rows.append(
+            [
+                d.agent,
+                d.condition,
+                signed(d.baseline.value) if d.baseline else "—",
+                signed(d.candidate.value) if d.candidate else "—",
+                signed(d.value),
+                f"{signed(cd.value)} ({cd.baseline} -> {cd.candidate})" if cd else "—",
+            ]
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    out = [f"version comparison {h.baseline} -> {h.candidate} (negative delta: the tool helped less):"]
+    out += ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    return out

@@ -127,10 +127,15 @@ def child_env(**extra: str) -> dict[str, str]:
 def spawn(
     argv: list[str], *, log: Path, env: dict[str, str], new_session: bool = True
 ) -> subprocess.Popen[bytes]:
-    """A background process writing stdout and stderr to log."""
+    """A background process writing stdout and stderr to log, started in log's folder.
+
+    Not in this checkout: `python -m` puts the working directory first on sys.path, and the
+    processes must import assay from their PYTHONPATH.
+    """
     with log.open("wb") as sink:
         return subprocess.Popen(
             argv,
+            cwd=log.parent,
             env=env,
             stdout=sink,
             stderr=subprocess.STDOUT,

@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import random
+import re
 import shutil
 import signal
 import subprocess
@@ -48,28 +49,45 @@ def _wait_for(condition: object, what: str, seconds: float = 120.0) -> None:
         time.sleep(0.05)
 
 
+_TIMINGS = frozenset({"graded_at", "duration_s", "started_at", "ended_at", "t"})
+
+
+_RUFF_CACHE = re.compile(r"^\.ruff_cache/[^/]+/\d+$")
+
+
+def _untimed(value: object) -> object:
+    """A grade without its timings, and with ruff's cache files (named by a hash of the
+    workspace's absolute path, so different in any two run trees) under one name."""
+    if isinstance(value, dict):
+        return {k: _untimed(v) for k, v in sorted(value.items()) if k not in _TIMINGS}
+    if isinstance(value, list):
+        return [_untimed(v) for v in value]
+    if isinstance(value, str) and _RUFF_CACHE.match(value):
+        return ".ruff_cache/<hash of the workspace path>"
+    return value
+
+
 def _verdicts(runs: Path) -> dict[str, tuple[object, ...]]:
     """What a report reads from each run: exit, error, invalid, how many unsafe edits, the grade.
 
-    Unsafe-edit names and diff.patch are not compared byte for byte: a tool's cache in the
-    workspace (ruff's) is keyed by the workspace's absolute path, which differs between any two
-    run trees, local or not.
+    The whole grade.json is compared, timings and ruff's path-keyed cache names aside;
+    diff.patch is not (it holds that cache's bytes).
     """
     found: dict[str, tuple[object, ...]] = {}
     for run_dir in find_runs(runs):
         record = read_run(run_dir)
         grade = read_grade(run_dir)
+        passed = None if grade is None else grade.passed
         graded = None
-        if grade is not None:
-            graded = (
-                grade.status.value,
-                grade.passed,
-                grade.usable,
-                grade.failed_layers,
-                tuple((c.id, c.outcome) for c in grade.checks),
-            )
+        if (run_dir / "grade.json").is_file():
+            data = json.loads((run_dir / "grade.json").read_text())
+            # Order against the last write: snapshot times are when the watcher saw a write, so a
+            # command run within milliseconds of it lands on either side, on any executor.
+            data["expectations"] = sorted(e["id"] for e in data.get("expectations", []))
+            data.get("friction", {}).pop("identical_repeats", None)
+            graded = json.dumps(_untimed(data), sort_keys=True)
         edits = len(record.unsafe_edits)
-        found[record.job_id] = (record.exit_code, record.error, record.invalid, edits, graded)
+        found[record.job_id] = (record.exit_code, record.error, record.invalid, edits, passed, graded)
     return found
 
 
@@ -127,7 +145,7 @@ def test_demo_matrix_survives_a_killed_worker_and_client_then_resumes_every_tria
     local = _verdicts(local_runs)
     total = len(local)
     assert total >= 12
-    assert {v[-1][1] for v in local.values() if v[-1] is not None} == {True, False}, "the demo mixes verdicts"
+    assert {v[4] for v in local.values()} == {True, False}, "the demo mixes verdicts"
 
     cluster.add_worker("a")
     cluster.add_worker("b")
@@ -418,3 +436,33 @@ def test_fail_fast_stops_the_trials_on_the_cluster(cluster: Cluster, project: Pa
     assert "failed 1" in summary and "skipped" in summary, done.stderr
     finished = [read_run(p) for p in find_runs(tmp_path / "runs")]
     assert len([r for r in finished if not r.interrupted]) == 1
+
+
+def test_a_worker_running_other_assay_code_is_refused(
+    cluster: Cluster, project: Path, tmp_path: Path
+) -> None:
+    other = tmp_path / "other-assay"
+    for package in ("compiler", "harness", "adapters"):
+        shutil.copytree(ROOT / package, other / package, ignore=shutil.ignore_patterns("__pycache__"))
+    with (other / "harness" / "records.py").open("a") as fh:
+        fh.write("# a different build\n")
+    cluster.add_worker("stranger", PYTHONPATH=str(other))
+    control, _binary = cells()
+    done = subprocess.run(
+        assay(
+            project,
+            "--executor",
+            "dask",
+            "--scheduler-file",
+            str(cluster.scheduler_file),
+            runs=tmp_path / "runs",
+            jobs=write_jobs(tmp_path / "jobs", [make_job(command_agent("true"), control, 1)]),
+        ),
+        env=child_env(),
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2, done.stderr
+    assert "run different assay code than this client" in done.stderr
+    assert find_runs(tmp_path / "runs") == []

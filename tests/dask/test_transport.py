@@ -30,6 +30,8 @@ def test_job_paths_are_the_outermost_project_paths_a_job_names(project: Path) ->
     assert job_paths(job, project) == ["scenarios/fix", "scripts/fixer.yaml", "tools/bin"]
     other = make_job(command_agent("cat /etc/hostname runs/x generated/y"), binary, 1)
     assert job_paths(other, project) == ["scenarios/fix", "tools/bin"]
+    (project / "specs" / "expectations").mkdir(parents=True)  # the grader reads it: always shipped
+    assert job_paths(job, project) == ["scenarios/fix", "scripts/fixer.yaml", "specs", "tools/bin"]
 
 
 def test_tree_digest_follows_content_and_exec_bit_not_mtime(project: Path) -> None:

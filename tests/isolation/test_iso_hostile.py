@@ -201,7 +201,9 @@ def test_attack_flood_stdout(trial: Trial) -> None:
         assert proc.stdout is not None
         taken = 0
         while taken < cap:
-            taken += len(proc.stdout.read(65536))
+            chunk = proc.stdout.read(65536)
+            assert chunk, "the sandboxed flood ended before the cap: it did not start"
+            taken += len(chunk)
         os.killpg(proc.pid, signal.SIGKILL)  # the runner's output cap does exactly this
         proc.stdout.close()
         assert proc.wait(timeout=10) != 0

@@ -120,3 +120,40 @@ def test_state_setup_writing_into_the_working_tree_is_an_error(project: Path, tm
     record = run_trial(job, project=project, run_dir=tmp_path / "run")
     assert record.error is not None and "wrote into the working tree (app/leak.txt)" in record.error
     assert grade_run(tmp_path / "run").status == RunStatus.FAILED_TO_RUN
+
+
+def test_an_infra_retry_in_a_later_step_starts_where_that_step_began(project: Path, tmp_path: Path) -> None:
+    (project / "incident.log").write_text(LOG)
+    # step two's first attempt scribbles over the tree and the state, then fails as infrastructure (75)
+    agent = command_agent(
+        'if grep -q one; then echo one >> app/main.py; echo kept > "$BENCH_STATE_DIR/memo"; exit 0; fi; '
+        'if [ ! -f "$TMPDIR/tried" ]; then touch "$TMPDIR/tried"; echo junk >> app/main.py; '
+        'echo junk > "$BENCH_STATE_DIR/memo"; rm clue.log; exit 75; fi; '
+        'cat clue.log > /dev/null && cat "$BENCH_STATE_DIR/memo" > app/seen.txt'
+    )
+    steps = (Step(name="one", prompt="one\n"), Step(name="two", prompt="two\n", evidence={"clue.log": "incident.log"}))
+    job = _with(make_job(agent=agent, cell=none_cell(state_dir=True), writable=("**",)), steps)
+    run = tmp_path / "run"
+    record = run_trial(job, project=project, run_dir=run)
+    assert record.error is None, record.traceback or record.error
+    assert record.infra_retries == 1
+    main = (run / "workspace" / "app" / "main.py").read_text()
+    assert main.count("one") == 1 and "junk" not in main  # step one's work kept, the failed attempt's gone
+    assert (run / "workspace" / "app" / "seen.txt").read_text().strip() == "kept"
+    assert not (run / "workspace" / "clue.log").exists()
+
+
+def test_events_checks_read_the_preserved_state(project: Path, tmp_path: Path) -> None:
+    agent = command_agent('if grep -q one; then echo \'{"event": "write", "key": "k"}\' >> "$BENCH_STATE_DIR/events.jsonl"; fi')
+    steps = (Step(name="one", prompt="one\n"), Step(name="two", prompt="two\n"))
+    check = CheckSpec(id="recorded", kind="events", params={"where": {"event": "write"}, "min": 1})
+    verdicts = {}
+    for label, state_dir in (("treated", True), ("control", False)):
+        job = _with(make_job(agent=agent, cell=none_cell(state_dir=state_dir)), steps, (check,))
+        record = run_trial(job, project=project, run_dir=tmp_path / label)
+        assert record.error is None, record.traceback
+        grade = grade_run(tmp_path / label)
+        verdicts[label] = next(c.outcome for c in grade.checks if c.id == "recorded")
+    # the control's step-one events exist (steps/step-01/state) but never reached the run's state
+    assert verdicts == {"treated": "pass", "control": "fail"}
+    assert (tmp_path / "control" / "steps" / "step-01" / "state" / "events.jsonl").is_file()

@@ -1,0 +1,1 @@
+"""authsvc: logins, refresh-token rotation and the auth cookies of the shop's web app."""

@@ -1,0 +1,1 @@
+"""shop: the storefront's pages and static assets."""

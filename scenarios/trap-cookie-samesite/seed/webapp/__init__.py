@@ -1,0 +1,1 @@
+"""webapp: the shop's login and the auth cookies it sets."""
