@@ -72,7 +72,6 @@ def write_reports(summary: Summary, out: Path, formats: tuple[str, ...]) -> list
             from harness.report.junit import render_junit
 
             write_atomic(path, render_junit(summary))
-        path.chmod(0o644)  # reports are for reading by anyone; the atomic writer creates them 0600
         written.append(path)
     return written
 

@@ -182,3 +182,11 @@ def test_plan_from_a_summary(tmp_path: Path) -> None:
         "control none/none/off passed 1/2" in proc.stdout and "graded runs per condition: 93" in proc.stdout
     )
     assert assay("plan", "--uplift", "0.2").returncode == 2
+
+
+def test_atomic_writes_are_readable_by_others(tmp_path: Path) -> None:
+    from harness.records import write_atomic
+
+    target = tmp_path / "report.md"
+    write_atomic(target, "x\n")
+    assert target.stat().st_mode & 0o777 == 0o644
