@@ -145,6 +145,7 @@ class ScenarioJob(Frozen):
     notable_exits: tuple[int, ...] = Field(default=(3, 4), description="Tool exit codes reported as findings (candidate owner/environment gaps).")
     forbid_words: tuple[str, ...] = Field(default=(), description="Words the prompt must not contain.")
     state_setup: tuple[str, ...] = Field(default=(), description="Scenario-level commands that seed the treatment's state directory.")
+    judges: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Provider configurations of the LLM judges this scenario's `judge` checks name (from the project's `judges:`).")
 
 
 class Limits(Frozen):

@@ -103,6 +103,13 @@ def _checks(c: Collector, doc: Doc, spec: ScenarioDoc, kinds: dict[str, CheckKin
     return checks, paths, seen
 
 
+def _judges(checks: list[CheckSpec], project: ProjectDoc) -> dict[str, dict[str, Any]]:
+    """The project's configurations of the judges these checks name; a name the project does
+    not configure stays out, and its check grades `unavailable` (the judge is off by default)."""
+    names = {str(chk.params.get("model", "default")) for chk in checks if chk.kind == "judge"}
+    return {name: project.judges[name].model_dump(exclude_none=True) for name in sorted(names) if name in project.judges}
+
+
 def _negatives(c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, own: str,
                seen: dict[str, int]) -> list[Negative]:
     """Negatives: each names known checks and has an overlay folder or a patch; no stray overlay folders."""
@@ -175,6 +182,7 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
         notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
+        judges=_judges(checks, project),
     )
     return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), files=src.inputs.under(folder), prompt_file=prompt_file)
 

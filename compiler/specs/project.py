@@ -67,6 +67,20 @@ class AuthorityDoc(SpecModel):
     description: str | None = Field(default=None, description="What the authority is.")
 
 
+class JudgeDoc(SpecModel):
+    """An LLM judge provider for `judge` checks; off unless the project names one."""
+
+    provider: Literal["anthropic", "openai"] = Field(description="Wire protocol: Anthropic Messages or OpenAI-compatible Chat Completions.")
+    model: str = Field(description="Model id sent to the provider.")
+    base_url: str | None = Field(default=None, description="Endpoint base URL; default: the provider's public API.")
+    api_key_env: str | None = Field(default=None, description="Environment variable holding the API key (read by the grader, never put in a job).")
+    api_key: str | None = Field(default=None, description="A literal key, for local scripted servers only.")
+    max_tokens: int | None = Field(default=None, description="Answer length limit.")
+    timeout_s: float | None = Field(default=None, description="Per-request timeout.")
+    retries: int | None = Field(default=None, description="Retries on 408/429/5xx/529 and connection errors.")
+    extra_headers: dict[str, str] | None = Field(default=None, description="Extra HTTP headers.")
+
+
 class DefaultsDoc(SpecModel):
     """Project-wide defaults of every matrix."""
 
@@ -91,4 +105,5 @@ class ProjectDoc(SpecModel):
     constraints: list[ConstraintDoc] = Field(default_factory=list, description="Rules that prune cells.")
     control: str = Field(description="The control cell, levels joined by '/'.")
     defaults: DefaultsDoc | None = Field(default=None, description="Defaults of every matrix.")
+    judges: dict[str, JudgeDoc] = Field(default_factory=dict, description="LLM judges by name; a `judge` check names one with `model:` (default `default`).")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

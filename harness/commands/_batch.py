@@ -62,6 +62,19 @@ def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
     return {"scheduler": args.scheduler, "scheduler_file": args.scheduler_file, "resources": resources}
 
 
+def _check_judges(jobs: list[Job]) -> None:
+    """Refuse a misconfigured LLM judge before any trial runs, not at its first grade."""
+    configs = {name: cfg for job in jobs for name, cfg in job.scenario.judges.items()}
+    if not configs:
+        return
+    from harness.grade import JudgeConfigError, check_judge_config
+
+    try:
+        check_judge_config(configs)
+    except JudgeConfigError as exc:
+        raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
+
+
 def run_jobs(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -72,6 +85,7 @@ def run_jobs(
 ) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
+    _check_judges(jobs)
     options = _executor_options(args)
     if args.executor == "dask":
         args.parallel = args.parallel or 0  # per worker; 0: as many as each worker has threads

@@ -16,7 +16,7 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -25,6 +25,7 @@ from harness.checks import CheckContext, run_checks
 from harness.grade import derive, expectations, snapvalid, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
+from harness.grade.judging import JudgeConfigError, check_judge_config
 from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
 from harness.gradeschema import Snapshots
 from harness.isolation.checks import check_wrapper
@@ -190,6 +191,8 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
                 f"the scenario's hidden grader files ({scenario.grader}) are not available; pass the project"
             )
         exps = expectations.resolve(scenario.expectations, expectations.library(project))
+        if judge is None and scenario.judges:
+            judge = judges_of(scenario.judges)
         base["grader_hash"] = proj.grader_hash(scenario, grader_dir, exps)
         base["unverified_runtime_claims"] = scenario.runtime_only
         why = failed_to_run(record)
@@ -215,6 +218,32 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         return _judge(view, workspace, judge, scenario.notable_exits, project, base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
+
+
+class _UnusableJudge:
+    """Stands in for a judge whose configuration cannot work, so its checks say why."""
+
+    def __init__(self, reason: str) -> None:
+        self.reason = reason
+
+    def judge(self, rubric: str, transcript: str) -> Any:
+        raise JudgeConfigError(self.reason)
+
+
+def judges_of(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The judges a scenario's job names (the project's `judges:`), built for grading.
+
+    A judge that cannot be built makes only its own checks `unavailable`, with the reason:
+    `assay matrix` refuses such a configuration before any trial, so this is a regrade
+    elsewhere (a missing API key variable, say), not a surprise mid-matrix.
+    """
+    built: dict[str, Any] = {}
+    for name, config in configs.items():
+        try:
+            built.update(check_judge_config({name: config}))
+        except JudgeConfigError as exc:
+            built[name] = _UnusableJudge(str(exc))
+    return built
 
 
 def _judge(
