@@ -5,6 +5,11 @@ every new version to `snapshots/NNN-<name>`, with one line per snapshot in
 `snapshots/index.jsonl` (t, file, snapshot, bytes, sha256; `deleted` when the file vanished).
 Polling is portable and cheap for a handful of files; a write and a rewrite within one poll
 interval show as one version.
+
+`t` is when the write happened, not when the watcher noticed it: the file's mtime, clamped
+into the interval since the previous look (an agent cannot date a write outside the window
+in which it must have happened). Poll times alone made "ran the check after the last write"
+flip with machine load.
 """
 
 from __future__ import annotations
@@ -35,11 +40,13 @@ class Watcher:
         self._stop = threading.Event()
         self._seen: dict[str, str | None] = {}
         self._count = 0
+        self._looked = time.time()
         self._thread = threading.Thread(target=self._loop, name="snapshots", daemon=True)
 
     def __enter__(self) -> Watcher:
         for name in self._files:
             self._seen[name] = self._digest(self._ws / name)
+        self._looked = time.time()
         if self._files:
             self._out.mkdir(parents=True, exist_ok=True)
             self._thread.start()
@@ -64,12 +71,21 @@ class Watcher:
         except (FileNotFoundError, IsADirectoryError, PermissionError):
             return None
 
+    def _written(self, name: str, since: float, now: float) -> float:
+        try:
+            mtime = (self._ws / name).lstat().st_mtime
+        except OSError:
+            return now  # deleted: it went some time in the window; say when it was seen gone
+        return min(max(mtime, since), now)
+
     def _loop(self) -> None:
         while not self._stop.wait(self._interval):
             self.poll()
 
     def poll(self) -> None:
         """Record every watched file whose content changed since the last look."""
+        since, now = self._looked, time.time()
+        self._looked = now
         for name in self._files:
             try:  # never through a symlink: one to the reference would copy it into the run's artifacts
                 data: bytes | None = read_inside(self._ws, name)
@@ -80,7 +96,7 @@ class Watcher:
                 continue
             self._seen[name] = digest
             self._count += 1
-            row: dict[str, object] = {"t": time.time(), "index": self._count, "file": name}
+            row: dict[str, object] = {"t": self._written(name, since, now), "index": self._count, "file": name}
             if data is None:
                 row["deleted"] = True
             else:
