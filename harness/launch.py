@@ -38,11 +38,13 @@ class Launcher:
     """Name of the command's cgroups (the job id)."""
     refused: list[str] = field(default_factory=list)
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
+    prefix: tuple[str, ...] = ()
+    """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
         """What `argv` may see and do."""
         return SandboxSpec(
-            argv=list(argv),
+            argv=[*self.prefix, *argv],
             cwd=self.cwd,
             env=dict(self.env),
             home=self.home,

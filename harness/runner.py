@@ -65,6 +65,7 @@ def _launcher(
     provided: provision.Provided,
     iso: Isolation,
     extra: tuple[Mount, ...] = (),
+    prefix: tuple[str, ...] = (),
 ) -> Launcher:
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
@@ -95,7 +96,9 @@ def _launcher(
         env=env,
         home=paths.home,
         mounts=mounts,
-        network=job.cell.provisions.network,
+        # Under network: on with a gateway (prefix: its forwarder) the sandbox keeps its own network
+        # namespace as under off, and reaches the network only through the gateway's proxy.
+        network=job.cell.provisions.network and not prefix,
         limits=SandboxLimits(
             memory_mb=lim.memory_mb,
             pids=lim.pids,
@@ -104,6 +107,7 @@ def _launcher(
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
+        prefix=prefix,
         watch=(paths.workspace, paths.home, paths.tmp, paths.state),
         label=job.id,
     )
@@ -231,7 +235,9 @@ def run_trial(
         gw = gateways.enter_context(gateway_trial.for_trial(job, args, run_dir=run_dir, isolation=iso))
         env = build(job, paths, agent_args=gw.args if gw else args)
         env = gw.scrub(env) if gw else env
-        launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else ())
+        carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
+        launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else (),
+                             prefix=tuple(gw.wrap([])) if gw and carried else ())
         _setup(job, launcher, paths)
         multistep.seed_state(job, launcher, paths)
         workspace.commit_baseline(ws)
@@ -243,7 +249,7 @@ def run_trial(
         # counts every row as the agent's tool use), so their rows are kept aside.
         if paths.trace.is_file():
             paths.trace.replace(paths.run_dir / ".assay" / "pre-agent-trace.jsonl")
-        session = Session(job, launcher, ws, paths, gw.wrap(argv) if gw else argv, cancel)
+        session = Session(job, launcher, ws, paths, gw.wrap(argv) if gw and not carried else argv, cancel)
         sessions = multistep.sessions(job)
         for index, spec in enumerate(sessions, start=1):
             if spec.fresh_repo and index > 1:

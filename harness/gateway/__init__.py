@@ -8,7 +8,10 @@ an agent CLI gets an ordinary TCP base URL. The gateway forwards a request only 
 its path matches a route of the agent spec's model endpoints, injects the API key
 itself (the sandbox gets a placeholder), reads the usage off every response, streaming
 or not, and writes one line per request — refused ones included — to its own log, an
-account of tokens independent of what the adapter reports.
+account of tokens independent of what the adapter reports. Under `network: on`
+(`open_network=True`) it is also the sandbox's forward proxy with an open allowlist
+(`egress.py`: CONNECT tunnels and absolute-URI requests, each a log line too), so the
+sandbox keeps its own network namespace and every run has a traffic log.
 
     with Gateway(run_dir / "gateway", [Route("anthropic", "https://…", headers={"x-api-key": key})],
                  log_path=run_dir / "gateway.jsonl") as gw:
@@ -66,8 +69,10 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class Gateway:
     """A running gateway; a context manager that removes its socket on exit."""
 
-    def __init__(self, folder: Path, routes: Iterable[Route], *, log_path: Path) -> None:
+    def __init__(self, folder: Path, routes: Iterable[Route], *, log_path: Path, open_network: bool = False) -> None:
         self.folder = folder
+        self.open_network = open_network
+        """Also a forward proxy with an open allowlist (`network: on`), see `harness.gateway.egress`."""
         self.routes = {route.name: route for route in routes}
         self.log_path = log_path
         self._server: _UnixServer | None = None
@@ -85,7 +90,7 @@ class Gateway:
             raise ValueError(f"{self.folder}: the gateway folder is bound into the sandbox and must hold nothing else")
         self.socket_path.unlink(missing_ok=True)
         shutil.copyfile(Path(__file__).with_name(FORWARDER_NAME), self.folder / FORWARDER_NAME)
-        proxy = Proxy(self.routes, self.log_path)
+        proxy = Proxy(self.routes, self.log_path, open_network=self.open_network)
         handler = type("BoundHandler", (Handler,), {"proxy": proxy})
         self._server = _UnixServer(str(self.socket_path), handler)
         self.socket_path.chmod(0o666)  # the sandbox's uid may differ from ours

@@ -23,17 +23,19 @@ class GatewayRecord(BaseModel):
     t: float = Field(description="Epoch seconds when the request arrived.")
     duration_s: float = Field(description="Seconds until the response was fully relayed (or refused).")
     method: str = Field(description="HTTP method.")
-    path: str = Field(description="Path as the agent sent it, route prefix included.")
+    path: str = Field(description="Path as the agent sent it, route prefix included (the URL or host:port of a proxy request).")
     route: str | None = Field(description="Route name, None when no route matched.")
     upstream: str | None = Field(default=None, description="URL forwarded to, None when refused.")
     allowed: bool = Field(description="The request was forwarded.")
     reason: str = Field(default="", description="Why it was refused, or the upstream error.")
     status: int = Field(description="HTTP status relayed to the agent.")
     stream: bool = Field(default=False, description="The response was server-sent events.")
-    request_bytes: int = Field(default=0, description="Request body size.")
-    response_bytes: int = Field(default=0, description="Response body size relayed.")
+    request_bytes: int = Field(default=0, description="Request body size (bytes up a CONNECT tunnel).")
+    response_bytes: int = Field(default=0, description="Response body size relayed (bytes down a CONNECT tunnel).")
     model: str | None = Field(default=None, description="Model named by the response (or the request).")
     usage: Usage | None = Field(default=None, description="Usage read off the response; None when it had none.")
+    host: str | None = Field(default=None, description="Target host of a proxy request or CONNECT tunnel.")
+    port: int | None = Field(default=None, description="Target port of a proxy request or CONNECT tunnel.")
 
 
 class LogWriter:

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from harness.gateway import egress
 from harness.gateway.log import GatewayRecord, LogWriter, dumps
 from harness.gateway.usage import UsageReader
 
@@ -28,9 +29,11 @@ MAX_BODY = 64 * 1024 * 1024
 class Proxy:
     """Routes and the log, shared by every connection."""
 
-    def __init__(self, routes: Mapping[str, Route], log_path: Path) -> None:
+    def __init__(self, routes: Mapping[str, Route], log_path: Path, *, open_network: bool = False) -> None:
         self.routes = routes
         self.log = LogWriter(log_path)
+        self.open_network = open_network
+        """`network: on`: CONNECT tunnels and absolute-URI requests are carried (see `egress`)."""
 
     def match(self, method: str, path: str) -> tuple[Route | None, str, str]:
         """(route, upstream path, refusal reason); the reason is empty when allowed."""
@@ -95,6 +98,9 @@ class Handler(BaseHTTPRequestHandler):
     def _handle(self) -> None:
         started, clock = time.time(), time.monotonic()
         body = self._body()
+        if self.path.startswith(("http://", "https://")):  # a forward-proxy request, never a model route
+            egress.forward(self, body)
+            return
         route, upstream_path, reason = self.proxy.match(self.command, self.path)
         requested_model = _model_of(body)
         fields: dict[str, Any] = {"t": started, "method": self.command, "path": self.path,
@@ -176,11 +182,7 @@ class Handler(BaseHTTPRequestHandler):
     do_GET = do_POST = do_PUT = do_PATCH = do_DELETE = do_HEAD = _handle
 
     def do_CONNECT(self) -> None:
-        self.close_connection = True
-        self._reply(403, {"type": "error", "error": {"type": "gateway_refused", "message": "no tunnels"}},
-                    lambda sent: self.proxy.log.write(GatewayRecord(
-                        t=time.time(), duration_s=0.0, method="CONNECT", path=self.path, route=None, allowed=False,
-                        reason="CONNECT tunnels are refused", status=403, response_bytes=sent)))
+        egress.tunnel(self)
 
 
 def _model_of(body: bytes) -> str | None:

@@ -15,7 +15,6 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import socket
 import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
@@ -54,19 +53,30 @@ class TrialGateway:
         """The agent's argv behind the in-sandbox forwarder."""
         return self.gateway.wrap_argv(argv, port=self.port)
 
+    @property
+    def carries_network(self) -> bool:
+        """`network: on`: the sandbox keeps its own network namespace and gets out only through here."""
+        return self.gateway.open_network
+
     def scrub(self, env: Mapping[str, str]) -> dict[str, str]:
-        """The sandbox environment without the injected key."""
-        return {k: v for k, v in env.items() if k not in self.hidden_env}
+        """The sandbox environment without the injected key; under `network: on` with the proxy variables."""
+        kept = {k: v for k, v in env.items() if k not in self.hidden_env}
+        return {**kept, **proxy_env(self.port)} if self.carries_network else kept
 
     def summary(self) -> dict[str, Any]:
         """For run.json: the log's path and its totals (the independent usage account)."""
         return {"log": LOG_NAME, **usage_totals(self.gateway.log_path)}
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def proxy_env(port: int) -> dict[str, str]:
+    """The variables that send a client's traffic through the in-sandbox forwarder to the gateway.
+
+    `NO_PROXY` keeps the model route (`http://127.0.0.1:PORT/model`) a direct request.
+    """
+    url = f"http://127.0.0.1:{port}"
+    no_proxy = "127.0.0.1,localhost"
+    return {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url, "ALL_PROXY": url,
+            "all_proxy": url, "NO_PROXY": no_proxy, "no_proxy": no_proxy}
 
 
 def _key_headers(job: Job, args: Mapping[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -83,25 +93,28 @@ def _key_headers(job: Job, args: Mapping[str, Any]) -> tuple[dict[str, str], tup
 
 @contextlib.contextmanager
 def for_trial(job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Isolation) -> Iterator[TrialGateway | None]:
-    """A gateway for the trial's model endpoint, or None when there is nothing to put behind one.
+    """A gateway for the trial, or None when there is nothing to put behind one.
 
-    None when the agent names no `base_url`, or the isolation is `none` (no sandbox to keep the
-    traffic in; the endpoint is then used directly). `network: on` gets an open allowlist on the
-    model's host and a free port, since the sandbox then shares the host's loopback.
+    None when the isolation is `none` (no sandbox to keep the traffic in; the endpoint is then
+    used directly), or under `network: off` when the agent names no `base_url` (the sandbox then
+    has no network at all). Under `network: on` there is always one: the sandbox keeps its own
+    network namespace and the gateway is also its forward proxy with an open allowlist, so every
+    run has a traffic log; the model route is then open on any path.
     """
     upstream = args.get("base_url")
-    if not isinstance(upstream, str) or not upstream.startswith(("http://", "https://")) or isolation.name == "none":
+    network = job.cell.provisions.network
+    has_model = isinstance(upstream, str) and upstream.startswith(("http://", "https://"))
+    if isolation.name == "none" or not (has_model or network):
         yield None
         return
-    network = job.cell.provisions.network
-    headers, hidden = _key_headers(job, args)
-    route = Route(ROUTE, upstream, paths=None if network else MODEL_PATHS, headers=headers)
-    port = _free_port() if network else DEFAULT_PORT
+    headers, hidden = _key_headers(job, args) if has_model else ({}, ())
+    routes = [Route(ROUTE, str(upstream), paths=None if network else MODEL_PATHS, headers=headers)] if has_model else []
+    port = DEFAULT_PORT  # the sandbox's own loopback, under on as under off
     # The socket's folder is short and outside the run dir: a Unix socket path may not exceed
     # 107 bytes, and a run dir deep in a project easily does.
     folder = Path(tempfile.mkdtemp(prefix="assay-gw-"))
-    gateway = Gateway(folder, [route], log_path=run_dir / LOG_NAME)
-    rewritten = {**args, "base_url": gateway.base_url(ROUTE, port=port)}
+    gateway = Gateway(folder, routes, log_path=run_dir / LOG_NAME, open_network=network)
+    rewritten = {**args, "base_url": gateway.base_url(ROUTE, port=port)} if has_model else dict(args)
     if headers:
         rewritten.pop("api_key_env", None)
         rewritten["api_key"] = PLACEHOLDER_KEY

@@ -47,14 +47,31 @@ def test_key_moves_from_sandbox_to_gateway(tmp_path: Path, monkeypatch: pytest.M
     assert not sock.parent.exists()
 
 
-def test_network_on_opens_the_allowlist_on_a_free_port(tmp_path: Path) -> None:
+def test_network_on_opens_the_allowlist_and_the_proxy(tmp_path: Path) -> None:
     with for_trial(_job(network=True), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path,
                    isolation=BwrapIsolation()) as gw:
         assert gw is not None
         assert gw.gateway.routes["model"].paths is None
-        assert gw.port != 8765
+        assert gw.port == 8765 and gw.carries_network  # the sandbox's own loopback, as under off
         proxy = Proxy(gw.gateway.routes, tmp_path / "x.jsonl")
         assert proxy.match("GET", "/model/anything/at/all")[2] == ""
+        env = gw.scrub({"PATH": "/bin"})
+        assert env["HTTPS_PROXY"] == env["http_proxy"] == env["ALL_PROXY"] == "http://127.0.0.1:8765"
+        assert env["NO_PROXY"] == "127.0.0.1,localhost" and env["PATH"] == "/bin"
+
+
+def test_network_on_has_a_gateway_even_without_a_model(tmp_path: Path) -> None:
+    with for_trial(_job(network=True), {"model": "m"}, run_dir=tmp_path, isolation=BwrapIsolation()) as gw:
+        assert gw is not None and gw.gateway.routes == {} and gw.carries_network
+        assert gw.args == {"model": "m"} and "HTTP_PROXY" in gw.scrub({})
+    with for_trial(_job(network=True), {"model": "m"}, run_dir=tmp_path, isolation=select("none")) as gw:
+        assert gw is None
+
+
+def test_network_off_sets_no_proxy_variables(tmp_path: Path) -> None:
+    with for_trial(_job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=BwrapIsolation()) as gw:
+        assert gw is not None and not gw.carries_network
+        assert not any("proxy" in k.lower() for k in gw.scrub({"PATH": "/bin"}))
 
 
 def test_network_off_allows_only_model_paths(tmp_path: Path) -> None:
