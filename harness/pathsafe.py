@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import errno
 import fnmatch
+import functools
 import os
 import re
 import shutil
@@ -156,27 +157,38 @@ def copy_tree(src: Path, dest: Path, *, skip: Iterable[str] = ()) -> list[str]:
     return skipped
 
 
-def _glob_regex(pattern: str) -> re.Pattern[str]:
-    out = ""
+@functools.lru_cache(maxsize=1024)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A workspace-relative glob as a regex: `*` and `?` stay in one folder, `**` crosses
+    folders, a trailing `dir/` means everything below. The one glob dialect of assay
+    (`writable`, `unchanged`, file checks)."""
+    if pattern.endswith("/"):
+        pattern += "**"
+    out: list[str] = []
     i = 0
     while i < len(pattern):
         if pattern.startswith("**/", i):
-            out, i = out + "(?:.*/)?", i + 3
+            out.append("(?:.*/)?")
+            i += 3
         elif pattern.startswith("**", i):
-            out, i = out + ".*", i + 2
+            out.append(".*")
+            i += 2
         elif pattern[i] == "*":
-            out, i = out + "[^/]*", i + 1
+            out.append("[^/]*")
+            i += 1
         elif pattern[i] == "?":
-            out, i = out + "[^/]", i + 1
+            out.append("[^/]")
+            i += 1
         else:
-            out, i = out + re.escape(pattern[i]), i + 1
-    return re.compile(out + r"\Z")
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
 
 
 def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
     """True when the workspace-relative path matches one of the globs (`**` spans folders)."""
     text = clean_relative(rel).as_posix()
-    return any(_glob_regex(g).match(text) for g in globs)
+    return any(glob_regex(g).match(text) for g in globs)
 
 
 RESERVED = frozenset({"run.json", "grade.json", "job.json", "versions.json", "diff.patch", "agent.log", "setup.log",

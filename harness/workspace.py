@@ -17,13 +17,14 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import shutil
 import stat
 import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+
+from harness.pathsafe import glob_regex
 
 ANSWER_FILE = "answer.json"
 MANIFEST = "baseline.json"
@@ -224,31 +225,6 @@ def reset(ws: Workspace) -> None:
             target.parent.mkdir(parents=True, exist_ok=True)
             shutil.copy2(old, target, follow_symlinks=False)
     commit_baseline(ws)
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A slash-aware glob: `*` stays in one folder, `**` crosses folders, `dir/` means all below."""
-    if pattern.endswith("/"):
-        pattern += "**"
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def unsafe_edits(

@@ -11,14 +11,13 @@ a pass.
 from __future__ import annotations
 
 import os
-import re
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from compiler.contract import CheckSpec, ScenarioJob
-from harness.pathsafe import PathEscape, is_inside, resolve_inside
+from harness.pathsafe import PathEscape, glob_regex, is_inside, resolve_inside
 
 Wrapper = Callable[[Sequence[str]], Sequence[str]]
 """Turns the argv of a check's command into the argv that runs it confined."""
@@ -109,29 +108,6 @@ def inside(workspace: Path, relative: str) -> Path:
         return resolve_inside(workspace, pure.as_posix(), allow_final_symlink=True)
     except PathEscape as exc:
         raise CheckError(str(exc)) from exc
-
-
-def glob_regex(pattern: str) -> re.Pattern[str]:
-    """A workspace-relative glob as a regex: `**` spans folders, `*` and `?` stay inside one."""
-    out: list[str] = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            out.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            out.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            out.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            out.append("[^/]")
-            i += 1
-        else:
-            out.append(re.escape(pattern[i]))
-            i += 1
-    return re.compile("".join(out) + r"\Z")
 
 
 def walk_files(root: Path) -> list[str]:

@@ -9,7 +9,8 @@ from __future__ import annotations
 from pathlib import Path
 
 from compiler.contract import CheckSpec
-from harness.checks.base import CheckContext, CheckError, Verdict, as_list, glob_regex, param, walk_files
+from harness.checks.base import CheckContext, CheckError, Verdict, as_list, param, walk_files
+from harness.pathsafe import glob_regex
 
 
 class UnchangedCheck:

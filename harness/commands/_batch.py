@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job
-from harness import batch, versions
+from harness import batch, jobs, versions
 from harness.errors import UsageError
 
 
@@ -111,3 +111,27 @@ def run_jobs(
     counts = batch.summary(outcomes)
     print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
     return 1 if counts.get("error") else 0
+
+
+def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: list[str] | None = None) -> int:
+    """`assay run` and `assay matrix`: the jobs the arguments select (from generated/, or job
+    files), run with their matrix's seed, parallelism and fail-fast unless the flags say otherwise."""
+    project = Path(args.project).resolve()
+    if args.job_file:
+        selected = jobs.from_files(args.job_file)
+        if args.trials is not None:
+            selected = [j for j in selected if j.trial <= args.trials]
+    else:
+        selected = jobs.select(
+            project,
+            matrix=matrix,
+            job_ids=job_ids or (),
+            cells=args.cell,
+            agents=args.agent,
+            scenarios=args.scenario,
+            trials=args.trials,
+        )
+    names = {j.matrix for j in selected}
+    settings = jobs.matrix_settings(project, matrix or (names.pop() if len(names) == 1 else None))
+    seed = args.seed if args.seed is not None else settings.seed
+    return run_jobs(selected, args, seed=seed, parallel=settings.parallel, fail_fast=settings.fail_fast)
