@@ -33,6 +33,7 @@ from compiler.contract import (
     ScenarioJob,
     job_id,
 )
+from harness.records import find_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dask" / "project"
@@ -275,3 +276,16 @@ def assay(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
         str(runs),
         *args,
     ]
+
+
+def finished_runs(runs: Path) -> int:
+    return len(find_runs(runs))  # os.walk: tolerant of folders renamed by the client meanwhile
+
+
+def wait_for(condition: object, what: str, seconds: float = 120.0) -> None:
+    deadline = time.monotonic() + seconds
+    while not condition():  # type: ignore[operator]
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.05)
+
