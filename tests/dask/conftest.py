@@ -278,6 +278,15 @@ def assay(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
     ]
 
 
+def on_cluster(
+    project: Path, cluster: Cluster, *flags: str, runs: Path, jobs: Path, timeout: float = 120
+) -> subprocess.CompletedProcess[str]:
+    """`assay matrix --executor dask` of the job files against the cluster, waited for."""
+    argv = assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), *flags,
+                 runs=runs, jobs=jobs)
+    return subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=timeout)
+
+
 def finished_runs(runs: Path) -> int:
     return len(find_runs(runs))  # os.walk: tolerant of folders renamed by the client meanwhile
 

@@ -28,6 +28,7 @@ from tests.dask.conftest import (
     child_env,
     command_agent,
     make_job,
+    on_cluster,
     spawn,
     wait_for,
     write_jobs,
@@ -88,21 +89,7 @@ def test_a_worker_lacking_what_the_agent_requires_fails_to_run_with_the_reason(
         make_job(command_agent("true", requires=("python3>=3", "sh"), id="fine"), control, 1),
     ]
     runs = tmp_path / "runs"
-    done = subprocess.run(
-        assay(
-            project,
-            "--executor",
-            "dask",
-            "--scheduler-file",
-            str(cluster.scheduler_file),
-            runs=runs,
-            jobs=write_jobs(tmp_path / "jobs", jobs),
-        ),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = on_cluster(project, cluster, runs=runs, jobs=write_jobs(tmp_path / "jobs", jobs))
     assert done.returncode == 1, done.stderr
     records = {r.agent: r for r in map(read_run, find_runs(runs))}
     assert "assay-no-such-cli: not found on PATH" in (records["ghost"].error or "")
@@ -162,21 +149,13 @@ def test_resource_tags_route_jobs_and_parallel_caps_each_worker(
         make_job(command_agent(agent("a"), id="any-agent"), control, t, env_pass=("ASSAY_TEST_WORKER",))
         for t in range(1, 7)
     ]
-    done = subprocess.run(
-        assay(
-            project,
-            "--executor",
-            "dask",
-            "--scheduler-file",
-            str(cluster.scheduler_file),
-            "--parallel",
-            "1",
-            runs=tmp_path / "runs",
-            jobs=write_jobs(tmp_path / "jobs", gpu_jobs + any_jobs),
-        ),
-        env=child_env(),
-        capture_output=True,
-        text=True,
+    done = on_cluster(
+        project,
+        cluster,
+        "--parallel",
+        "1",
+        runs=tmp_path / "runs",
+        jobs=write_jobs(tmp_path / "jobs", gpu_jobs + any_jobs),
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
@@ -189,20 +168,12 @@ def test_resource_tags_route_jobs_and_parallel_caps_each_worker(
     assert {w: _peak(v) for w, v in by_worker.items()} == {"plain": 1, "gpu": 1}, "--parallel 1 per worker"
 
     log.unlink()
-    done = subprocess.run(
-        assay(
-            project,
-            "--executor",
-            "dask",
-            "--scheduler-file",
-            str(cluster.scheduler_file),
-            "--force",
-            runs=tmp_path / "runs",
-            jobs=write_jobs(tmp_path / "jobs2", any_jobs),
-        ),
-        env=child_env(),
-        capture_output=True,
-        text=True,
+    done = on_cluster(
+        project,
+        cluster,
+        "--force",
+        runs=tmp_path / "runs",
+        jobs=write_jobs(tmp_path / "jobs2", any_jobs),
         timeout=180,
     )
     assert done.returncode == 0, done.stderr
@@ -268,21 +239,12 @@ def test_fail_fast_stops_the_trials_on_the_cluster(cluster: Cluster, project: Pa
     jobs = [
         make_job(command_agent("sleep 1"), control, trial) for trial in range(1, 7)
     ]  # never fixes: failed
-    done = subprocess.run(
-        assay(
-            project,
-            "--executor",
-            "dask",
-            "--scheduler-file",
-            str(cluster.scheduler_file),
-            "--fail-fast",
-            runs=tmp_path / "runs",
-            jobs=write_jobs(tmp_path / "jobs", jobs),
-        ),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = on_cluster(
+        project,
+        cluster,
+        "--fail-fast",
+        runs=tmp_path / "runs",
+        jobs=write_jobs(tmp_path / "jobs", jobs),
     )
     summary = done.stderr.strip().splitlines()[-1]
     assert "failed 1" in summary and "skipped" in summary, done.stderr
@@ -300,20 +262,11 @@ def test_a_worker_running_other_assay_code_is_refused(
         fh.write("# a different build\n")
     cluster.add_worker("stranger", PYTHONPATH=str(other))
     control, _binary = cells()
-    done = subprocess.run(
-        assay(
-            project,
-            "--executor",
-            "dask",
-            "--scheduler-file",
-            str(cluster.scheduler_file),
-            runs=tmp_path / "runs",
-            jobs=write_jobs(tmp_path / "jobs", [make_job(command_agent("true"), control, 1)]),
-        ),
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
+    done = on_cluster(
+        project,
+        cluster,
+        runs=tmp_path / "runs",
+        jobs=write_jobs(tmp_path / "jobs", [make_job(command_agent("true"), control, 1)]),
     )
     assert done.returncode == 2, done.stderr
     assert "run different assay code than this client" in done.stderr
