@@ -14,9 +14,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from harness.records import GRADE_FILE, RUN_FILE
+
 JOB_FILE = "job.json"
-RUN_FILE = "run.json"
-GRADE_FILE = "grade.json"
+__all__ = ["GRADE_FILE", "JOB_FILE", "RUN_FILE"]  # names of a run directory, all in one place
 DIFF_FILE = "diff.patch"
 AGENT_LOG = "agent.log"
 TRACE_FILE = "trace.jsonl"

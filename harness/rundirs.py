@@ -9,15 +9,16 @@ is run again, and a finished one is never run twice.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import stat
 from pathlib import Path
+from typing import Any
 
 from compiler.contract import Job
-from harness.records import RUN_FILE, read_run
-
-JOB_FILE = "job.json"
+from harness.records import RUN_FILE, read_run, write_atomic
+from harness.rundir import JOB_FILE
 
 
 def run_dir_for(job: Job, runs_root: Path) -> Path:
@@ -51,3 +52,28 @@ def clear(run_dir: Path) -> None:
         if not mode & stat.S_IWUSR:
             os.chmod(dirpath, mode | stat.S_IWUSR)
     shutil.rmtree(run_dir)
+
+
+def start_run(run_dir: Path, job: Job) -> None:
+    """A fresh run directory holding only job.json (what a regrade elsewhere needs)."""
+    clear(run_dir)
+    run_dir.mkdir(parents=True)
+    write_atomic(run_dir / JOB_FILE, json.dumps(job.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+
+
+def identity(job: Job) -> dict[str, Any]:
+    """The fields of run.json that place a run in the matrix, all taken from its job."""
+    return {
+        "job_id": job.id,
+        "job_hash": job.hash,
+        "matrix": job.matrix,
+        "scenario": job.scenario.id,
+        "cell": job.cell.name,
+        "levels": dict(job.cell.levels),
+        "control": job.cell.control,
+        "agent": job.agent.id,
+        "trial": job.trial,
+        "version": job.version,
+        "model": job.agent.model,
+    }
+

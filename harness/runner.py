@@ -33,10 +33,9 @@ from harness.records import (
     RunnerMetrics,
     RunRecord,
     StepRecord,
-    write_atomic,
     write_record,
 )
-from harness.rundirs import JOB_FILE, clear
+from harness.rundirs import identity, start_run
 from harness.session import Interrupted, Session, place_evidence, remove_evidence, stash_attempt
 
 
@@ -200,9 +199,7 @@ def run_trial(
     """
     project = project.resolve()
     run_dir = run_dir.resolve()
-    clear(run_dir)
-    run_dir.mkdir(parents=True)
-    write_atomic(run_dir / JOB_FILE, json.dumps(job.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    start_run(run_dir, job)
     started = time.time()
     iso = select(job.options.isolation)
     fields: dict[str, Any] = {}
@@ -302,17 +299,7 @@ def run_trial(
     # The agent could write into its run dir; a verdict there is never its own to write.
     (run_dir / GRADE_FILE).unlink(missing_ok=True)
     record = RunRecord(
-        job_id=job.id,
-        job_hash=job.hash,
-        matrix=job.matrix,
-        scenario=job.scenario.id,
-        cell=job.cell.name,
-        levels=dict(job.cell.levels),
-        control=job.cell.control,
-        agent=job.agent.id,
-        trial=job.trial,
-        version=job.version,
-        model=job.agent.model,
+        **identity(job),
         agent_version=_installed_version(run_dir) or job.agent.version,
         agent_command=agents.describe(argv) if argv else "",
         started_at=started,

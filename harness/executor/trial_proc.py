@@ -33,7 +33,7 @@ from harness.executor import requirements
 from harness.executor.proctree import become_subreaper, kill_descendants
 from harness.executor.trial import TrialOutcome, TrialTask, execute, grade, grader_available
 from harness.records import RUN_FILE, RunRecord, write_atomic, write_record
-from harness.rundirs import JOB_FILE, clear
+from harness.rundirs import identity, start_run
 
 
 def write_failed_run(
@@ -41,21 +41,9 @@ def write_failed_run(
 ) -> TrialOutcome:
     """Record a trial that could not run here (run.json with `error`, then its grade)."""
     started = time.time()
-    clear(run_dir)
-    run_dir.mkdir(parents=True)
-    write_atomic(run_dir / JOB_FILE, json.dumps(job.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    start_run(run_dir, job)
     record = RunRecord(
-        job_id=job.id,
-        job_hash=job.hash,
-        matrix=job.matrix,
-        scenario=job.scenario.id,
-        cell=job.cell.name,
-        levels=dict(job.cell.levels),
-        control=job.cell.control,
-        agent=job.agent.id,
-        trial=job.trial,
-        version=job.version,
-        model=job.agent.model,
+        **identity(job),
         agent_version=job.agent.version,
         started_at=started,
         ended_at=time.time(),
