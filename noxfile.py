@@ -60,7 +60,9 @@ def _stale(data: dict[str, object]) -> bool:
         built = MANIFEST.stat().st_mtime
     except FileNotFoundError:
         return True
-    if any(_newest(ROOT / d, built) or (ROOT / d).stat().st_mtime > built for d in WATCHED if (ROOT / d).exists()):
+    if any(
+        _newest(ROOT / d, built) or (ROOT / d).stat().st_mtime > built for d in WATCHED if (ROOT / d).exists()
+    ):
         return True
     inputs = data.get("inputs")
     for rel in inputs if isinstance(inputs, dict) else ():
@@ -85,11 +87,15 @@ def _python() -> str:
     """
     candidates = [sys.executable, *sorted(str(p) for p in (ROOT / ".nox").glob("*/bin/python"))]
     for exe in candidates:
-        probe = subprocess.run([exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True)
+        probe = subprocess.run(
+            [exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True
+        )
         if probe.returncode == 0:
             return exe
-    print("nox: installing the compiler's dependencies into .nox/_compile (once) to compile specs/",
-          file=sys.stderr)
+    print(
+        "nox: installing the compiler's dependencies into .nox/_compile (once) to compile specs/",
+        file=sys.stderr,
+    )
     made = subprocess.run([sys.executable, "-m", "venv", str(BOOTSTRAP)], capture_output=True, text=True)
     exe = str(BOOTSTRAP / "bin" / "python")
     if made.returncode == 0:
@@ -100,15 +106,22 @@ def _python() -> str:
 def _manifest() -> dict[str, object]:
     data = _read()
     if _stale(data) and (ROOT / "specs").is_dir():
-        done = subprocess.run([_python(), "-m", "harness", "compile"], cwd=ROOT, capture_output=True, text=True)
+        done = subprocess.run(
+            [_python(), "-m", "harness", "compile"], cwd=ROOT, capture_output=True, text=True
+        )
         if done.returncode != 0:
-            print(f"nox: `assay compile` failed; bench sessions are not listed:\n{done.stderr.strip()}", file=sys.stderr)
+            print(
+                f"nox: `assay compile` failed; bench sessions are not listed:\n{done.stderr.strip()}",
+                file=sys.stderr,
+            )
         data = _read()
     return data
 
 
 def _venv(session: nox.Session) -> bool:
-    return session.venv_backend != "none" and not isinstance(session.virtualenv, nox.virtualenv.PassthroughEnv)
+    return session.venv_backend != "none" and not isinstance(
+        session.virtualenv, nox.virtualenv.PassthroughEnv
+    )
 
 
 def _install(session: nox.Session) -> str:
@@ -220,8 +233,18 @@ def agents(session: nox.Session) -> None:
     tests against the scripted model server (-- extra pytest args)."""
     py = _install(session)
     session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
-    session.run(py, "-m", "pytest", "-m", "agents", "-p", "no:cacheprovider", "tests/adapters",
-                "tests/isolation", *session.posargs)
+    session.run(
+        py,
+        "-m",
+        "pytest",
+        "-m",
+        "agents",
+        "-p",
+        "no:cacheprovider",
+        "tests/adapters",
+        "tests/isolation",
+        *session.posargs,
+    )
 
 
 @nox.session
@@ -245,10 +268,17 @@ def browser(session: nox.Session) -> None:
 
     py = _install(session)
     has_chromium = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
-    if not has_chromium and shutil.which("apt-get") and os.geteuid() == 0 and not os.environ.get("ASSAY_NO_APT"):
+    if (
+        not has_chromium
+        and shutil.which("apt-get")
+        and os.geteuid() == 0
+        and not os.environ.get("ASSAY_NO_APT")
+    ):
         session.run("apt-get", "update", external=True)
         session.run("apt-get", "install", "-y", "chromium", external=True)
-    session.run(py, "-m", "pytest", "-m", "browser", "-p", "no:cacheprovider", "-rs", "tests", *session.posargs)
+    session.run(
+        py, "-m", "pytest", "-m", "browser", "-p", "no:cacheprovider", "-rs", "tests", *session.posargs
+    )
 
 
 @nox.session(name="bench-report")
@@ -263,8 +293,17 @@ def isolation(session: nox.Session) -> None:
     """The isolation suite: plug-ins, limits, gateway, path safety and the hostile-agent attacks,
     under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked."""
     py = _install(session)
-    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "tests/isolation", "tests/gateway", "tests/pathsafe",
-                *session.posargs)
+    session.run(
+        py,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "tests/isolation",
+        "tests/gateway",
+        "tests/pathsafe",
+        *session.posargs,
+    )
 
 
 @nox.session(name="bench-validate")
@@ -291,7 +330,9 @@ def demo(session: nox.Session) -> None:
     session.run(py, "-m", "harness", "compile")
     # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
     session.run(py, "-m", "harness", "matrix", "demo", "--parallel", "4", *session.posargs)
-    session.run(py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo"))
+    session.run(
+        py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo")
+    )
 
 
 @nox.session(name="demo-versions")

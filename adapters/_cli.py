@@ -37,8 +37,14 @@ def launch_argv(binary: Path) -> list[str]:
 def cli_version(binary: Path, env: dict[str, str], flag: str = "--version") -> str | None:
     """The first version-looking token the CLI prints for `--version`."""
     try:
-        done = subprocess.run([*launch_argv(binary), flag], capture_output=True, text=True, env=env,
-                              timeout=60, stdin=subprocess.DEVNULL)
+        done = subprocess.run(
+            [*launch_argv(binary), flag],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=60,
+            stdin=subprocess.DEVNULL,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     match = re.search(r"\d+\.\d+(?:\.\d+)?(?:[-.+\w]*)?", done.stdout + done.stderr)
@@ -54,17 +60,33 @@ class Run:
     stderr: str = ""
 
 
-def run_cli(argv: list[str], *, env: dict[str, str], cwd: Path, stdin: str | None,
-            log_dir: Path, name: str, stop_when: Callable[[str], bool] | None = None) -> Run:
+def run_cli(
+    argv: list[str],
+    *,
+    env: dict[str, str],
+    cwd: Path,
+    stdin: str | None,
+    log_dir: Path,
+    name: str,
+    stop_when: Callable[[str], bool] | None = None,
+) -> Run:
     """Run the CLI, tee stdout to `<log_dir>/<name>.stdout` line by line with arrival times,
     stderr to `<name>.stderr`. `stop_when(line)`, called on every stdout and stderr line,
     returning True terminates the CLI (e.g. on endless provider retries). No timeout here: the
     runner owns limits and kills the tree."""
     out_path, err_path = log_dir / f"{name}.stdout", log_dir / f"{name}.stderr"
     lines: list[tuple[float, str]] = []
-    proc = subprocess.Popen(argv, cwd=cwd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-                            text=True, encoding="utf-8", errors="replace")
+    proc = subprocess.Popen(
+        argv,
+        cwd=cwd,
+        env=env,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+        text=True,
+        encoding="utf-8",
+        errors="replace",
+    )
     lock = threading.Lock()
 
     def check(line: str) -> None:

@@ -30,12 +30,37 @@ from pydantic import BaseModel, ConfigDict, Field
 from adapters._cli import Run, cli_version, kill_tree, launch_argv, run_cli
 from adapters.schema import AgentInfo, ContextItem, ContextReport, TranscriptEvent, UsageRow
 
-__all__ = ["Run", "cli_version", "kill_tree", "launch_argv", "run_cli"]  # re-exported: adapters import them from here
+__all__ = [
+    "Run",
+    "cli_version",
+    "kill_tree",
+    "launch_argv",
+    "run_cli",
+]  # re-exported: adapters import them from here
 
 INFRA_EXIT = 75
-_RESERVED = {"SKILL_DIR", "HOST_PATH", "RUN_DIR", "USAGE", "TRANSCRIPT", "CONTEXT", "AGENT_ARGS",
-             "AGENT_CACHE", "MCP_SERVERS", "ADAPTER_OPTIONS", "STATE_DIR", "CELL", "SCENARIO", "TRIAL",
-             "AGENT", "WORKSPACE", "TRACE", "ANSWER", "NETWORK_ALLOWED", "MODEL"}
+_RESERVED = {
+    "SKILL_DIR",
+    "HOST_PATH",
+    "RUN_DIR",
+    "USAGE",
+    "TRANSCRIPT",
+    "CONTEXT",
+    "AGENT_ARGS",
+    "AGENT_CACHE",
+    "MCP_SERVERS",
+    "ADAPTER_OPTIONS",
+    "STATE_DIR",
+    "CELL",
+    "SCENARIO",
+    "TRIAL",
+    "AGENT",
+    "WORKSPACE",
+    "TRACE",
+    "ANSWER",
+    "NETWORK_ALLOWED",
+    "MODEL",
+}
 """BENCH_* names that are not factor levels (seed 000's and the runner's)."""
 INFRA_STATUSES = {401, 403, 408, 429, 500, 502, 503, 504, 529}
 
@@ -157,17 +182,25 @@ def read_bench(environ: dict[str, str] | None = None, prompt: str | None = None)
 
     run_dir = path("BENCH_RUN_DIR") or Path.cwd() / ".bench-run"
     run_dir.mkdir(parents=True, exist_ok=True)
-    levels = {k[6:].lower(): v for k, v in env.items()
-              if k.startswith("BENCH_") and k[6:] not in _RESERVED}
-    mcp = {name: McpServerArg.model_validate(spec)
-           for name, spec in _json_env(env, "BENCH_MCP_SERVERS").items()}
-    return Bench(workspace=Path.cwd(), prompt=sys.stdin.read() if prompt is None else prompt,
-                 levels=levels, skill_dir=path("BENCH_SKILL_DIR"),
-                 host_path=env.get("BENCH_HOST_PATH", env.get("PATH", "")), run_dir=run_dir,
-                 usage=path("BENCH_USAGE"), transcript=path("BENCH_TRANSCRIPT"),
-                 context=path("BENCH_CONTEXT"), cache=path("BENCH_AGENT_CACHE"),
-                 raw_args=_json_env(env, "BENCH_AGENT_ARGS"), mcp=mcp,
-                 options=_json_env(env, "BENCH_ADAPTER_OPTIONS"))
+    levels = {k[6:].lower(): v for k, v in env.items() if k.startswith("BENCH_") and k[6:] not in _RESERVED}
+    mcp = {
+        name: McpServerArg.model_validate(spec) for name, spec in _json_env(env, "BENCH_MCP_SERVERS").items()
+    }
+    return Bench(
+        workspace=Path.cwd(),
+        prompt=sys.stdin.read() if prompt is None else prompt,
+        levels=levels,
+        skill_dir=path("BENCH_SKILL_DIR"),
+        host_path=env.get("BENCH_HOST_PATH", env.get("PATH", "")),
+        run_dir=run_dir,
+        usage=path("BENCH_USAGE"),
+        transcript=path("BENCH_TRANSCRIPT"),
+        context=path("BENCH_CONTEXT"),
+        cache=path("BENCH_AGENT_CACHE"),
+        raw_args=_json_env(env, "BENCH_AGENT_ARGS"),
+        mcp=mcp,
+        options=_json_env(env, "BENCH_ADAPTER_OPTIONS"),
+    )
 
 
 def cache_dir_name(package: str, version: str) -> str:
@@ -183,16 +216,22 @@ def find_cli(bench: Bench, args: AgentArgs, *, package: str, name: str) -> Path:
     package = args.package or package
     if bench.cache is not None and bench.cache.is_dir():
         prefix = cache_dir_name(package, "")
-        dirs = [d for d in bench.cache.iterdir() if d.name.startswith(prefix)
-                and (args.version is None or d.name == cache_dir_name(package, args.version))]
-        for folder in sorted(dirs, key=lambda d: _version_key(d.name[len(prefix):]), reverse=True):
+        dirs = [
+            d
+            for d in bench.cache.iterdir()
+            if d.name.startswith(prefix)
+            and (args.version is None or d.name == cache_dir_name(package, args.version))
+        ]
+        for folder in sorted(dirs, key=lambda d: _version_key(d.name[len(prefix) :]), reverse=True):
             for candidate in (folder / "node_modules" / ".bin" / name, folder / "venv" / "bin" / name):
                 if candidate.exists():
                     return candidate
     found = shutil.which(name, path=bench.host_path)
     if found is None:
-        raise AdapterError(f"{name} not found: set bin in BENCH_AGENT_ARGS, install {package} into "
-                           "BENCH_AGENT_CACHE, or put it on the host PATH")
+        raise AdapterError(
+            f"{name} not found: set bin in BENCH_AGENT_ARGS, install {package} into "
+            "BENCH_AGENT_CACHE, or put it on the host PATH"
+        )
     return Path(found)
 
 
@@ -216,9 +255,14 @@ def agent_env(bench: Bench, home: Path, extra: dict[str, str]) -> dict[str, str]
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
     home.mkdir(parents=True, exist_ok=True)
     # PWD too: some CLIs (Bun-built ones) take their project dir from it rather than getcwd()
-    env.update(HOME=str(home), PWD=str(bench.workspace), XDG_CONFIG_HOME=str(home / ".config"),
-               XDG_CACHE_HOME=str(home / ".cache"), XDG_DATA_HOME=str(home / ".local" / "share"),
-               XDG_STATE_HOME=str(home / ".local" / "state"))
+    env.update(
+        HOME=str(home),
+        PWD=str(bench.workspace),
+        XDG_CONFIG_HOME=str(home / ".config"),
+        XDG_CACHE_HOME=str(home / ".cache"),
+        XDG_DATA_HOME=str(home / ".local" / "share"),
+        XDG_STATE_HOME=str(home / ".local" / "state"),
+    )
     env.update(extra)
     return env
 
@@ -267,8 +311,11 @@ def finish(bench: Bench, outcome: Outcome) -> int:
 
 def workspace_instructions(bench: Bench, names: Iterable[str]) -> list[ContextItem]:
     """Instruction files present in the workspace that the agent reads by convention."""
-    return [ContextItem(kind="instructions", name=n, path=n, source="workspace")
-            for n in names if (bench.workspace / n).is_file()]
+    return [
+        ContextItem(kind="instructions", name=n, path=n, source="workspace")
+        for n in names
+        if (bench.workspace / n).is_file()
+    ]
 
 
 def install_skills(skill_dir: Path | None, dest: Path) -> list[ContextItem]:
@@ -291,7 +338,9 @@ def install_skills(skill_dir: Path | None, dest: Path) -> list[ContextItem]:
             listing = "\n".join(f"- {target / f}" for f in files)
             (target / "SKILL.md").write_text(
                 f"---\nname: {src.name}\ndescription: Guide for this project's tools; read it before "
-                f"starting.\n---\n\nRead these files:\n{listing}\n", encoding="utf-8")
+                f"starting.\n---\n\nRead these files:\n{listing}\n",
+                encoding="utf-8",
+            )
         items.append(ContextItem(kind="skill", name=src.name, path=str(src)))
     return items
 

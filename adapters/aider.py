@@ -78,21 +78,53 @@ def build_argv(binary: Path, bench: Bench, args: AiderArgs, key: str, model: str
     """The command line; writes the model metadata file into the run dir."""
     meta = bench.run_dir / "model_metadata.json"
     limit = args.context_limit or 200000
-    meta.write_text(json.dumps({model: {
-        "max_input_tokens": limit, "max_tokens": 32000, "max_output_tokens": 32000,
-        "input_cost_per_token": 0, "output_cost_per_token": 0,
-        "litellm_provider": model.split("/")[0], "mode": "chat"}}), encoding="utf-8")
+    meta.write_text(
+        json.dumps(
+            {
+                model: {
+                    "max_input_tokens": limit,
+                    "max_tokens": 32000,
+                    "max_output_tokens": 32000,
+                    "input_cost_per_token": 0,
+                    "output_cost_per_token": 0,
+                    "litellm_provider": model.split("/")[0],
+                    "mode": "chat",
+                }
+            }
+        ),
+        encoding="utf-8",
+    )
     run = bench.run_dir
-    argv = [*launch_argv(binary), "--model", model, "--model-metadata-file", str(meta),
-            "--yes-always", "--no-pretty", "--no-fancy-input", "--no-show-model-warnings",
-            "--no-check-update", "--no-show-release-notes", "--analytics-disable", "--no-detect-urls",
-            "--no-gitignore", "--edit-format", args.edit_format, "--map-tokens", str(args.map_tokens),
-            "--analytics-log", str(run / "aider-analytics.jsonl"),
-            "--llm-history-file", str(run / "aider-llm-history.txt"),
-            "--chat-history-file", str(run / "aider-chat-history.md"),
-            "--input-history-file", str(run / "aider-input-history"),
-            "--stream" if args.stream else "--no-stream",
-            "--auto-commits" if args.auto_commits else "--no-auto-commits"]
+    argv = [
+        *launch_argv(binary),
+        "--model",
+        model,
+        "--model-metadata-file",
+        str(meta),
+        "--yes-always",
+        "--no-pretty",
+        "--no-fancy-input",
+        "--no-show-model-warnings",
+        "--no-check-update",
+        "--no-show-release-notes",
+        "--analytics-disable",
+        "--no-detect-urls",
+        "--no-gitignore",
+        "--edit-format",
+        args.edit_format,
+        "--map-tokens",
+        str(args.map_tokens),
+        "--analytics-log",
+        str(run / "aider-analytics.jsonl"),
+        "--llm-history-file",
+        str(run / "aider-llm-history.txt"),
+        "--chat-history-file",
+        str(run / "aider-chat-history.md"),
+        "--input-history-file",
+        str(run / "aider-input-history"),
+        "--stream" if args.stream else "--no-stream",
+        "--auto-commits" if args.auto_commits else "--no-auto-commits",
+    ]
     if args.base_url:
         base = args.base_url.rstrip("/")
         argv += ["--openai-api-base", base if base.endswith("/v1") else base + "/v1"]
@@ -117,9 +149,16 @@ def usage_from_analytics(path: Path, limit: int | None, model: str) -> list[Usag
             continue
         props = obj.get("properties") or {}
         inp = int(props.get("prompt_tokens") or 0)
-        rows.append(UsageRow(t=float(obj.get("time") or 0), input=inp,
-                             output=int(props.get("completion_tokens") or 0), context=inp,
-                             context_limit=limit, model=props.get("main_model") or model))
+        rows.append(
+            UsageRow(
+                t=float(obj.get("time") or 0),
+                input=inp,
+                output=int(props.get("completion_tokens") or 0),
+                context=inp,
+                context_limit=limit,
+                model=props.get("main_model") or model,
+            )
+        )
     return rows
 
 
@@ -133,11 +172,15 @@ def transcript_from_history(path: Path) -> list[TranscriptEvent]:
         head, _, body = block.partition("\n")
         if head.startswith("LLM RESPONSE"):
             stamp = datetime.fromisoformat(head.split()[-1]).astimezone().timestamp()
-            text = "\n".join(line[len("ASSISTANT "):] if line.startswith("ASSISTANT ") else line
-                             for line in body.splitlines()).strip()
+            text = "\n".join(
+                line[len("ASSISTANT ") :] if line.startswith("ASSISTANT ") else line
+                for line in body.splitlines()
+            ).strip()
             events.append(TranscriptEvent(t=stamp, type="message", role="assistant", text=text))
-            events.extend(TranscriptEvent(t=stamp, type="tool_call", role="assistant", tool="edit",
-                                          input={"path": m}) for m in _edited_paths(text))
+            events.extend(
+                TranscriptEvent(t=stamp, type="tool_call", role="assistant", tool="edit", input={"path": m})
+                for m in _edited_paths(text)
+            )
     return events
 
 
@@ -146,7 +189,7 @@ def _edited_paths(text: str) -> list[str]:
     paths = []
     for i, line in enumerate(lines):
         if line.strip().startswith("<<<<<<< SEARCH"):
-            back = [x.strip() for x in lines[max(0, i - 2):i] if x.strip() and not x.startswith("```")]
+            back = [x.strip() for x in lines[max(0, i - 2) : i] if x.strip() and not x.startswith("```")]
             if back:
                 paths.append(back[-1])
     return paths
@@ -165,9 +208,16 @@ def run(bench: Bench) -> int:
     except InfraFailure as exc:
         info = AgentInfo(agent="aider", version=None, model=model, infra_failure=str(exc))
         return finish(bench, Outcome(info, [], [], []))
-    env = agent_env(bench, home, {"LITELLM_LOCAL_MODEL_COST_MAP": "True",
-                                  "AIDER_ANALYTICS_DISABLE": "true", "AIDER_CHECK_UPDATE": "false",
-                                  **args.env})
+    env = agent_env(
+        bench,
+        home,
+        {
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "AIDER_ANALYTICS_DISABLE": "true",
+            "AIDER_CHECK_UPDATE": "false",
+            **args.env,
+        },
+    )
     before = {p.name for p in bench.workspace.glob(".aider*")}
     argv = build_argv(binary, bench, args, key, model)
     retries = 0
@@ -177,8 +227,15 @@ def run(bench: Bench) -> int:
         retries += bool(_RETRY.match(line))
         return retries > args.max_retries
 
-    done = run_cli(argv, env=env, cwd=bench.workspace, stdin=None, log_dir=bench.run_dir,
-                   name="aider", stop_when=too_many_retries)
+    done = run_cli(
+        argv,
+        env=env,
+        cwd=bench.workspace,
+        stdin=None,
+        log_dir=bench.run_dir,
+        name="aider",
+        stop_when=too_many_retries,
+    )
     for path in bench.workspace.glob(".aider*"):  # aider's caches, not the agent's work
         if path.name not in before:
             shutil.rmtree(path) if path.is_dir() else path.unlink()
@@ -189,11 +246,20 @@ def run(bench: Bench) -> int:
         reason = f"provider kept failing after {retries} retries: {_last_error(output)}"
     elif _PROVIDER_ERROR.search(output) and not usage and not any(b in output for b in _BAD_REQUEST):
         reason = f"provider error: {_last_error(output)}"
-    loaded = [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))
-              ] if bench.skill_dir else []
+    loaded = (
+        [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))]
+        if bench.skill_dir
+        else []
+    )
     loaded += workspace_instructions(bench, ["CONVENTIONS.md"]) if "CONVENTIONS.md" in args.files else []
-    info = AgentInfo(agent="aider", version=cli_version(binary, env), model=model, binary=str(binary),
-                     exit_code=done.returncode, infra_failure=reason)
+    info = AgentInfo(
+        agent="aider",
+        version=cli_version(binary, env),
+        model=model,
+        binary=str(binary),
+        exit_code=done.returncode,
+        infra_failure=reason,
+    )
     transcript = transcript_from_history(bench.run_dir / "aider-llm-history.txt")
     return finish(bench, Outcome(info, usage, transcript, loaded))
 

@@ -62,8 +62,11 @@ def build_env(bench: Bench, args: ClaudeArgs, home: Path) -> dict[str, str]:
     extra = {
         "CLAUDE_CONFIG_DIR": str(home / ".claude"),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
-        "DISABLE_TELEMETRY": "1", "DISABLE_ERROR_REPORTING": "1", "DISABLE_AUTOUPDATER": "1",
-        "DISABLE_BUG_COMMAND": "1", "IS_SANDBOX": "1",
+        "DISABLE_TELEMETRY": "1",
+        "DISABLE_ERROR_REPORTING": "1",
+        "DISABLE_AUTOUPDATER": "1",
+        "DISABLE_BUG_COMMAND": "1",
+        "IS_SANDBOX": "1",
         "CLAUDE_CODE_MAX_RETRIES": str(args.max_retries),
     }
     if args.base_url:
@@ -75,15 +78,26 @@ def build_env(bench: Bench, args: ClaudeArgs, home: Path) -> dict[str, str]:
 
 def build_argv(binary: Path, bench: Bench, args: ClaudeArgs, home: Path) -> list[str]:
     """The command line."""
-    argv = [str(binary), "-p", "--output-format", "stream-json", "--verbose",
-            "--dangerously-skip-permissions", "--model", args.model]
+    argv = [
+        str(binary),
+        "-p",
+        "--output-format",
+        "stream-json",
+        "--verbose",
+        "--dangerously-skip-permissions",
+        "--model",
+        args.model,
+    ]
     if args.max_turns is not None:
         argv += ["--max-turns", str(args.max_turns)]
     servers = bench.mcp_servers(args)
     if servers:
-        config = {"mcpServers": {name: {"type": "stdio", "command": s.command[0],
-                                        "args": s.command[1:], "env": s.env}
-                                 for name, s in servers.items()}}
+        config = {
+            "mcpServers": {
+                name: {"type": "stdio", "command": s.command[0], "args": s.command[1:], "env": s.env}
+                for name, s in servers.items()
+            }
+        }
         path = home / "mcp.json"
         path.write_text(json.dumps(config, indent=2), encoding="utf-8")
         argv += ["--mcp-config", str(path), "--strict-mcp-config"]
@@ -105,9 +119,16 @@ def parse_stream(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
         if kind == "system":
             if sub == "init":
                 found["init"] = obj
-            events.append(TranscriptEvent(t=t, type="system", role="system",
-                                          text=sub if sub != "api_retry" else
-                                          f"api_retry {obj.get('error_status')} {obj.get('error')}"))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="system",
+                    role="system",
+                    text=sub
+                    if sub != "api_retry"
+                    else f"api_retry {obj.get('error_status')} {obj.get('error')}",
+                )
+            )
         elif kind in ("assistant", "user"):
             message = obj.get("message") or {}
             content = message.get("content")
@@ -118,26 +139,46 @@ def parse_stream(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
         elif kind == "result":
             found["result"] = obj
             text = str(obj.get("result") or "")
-            events.append(TranscriptEvent(t=t, type="error" if obj.get("is_error") else "system",
-                                          role="system", text=f"result {sub}: {text}"))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="error" if obj.get("is_error") else "system",
+                    role="system",
+                    text=f"result {sub}: {text}",
+                )
+            )
     return events, found
 
 
 def _block(t: float, role: str, block: dict[str, Any]) -> list[TranscriptEvent]:
     kind = block.get("type")
     if kind == "text":
-        return [TranscriptEvent(t=t, type="message", role=role,
-                                text=block.get("text", ""))]
+        return [TranscriptEvent(t=t, type="message", role=role, text=block.get("text", ""))]
     if kind == "tool_use":
-        return [TranscriptEvent(t=t, type="tool_call", role="assistant", tool=block.get("name"),
-                                input=block.get("input"), call_id=block.get("id"))]
+        return [
+            TranscriptEvent(
+                t=t,
+                type="tool_call",
+                role="assistant",
+                tool=block.get("name"),
+                input=block.get("input"),
+                call_id=block.get("id"),
+            )
+        ]
     if kind == "tool_result":
         content = block.get("content")
         if isinstance(content, list):
             content = "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-        return [TranscriptEvent(t=t, type="tool_result", role="tool", output=str(content or ""),
-                                call_id=block.get("tool_use_id"),
-                                exit_code=1 if block.get("is_error") else None)]
+        return [
+            TranscriptEvent(
+                t=t,
+                type="tool_result",
+                role="tool",
+                output=str(content or ""),
+                call_id=block.get("tool_use_id"),
+                exit_code=1 if block.get("is_error") else None,
+            )
+        ]
     return []
 
 
@@ -163,8 +204,18 @@ def usage_from_session(path: Path, context_limit: int | None) -> list[UsageRow]:
         inp, out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
         read = int(usage.get("cache_read_input_tokens") or 0)
         write = int(usage.get("cache_creation_input_tokens") or 0)
-        rows.append(UsageRow(t=t, input=inp, output=out, cache_read=read, cache_write=write,
-                             context=inp + read + write, context_limit=context_limit, model=model))
+        rows.append(
+            UsageRow(
+                t=t,
+                input=inp,
+                output=out,
+                cache_read=read,
+                cache_write=write,
+                context=inp + read + write,
+                context_limit=context_limit,
+                model=model,
+            )
+        )
     return rows
 
 
@@ -193,13 +244,21 @@ def run(bench: Bench) -> int:
     try:
         env = build_env(bench, args, home)
     except InfraFailure as exc:
-        return finish(bench, Outcome(AgentInfo(agent="claude_code", version=None, model=args.model,
-                                               infra_failure=str(exc)), [], [], []))
+        return finish(
+            bench,
+            Outcome(
+                AgentInfo(agent="claude_code", version=None, model=args.model, infra_failure=str(exc)),
+                [],
+                [],
+                [],
+            ),
+        )
     loaded = install_skills(bench.skill_dir, home / ".claude" / "skills")
     argv = build_argv(binary, bench, args, home)
     version = cli_version(binary, env)
-    done = run_cli(argv, env=env, cwd=bench.workspace, stdin=bench.prompt, log_dir=bench.run_dir,
-                   name="claude")
+    done = run_cli(
+        argv, env=env, cwd=bench.workspace, stdin=bench.prompt, log_dir=bench.run_dir, name="claude"
+    )
     transcript, found = parse_stream(done.lines)
     init, result = found.get("init") or {}, found.get("result")
     limit = args.context_limit
@@ -208,15 +267,26 @@ def run(bench: Bench) -> int:
     sessions = sorted(home.glob(f"**/projects/*/{init.get('session_id', '*')}.jsonl"))
     usage = [row for s in sessions for row in usage_from_session(s, limit)]
     loaded += workspace_instructions(bench, ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"])
-    loaded += [ContextItem(kind="mcp_server", name=str(s.get("name")),
-                           source="treatment" if s.get("name") in bench.mcp_servers(args) else "agent")
-               for s in init.get("mcp_servers", []) if isinstance(s, dict)]
+    loaded += [
+        ContextItem(
+            kind="mcp_server",
+            name=str(s.get("name")),
+            source="treatment" if s.get("name") in bench.mcp_servers(args) else "agent",
+        )
+        for s in init.get("mcp_servers", [])
+        if isinstance(s, dict)
+    ]
     reason = infra_reason(result, done.returncode)
     if result is None and done.returncode != 0 and not done.lines:
         reason = f"claude exited {done.returncode} before starting: {done.stderr[-300:]}"
-    info = AgentInfo(agent="claude_code", version=init.get("claude_code_version") or version,
-                     model=args.model, binary=str(binary), exit_code=done.returncode,
-                     infra_failure=reason)
+    info = AgentInfo(
+        agent="claude_code",
+        version=init.get("claude_code_version") or version,
+        model=args.model,
+        binary=str(binary),
+        exit_code=done.returncode,
+        infra_failure=reason,
+    )
     return finish(bench, Outcome(info, usage, transcript, loaded))
 
 

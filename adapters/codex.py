@@ -73,9 +73,13 @@ def _toml(value: Any) -> str:
 
 def config_toml(bench: Bench, args: CodexArgs) -> str:
     """The per-trial `config.toml`."""
-    lines = [f"model = {_toml(args.model)}", "check_for_update_on_startup = false",
-             'approval_policy = "never"', 'sandbox_mode = "danger-full-access"',
-             f"web_search = {_toml('live' if bench.web(args) else 'disabled')}"]
+    lines = [
+        f"model = {_toml(args.model)}",
+        "check_for_update_on_startup = false",
+        'approval_policy = "never"',
+        'sandbox_mode = "danger-full-access"',
+        f"web_search = {_toml('live' if bench.web(args) else 'disabled')}",
+    ]
     if args.reasoning_effort:
         lines.append(f"model_reasoning_effort = {_toml(args.reasoning_effort)}")
     if args.base_url:
@@ -84,13 +88,22 @@ def config_toml(bench: Bench, args: CodexArgs) -> str:
     if args.base_url:
         base = args.base_url.rstrip("/")
         base = base if base.endswith("/v1") else base + "/v1"
-        lines += ["[model_providers.assay]", 'name = "assay"', f"base_url = {_toml(base)}",
-                  f"env_key = {_toml(KEY_VAR)}", 'wire_api = "responses"',
-                  f"request_max_retries = {args.max_retries}",
-                  f"stream_max_retries = {args.max_retries}", ""]
+        lines += [
+            "[model_providers.assay]",
+            'name = "assay"',
+            f"base_url = {_toml(base)}",
+            f"env_key = {_toml(KEY_VAR)}",
+            'wire_api = "responses"',
+            f"request_max_retries = {args.max_retries}",
+            f"stream_max_retries = {args.max_retries}",
+            "",
+        ]
     for name, server in bench.mcp_servers(args).items():
-        lines += [f"[mcp_servers.{json.dumps(name)}]", f"command = {_toml(server.command[0])}",
-                  f"args = {_toml(server.command[1:])}"]
+        lines += [
+            f"[mcp_servers.{json.dumps(name)}]",
+            f"command = {_toml(server.command[0])}",
+            f"args = {_toml(server.command[1:])}",
+        ]
         if server.env:
             lines.append(f"env = {_toml(server.env)}")
         lines.append("")
@@ -131,15 +144,38 @@ def _item(t: float, kind: str, item: dict[str, Any]) -> list[TranscriptEvent]:
         return [TranscriptEvent(t=t, type="message", role="assistant", text=item.get("text"))]
     if itype == "command_execution":
         if kind == "item.started":
-            return [TranscriptEvent(t=t, type="tool_call", role="assistant", tool="exec_command",
-                                    input={"cmd": item.get("command")}, call_id=iid)]
-        return [TranscriptEvent(t=t, type="tool_result", role="tool", tool="exec_command",
-                                output=item.get("aggregated_output"), exit_code=item.get("exit_code"),
-                                call_id=iid)]
+            return [
+                TranscriptEvent(
+                    t=t,
+                    type="tool_call",
+                    role="assistant",
+                    tool="exec_command",
+                    input={"cmd": item.get("command")},
+                    call_id=iid,
+                )
+            ]
+        return [
+            TranscriptEvent(
+                t=t,
+                type="tool_result",
+                role="tool",
+                tool="exec_command",
+                output=item.get("aggregated_output"),
+                exit_code=item.get("exit_code"),
+                call_id=iid,
+            )
+        ]
     if itype in ("mcp_tool_call", "web_search", "file_change") and kind == "item.completed":
-        return [TranscriptEvent(t=t, type="tool_call", role="assistant", tool=str(itype),
-                                input={k: v for k, v in item.items() if k not in ("id", "type")},
-                                call_id=iid)]
+        return [
+            TranscriptEvent(
+                t=t,
+                type="tool_call",
+                role="assistant",
+                tool=str(itype),
+                input={k: v for k, v in item.items() if k not in ("id", "type")},
+                call_id=iid,
+            )
+        ]
     if itype == "error" and kind == "item.completed":
         # Codex warns "Model metadata ... not found" for any unknown model: a notice, not a failure
         return [TranscriptEvent(t=t, type="system", role="system", text=item.get("message"))]
@@ -167,18 +203,27 @@ def usage_from_rollouts(codex_home: Path, context_limit: int | None, model: str)
             cached = int(last.get("cached_input_tokens") or 0)
             inp = int(last.get("input_tokens") or 0) - cached
             stamp = datetime.fromisoformat(obj["timestamp"].replace("Z", "+00:00")).timestamp()
-            rows.append(UsageRow(t=stamp, input=inp, output=int(last.get("output_tokens") or 0),
-                                 cache_read=cached,
-                                 reasoning=int(last.get("reasoning_output_tokens") or 0),
-                                 context=inp + cached,
-                                 context_limit=context_limit or info.get("model_context_window"),
-                                 model=model))
+            rows.append(
+                UsageRow(
+                    t=stamp,
+                    input=inp,
+                    output=int(last.get("output_tokens") or 0),
+                    cache_read=cached,
+                    reasoning=int(last.get("reasoning_output_tokens") or 0),
+                    context=inp + cached,
+                    context_limit=context_limit or info.get("model_context_window"),
+                    model=model,
+                )
+            )
     return rows
 
 
-_INFRA = re.compile(r"\b(429|5\d\d|529|401|403)\b|high demand|overloaded|rate limit|unauthori[sz]ed|"
-                    r"stream disconnected|error sending request|connection refused|"
-                    r"exceeded retry limit", re.IGNORECASE)
+_INFRA = re.compile(
+    r"\b(429|5\d\d|529|401|403)\b|high demand|overloaded|rate limit|unauthori[sz]ed|"
+    r"stream disconnected|error sending request|connection refused|"
+    r"exceeded retry limit",
+    re.IGNORECASE,
+)
 
 
 def run(bench: Bench) -> int:
@@ -199,15 +244,28 @@ def run(bench: Bench) -> int:
     guide = guide_text(bench.skill_dir)
     if guide:
         (codex_home / "AGENTS.md").write_text(guide + "\n", encoding="utf-8")
-        loaded.append(ContextItem(kind="skill", name=bench.skill_dir.name if bench.skill_dir else "",
-                                  path=str(bench.skill_dir)))
+        loaded.append(
+            ContextItem(
+                kind="skill", name=bench.skill_dir.name if bench.skill_dir else "", path=str(bench.skill_dir)
+            )
+        )
     loaded += workspace_instructions(bench, ["AGENTS.md", "AGENTS.override.md"])
     loaded += [ContextItem(kind="mcp_server", name=n) for n in bench.mcp_servers(args)]
-    argv = [str(binary), "exec", "--json", "--skip-git-repo-check",
-            "--dangerously-bypass-approvals-and-sandbox", "-m", args.model, *args.flags, "-"]
+    argv = [
+        str(binary),
+        "exec",
+        "--json",
+        "--skip-git-repo-check",
+        "--dangerously-bypass-approvals-and-sandbox",
+        "-m",
+        args.model,
+        *args.flags,
+        "-",
+    ]
     version = cli_version(binary, env)
-    done = run_cli(argv, env=env, cwd=bench.workspace, stdin=bench.prompt, log_dir=bench.run_dir,
-                   name="codex")
+    done = run_cli(
+        argv, env=env, cwd=bench.workspace, stdin=bench.prompt, log_dir=bench.run_dir, name="codex"
+    )
     transcript, found = parse_events(done.lines)
     usage = usage_from_rollouts(codex_home, args.context_limit, args.model)
     failed = found.get("failed")
@@ -216,9 +274,14 @@ def run(bench: Bench) -> int:
         reason = failed[:300]
     elif done.returncode != 0 and not done.lines:
         reason = f"codex exited {done.returncode} before starting: {done.stderr[-300:]}"
-    info = AgentInfo(agent="codex", version=version, model=args.model, binary=str(binary),
-                     exit_code=1 if failed is not None and done.returncode == 0 else done.returncode,
-                     infra_failure=reason)
+    info = AgentInfo(
+        agent="codex",
+        version=version,
+        model=args.model,
+        binary=str(binary),
+        exit_code=1 if failed is not None and done.returncode == 0 else done.returncode,
+        infra_failure=reason,
+    )
     return finish(bench, Outcome(info, usage, transcript, loaded))
 
 

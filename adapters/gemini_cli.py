@@ -48,8 +48,11 @@ from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
 
 PACKAGE = "@google/gemini-cli"
 WEB_TOOLS = ["google_web_search", "web_fetch"]
-_INFRA = re.compile(r"\b(429|5\d\d|401|403)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|UNAUTHENTICATED|"
-                    r"overloaded|fetch failed|ECONNREFUSED|API key not valid", re.I)
+_INFRA = re.compile(
+    r"\b(429|5\d\d|401|403)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|UNAUTHENTICATED|"
+    r"overloaded|fetch failed|ECONNREFUSED|API key not valid",
+    re.I,
+)
 
 
 def settings(bench: Bench, args: AgentArgs) -> dict[str, Any]:
@@ -64,8 +67,9 @@ def settings(bench: Bench, args: AgentArgs) -> dict[str, Any]:
         data["tools"] = {"exclude": WEB_TOOLS}
     servers = bench.mcp_servers(args)
     if servers:
-        data["mcpServers"] = {n: {"command": s.command[0], "args": s.command[1:], "env": s.env}
-                              for n, s in servers.items()}
+        data["mcpServers"] = {
+            n: {"command": s.command[0], "args": s.command[1:], "env": s.env} for n, s in servers.items()
+        }
     return data
 
 
@@ -91,13 +95,28 @@ def parse_stream(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
             else:
                 events.append(TranscriptEvent(t=t, type="message", role=role, text=text))
         elif kind == "tool_use":
-            events.append(TranscriptEvent(t=t, type="tool_call", role="assistant", tool=obj.get("tool_name"),
-                                          input=obj.get("parameters"), call_id=obj.get("tool_id")))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="tool_call",
+                    role="assistant",
+                    tool=obj.get("tool_name"),
+                    input=obj.get("parameters"),
+                    call_id=obj.get("tool_id"),
+                )
+            )
         elif kind == "tool_result":
             error = obj.get("error") or {}
-            events.append(TranscriptEvent(t=t, type="tool_result", role="tool", call_id=obj.get("tool_id"),
-                                          output=str(obj.get("output") or error.get("message") or ""),
-                                          exit_code=0 if obj.get("status") == "success" else 1))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="tool_result",
+                    role="tool",
+                    call_id=obj.get("tool_id"),
+                    output=str(obj.get("output") or error.get("message") or ""),
+                    exit_code=0 if obj.get("status") == "success" else 1,
+                )
+            )
         elif kind in ("error", "result"):
             if kind == "result":
                 found["result"] = obj
@@ -106,8 +125,14 @@ def parse_stream(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
             is_error = kind == "error" or obj.get("status") != "success"
             if is_error:
                 found["error"] = message or obj.get("message") or json.dumps(obj)[:300]
-            events.append(TranscriptEvent(t=t, type="error" if is_error else "system", role="system",
-                                          text=found.get("error") if is_error else f"result {obj.get('status')}"))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="error" if is_error else "system",
+                    role="system",
+                    text=found.get("error") if is_error else f"result {obj.get('status')}",
+                )
+            )
     return events, found
 
 
@@ -127,9 +152,15 @@ def usage_from_sessions(home: Path, limit: int | None) -> list[UsageRow]:
             inp = int(tokens.get("input") or 0) - cached
             stamp = datetime.fromisoformat(obj["timestamp"].replace("Z", "+00:00")).timestamp()
             rows[str(obj.get("id"))] = UsageRow(
-                t=stamp, input=inp, output=int(tokens.get("output") or 0) + int(tokens.get("thoughts") or 0),
-                cache_read=cached, reasoning=int(tokens.get("thoughts") or 0), context=inp + cached,
-                context_limit=limit, model=obj.get("model"))
+                t=stamp,
+                input=inp,
+                output=int(tokens.get("output") or 0) + int(tokens.get("thoughts") or 0),
+                cache_read=cached,
+                reasoning=int(tokens.get("thoughts") or 0),
+                context=inp + cached,
+                context_limit=limit,
+                model=obj.get("model"),
+            )
     return sorted(rows.values(), key=lambda r: r.t)
 
 
@@ -151,8 +182,13 @@ def run(bench: Bench) -> int:
     except InfraFailure as exc:
         info = AgentInfo(agent="gemini_cli", version=None, model=args.model, infra_failure=str(exc))
         return finish(bench, Outcome(info, [], [], []))
-    extra = {"GEMINI_API_KEY": key, "GEMINI_CLI_HOME": str(home), "GEMINI_CLI_TRUST_WORKSPACE": "true",
-             "NO_COLOR": "1", **args.env}
+    extra = {
+        "GEMINI_API_KEY": key,
+        "GEMINI_CLI_HOME": str(home),
+        "GEMINI_CLI_TRUST_WORKSPACE": "true",
+        "NO_COLOR": "1",
+        **args.env,
+    }
     if args.base_url:
         extra["GOOGLE_GEMINI_BASE_URL"] = args.base_url.rstrip("/")
     env = agent_env(bench, home, extra)
@@ -166,8 +202,17 @@ def run(bench: Bench) -> int:
         loaded.append(ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir)))
     loaded += workspace_instructions(bench, ["GEMINI.md"])
     loaded += [ContextItem(kind="mcp_server", name=n) for n in bench.mcp_servers(args)]
-    argv = [str(binary), "-p", bench.prompt, "--output-format", "stream-json", "--yolo",
-            "-m", args.model, *args.flags]
+    argv = [
+        str(binary),
+        "-p",
+        bench.prompt,
+        "--output-format",
+        "stream-json",
+        "--yolo",
+        "-m",
+        args.model,
+        *args.flags,
+    ]
     failures = 0
 
     def too_many_retries(line: str) -> bool:
@@ -176,8 +221,15 @@ def run(bench: Bench) -> int:
         failures += bool(_ATTEMPT.match(line))
         return failures > args.max_retries
 
-    done = run_cli(argv, env=env, cwd=bench.workspace, stdin=None, log_dir=bench.run_dir, name="gemini",
-                   stop_when=too_many_retries)
+    done = run_cli(
+        argv,
+        env=env,
+        cwd=bench.workspace,
+        stdin=None,
+        log_dir=bench.run_dir,
+        name="gemini",
+        stop_when=too_many_retries,
+    )
     transcript, found = parse_stream(done.lines)
     usage = usage_from_sessions(home, args.context_limit)
     error = str(found.get("error") or "")
@@ -186,8 +238,14 @@ def run(bench: Bench) -> int:
         reason = f"provider kept failing after {failures} attempts: {_last_attempt(done.stderr)}"
     elif (error or done.returncode != 0) and _INFRA.search(error + "\n" + done.stderr[-3000:]):
         reason = (error or done.stderr[-300:])[:300]
-    info = AgentInfo(agent="gemini_cli", version=cli_version(binary, env), model=args.model,
-                     binary=str(binary), exit_code=done.returncode, infra_failure=reason)
+    info = AgentInfo(
+        agent="gemini_cli",
+        version=cli_version(binary, env),
+        model=args.model,
+        binary=str(binary),
+        exit_code=done.returncode,
+        infra_failure=reason,
+    )
     return finish(bench, Outcome(info, usage, transcript, loaded))
 
 

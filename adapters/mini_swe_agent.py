@@ -51,8 +51,18 @@ from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
 
 PACKAGE = "mini-swe-agent"
 DEFAULT_STEP_LIMIT = 100
-_INFRA_WORDS = ("RateLimitError", "InternalServerError", "ServiceUnavailable", "APIConnectionError",
-                "AuthenticationError", "APIError", "Timeout", "overloaded", "529", "BadGateway")
+_INFRA_WORDS = (
+    "RateLimitError",
+    "InternalServerError",
+    "ServiceUnavailable",
+    "APIConnectionError",
+    "AuthenticationError",
+    "APIError",
+    "Timeout",
+    "overloaded",
+    "529",
+    "BadGateway",
+)
 
 
 class MiniArgs(AgentArgs):
@@ -72,9 +82,12 @@ def _package_file(binary: Path, rel: str) -> Path:
 def _version(binary: Path) -> str | None:
     python = binary.parent / "python"
     try:
-        done = subprocess.run([str(python), "-c", "import importlib.metadata as m;"
-                               "print(m.version('mini-swe-agent'))"],
-                              capture_output=True, text=True, timeout=60)
+        done = subprocess.run(
+            [str(python), "-c", "import importlib.metadata as m;print(m.version('mini-swe-agent'))"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None
@@ -103,8 +116,9 @@ def build_argv(binary: Path, bench: Bench, args: MiniArgs, traj: Path) -> list[s
     return [*argv, *args.flags, "-t", bench.prompt, "-o", str(traj)]
 
 
-def parse_trajectory(traj: dict[str, Any], context_limit: int | None) -> tuple[
-        list[UsageRow], list[TranscriptEvent]]:
+def parse_trajectory(
+    traj: dict[str, Any], context_limit: int | None
+) -> tuple[list[UsageRow], list[TranscriptEvent]]:
     """Usage rows and transcript events from a mini-swe-agent trajectory."""
     rows: list[UsageRow] = []
     events: list[TranscriptEvent] = []
@@ -122,11 +136,18 @@ def parse_trajectory(traj: dict[str, Any], context_limit: int | None) -> tuple[
                 cached = int(details.get("cached_tokens") or 0)
                 inp = int(usage.get("prompt_tokens") or 0) - cached
                 out_details = usage.get("completion_tokens_details") or {}
-                rows.append(UsageRow(t=t or 0.0, input=inp, output=int(usage.get("completion_tokens") or 0),
-                                     cache_read=cached,
-                                     reasoning=int(out_details.get("reasoning_tokens") or 0),
-                                     context=inp + cached, context_limit=context_limit,
-                                     model=response.get("model")))
+                rows.append(
+                    UsageRow(
+                        t=t or 0.0,
+                        input=inp,
+                        output=int(usage.get("completion_tokens") or 0),
+                        cache_read=cached,
+                        reasoning=int(out_details.get("reasoning_tokens") or 0),
+                        context=inp + cached,
+                        context_limit=context_limit,
+                        model=response.get("model"),
+                    )
+                )
             if text:
                 events.append(TranscriptEvent(t=t, type="message", role="assistant", text=text))
             for call in message.get("tool_calls") or []:
@@ -135,23 +156,50 @@ def parse_trajectory(traj: dict[str, Any], context_limit: int | None) -> tuple[
                     arguments: Any = json.loads(fn.get("arguments") or "{}")
                 except json.JSONDecodeError:
                     arguments = fn.get("arguments")
-                events.append(TranscriptEvent(t=t, type="tool_call", role="assistant",
-                                              tool=fn.get("name"), input=arguments, call_id=call.get("id")))
+                events.append(
+                    TranscriptEvent(
+                        t=t,
+                        type="tool_call",
+                        role="assistant",
+                        tool=fn.get("name"),
+                        input=arguments,
+                        call_id=call.get("id"),
+                    )
+                )
             if not message.get("tool_calls"):
                 for action in extra.get("actions") or []:
-                    events.append(TranscriptEvent(t=t, type="tool_call", role="assistant", tool="bash",
-                                                  input=action.get("command") if isinstance(action, dict)
-                                                  else action))
+                    events.append(
+                        TranscriptEvent(
+                            t=t,
+                            type="tool_call",
+                            role="assistant",
+                            tool="bash",
+                            input=action.get("command") if isinstance(action, dict) else action,
+                        )
+                    )
         elif role == "tool" or (role == "user" and "returncode" in extra):
-            events.append(TranscriptEvent(t=t, type="tool_result", role="tool", tool="bash",
-                                          output=str(extra.get("raw_output", text)),
-                                          exit_code=extra.get("returncode"),
-                                          call_id=message.get("tool_call_id")))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="tool_result",
+                    role="tool",
+                    tool="bash",
+                    output=str(extra.get("raw_output", text)),
+                    exit_code=extra.get("returncode"),
+                    call_id=message.get("tool_call_id"),
+                )
+            )
         elif role in ("user", "system"):
             events.append(TranscriptEvent(t=t, type="message", role=role, text=text))
         elif role == "exit":
-            events.append(TranscriptEvent(t=t, type="system", role="system",
-                                          text=f"exit {extra.get('exit_status')}: {extra.get('submission', '')}"))
+            events.append(
+                TranscriptEvent(
+                    t=t,
+                    type="system",
+                    role="system",
+                    text=f"exit {extra.get('exit_status')}: {extra.get('submission', '')}",
+                )
+            )
     return rows, events
 
 
@@ -167,15 +215,27 @@ def run(bench: Bench) -> int:
     except InfraFailure as exc:
         info = AgentInfo(agent="mini_swe_agent", version=None, model=args.model, infra_failure=str(exc))
         return finish(bench, Outcome(info, [], [], []))
-    env = agent_env(bench, home, {
-        "MSWEA_CONFIGURED": "true", "MSWEA_GLOBAL_CONFIG_DIR": str(home / "mswea"),
-        "LITELLM_LOCAL_MODEL_COST_MAP": "True", "MSWEA_COST_TRACKING": "ignore_errors",
-        "MSWEA_SILENT_STARTUP": "1", "OPENAI_API_KEY": key,
-        "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(args.max_retries + 1), **args.env})
+    env = agent_env(
+        bench,
+        home,
+        {
+            "MSWEA_CONFIGURED": "true",
+            "MSWEA_GLOBAL_CONFIG_DIR": str(home / "mswea"),
+            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
+            "MSWEA_COST_TRACKING": "ignore_errors",
+            "MSWEA_SILENT_STARTUP": "1",
+            "OPENAI_API_KEY": key,
+            "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(args.max_retries + 1),
+            **args.env,
+        },
+    )
     traj_path = bench.run_dir / "trajectory.json"
     argv = build_argv(binary, bench, args, traj_path)
-    loaded = [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))
-              ] if bench.skill_dir and guide_text(bench.skill_dir) else []
+    loaded = (
+        [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))]
+        if bench.skill_dir and guide_text(bench.skill_dir)
+        else []
+    )
     done = run_cli(argv, env=env, cwd=bench.workspace, stdin=None, log_dir=bench.run_dir, name="mini")
     traj = json.loads(traj_path.read_text()) if traj_path.is_file() else {}
     usage, transcript = parse_trajectory(traj, args.context_limit)
@@ -186,8 +246,14 @@ def run(bench: Bench) -> int:
     if status != "Submitted" and any(w in status + " " + tail for w in _INFRA_WORDS):
         reason = f"mini-swe-agent stopped on a provider error ({status}): {tail[-300:]}"
     code = done.returncode if done.returncode != 0 else (0 if status == "Submitted" else 1)
-    info = AgentInfo(agent="mini_swe_agent", version=info_block.get("mini_version") or _version(binary),
-                     model=args.model, binary=str(binary), exit_code=code, infra_failure=reason)
+    info = AgentInfo(
+        agent="mini_swe_agent",
+        version=info_block.get("mini_version") or _version(binary),
+        model=args.model,
+        binary=str(binary),
+        exit_code=code,
+        infra_failure=reason,
+    )
     return finish(bench, Outcome(info, usage, transcript, loaded))
 
 

@@ -147,7 +147,10 @@ def memory_steps(sid: str, good: bool) -> list[dict]:
     if sid == "handoff-restart-logouts":
         session_a = {"file_exists": "incident.log"}
         return [
-            {"when": session_a, "run": "grep -n -e recycled -e UnknownToken -e ReplayDetected -e restarts incident.log"},
+            {
+                "when": session_a,
+                "run": "grep -n -e recycled -e UnknownToken -e ReplayDetected -e restarts incident.log",
+            },
             {"when": session_a, "run": "grep -rn 'TokenStore(' authsvc"},
             # The diagnosis goes to the project memory when there is one (the weak agent often
             # forgets to record it), else to a notes file that the fresh tree of session B wipes.
@@ -155,14 +158,19 @@ def memory_steps(sid: str, good: bool) -> list[dict]:
                 "when": {**session_a, "on_path": "memo", "chance": 1.0 if good else 0.6},
                 "run": f'memo add --kind finding --key restart-logouts "{DIAGNOSIS}"',
             },
-            {"when": {**session_a, "not_on_path": "memo"}, "write": {"path": "NOTES.md", "content": DIAGNOSIS + "\n"}},
+            {
+                "when": {**session_a, "not_on_path": "memo"},
+                "write": {"path": "NOTES.md", "content": DIAGNOSIS + "\n"},
+            },
             {
                 "when": {"not": session_a},
                 "choose": [
                     {
                         "weight": 1,
                         "steps": [
-                            {"run": "memo search logout"},  # 127 without the memory, 1 when nothing was recorded
+                            {
+                                "run": "memo search logout"
+                            },  # 127 without the memory, 1 when nothing was recorded
                             {
                                 "when": {"last_exit": 0},
                                 "choose": [

@@ -79,13 +79,17 @@ def make_project(root: Path, *, scenarios: int, cells50: bool = False) -> None:
     if cells50:
         levels_a = "\n".join(f"    a{i}: {{}}" for i in range(10))
         levels_b = "\n".join(f"    b{i}: {{}}" for i in range(5))
-        project = (f"kind: project\nspec_version: 1\nname: wide\nlanguages: [python]\nfactors:\n  fa:\n{levels_a}\n  fb:\n{levels_b}\n"
-                   "control: a0/b0\n")
+        project = (
+            f"kind: project\nspec_version: 1\nname: wide\nlanguages: [python]\nfactors:\n  fa:\n{levels_a}\n  fb:\n{levels_b}\n"
+            "control: a0/b0\n"
+        )
         (root / "specs/project.yaml").write_text(project)
     else:
         (root / "specs/project.yaml").write_text(PROJECT)
     for i in range(1, 5):
-        (root / f"specs/agents/a{i}.yaml").write_text(f"kind: agent\nid: a{i}\nadapter: scripted\nargs: {{ script: s{i}.yaml }}\n")
+        (root / f"specs/agents/a{i}.yaml").write_text(
+            f"kind: agent\nid: a{i}\nadapter: scripted\nargs: {{ script: s{i}.yaml }}\n"
+        )
     (root / "specs/checks/lint.yaml").write_text(LINT)
     (root / "specs/matrices/default.yaml").write_text(MATRIX)
     for n in range(scenarios):
@@ -93,8 +97,12 @@ def make_project(root: Path, *, scenarios: int, cells50: bool = False) -> None:
         d = root / "scenarios" / sid
         for sub in ("seed/app", "reference/app", "negatives/drops-handler/app"):
             (d / sub).mkdir(parents=True)
-        (d / "scenario.yaml").write_text(SCENARIO.format(id=sid, fam=n // 5, split="test" if (n // 5) % 4 == 0 else "train"))
-        (d / "prompt.md").write_text(f"Task {n}: the handler in app/main.py prints debug output; remove it, keep the API.\n")
+        (d / "scenario.yaml").write_text(
+            SCENARIO.format(id=sid, fam=n // 5, split="test" if (n // 5) % 4 == 0 else "train")
+        )
+        (d / "prompt.md").write_text(
+            f"Task {n}: the handler in app/main.py prints debug output; remove it, keep the API.\n"
+        )
         (d / "seed/app/main.py").write_text(f"import os\n\ndef handler():\n    print({n})\n    return {n}\n")
         (d / "reference/app/main.py").write_text(f"def handler():\n    return {n}\n")
         (d / "negatives/drops-handler/app/main.py").write_text(f"def other():\n    return {n}\n")
@@ -138,15 +146,21 @@ def main() -> int:
         nox = [sys.executable, "-m", "nox", "-l"]
         _run(nox, wide)  # compiles on demand
         listed = subprocess.run(nox, cwd=wide, capture_output=True, text=True, check=True).stdout
-        bench_sessions = sum(1 for line in listed.splitlines() if line.startswith("- bench-") and "-> Run cell" in line)
+        bench_sessions = sum(
+            1 for line in listed.splitlines() if line.startswith("- bench-") and "-> Run cell" in line
+        )
         nox_l = statistics.median(_run(nox, wide) for _ in range(5))
-        nox_start = statistics.median(_run([sys.executable, "-c", "import nox.__main__"], wide) for _ in range(5))
+        nox_start = statistics.median(
+            _run([sys.executable, "-c", "import nox.__main__"], wide) for _ in range(5)
+        )
         print(f"suite: {args.scenarios} scenarios x {cells} cells x 4 agents x 5 trials = {jobs} trials")
         print(f"cold compile:        {cold:6.2f} s   (target < 15 s)")
         print(f"unchanged recompile: {warm:6.2f} s   (target < 3 s)")
         print(f"generated/ size:     {size / 1e6:6.1f} MB  in {files} files (target < 100 MB)")
-        print(f"nox -l, {bench_sessions} bench cells: {nox_l:6.3f} s   (median of 5, target < 0.5 s;"
-              f" of it nox's own start-up {nox_start:.3f} s, the noxfile {max(nox_l - nox_start, 0):.3f} s)")
+        print(
+            f"nox -l, {bench_sessions} bench cells: {nox_l:6.3f} s   (median of 5, target < 0.5 s;"
+            f" of it nox's own start-up {nox_start:.3f} s, the noxfile {max(nox_l - nox_start, 0):.3f} s)"
+        )
         ok = cold < 15 and warm < 3 and size < 100e6 and nox_l < 0.5
         print("all targets met" if ok else "TARGET MISSED")
         return 0 if ok else 1

@@ -50,8 +50,14 @@ def _row(label: str, ms: list[float]) -> str:
 
 
 def _spec(work: Path, **extra: object) -> SandboxSpec:
-    return SandboxSpec(argv=["/bin/true"], cwd=work, env={"PATH": "/usr/bin:/bin"}, home=work,
-                       mounts=(Mount(work, work, writable=True),), **extra)  # type: ignore[arg-type]
+    return SandboxSpec(
+        argv=["/bin/true"],
+        cwd=work,
+        env={"PATH": "/usr/bin:/bin"},
+        home=work,
+        mounts=(Mount(work, work, writable=True),),
+        **extra,
+    )  # type: ignore[arg-type]
 
 
 def per_process(runs: int, work: Path) -> None:
@@ -76,7 +82,10 @@ def per_process(runs: int, work: Path) -> None:
                 subprocess.run(box.argv, env=dict(spec.env), check=True)
 
         ms = _times(limited, runs)
-        print(_row("bwrap + cgroups + rlimits", ms) + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over none")
+        print(
+            _row("bwrap + cgroups + rlimits", ms)
+            + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over none"
+        )
 
 
 def per_trial(runs: int, tmp: Path) -> None:
@@ -85,8 +94,14 @@ def per_trial(runs: int, tmp: Path) -> None:
     fixture = ROOT / "tests" / "fixtures" / "runner" / "project"
     project = tmp / "project"
     shutil.copytree(fixture, project, symlinks=True)
-    scenario = ScenarioJob(id="fix", root="scenarios/fix", family="f", seed="scenarios/fix/seed", prompt="p\n",
-                           checks=(CheckSpec(id="c", kind="command", params={"run": "true"}),))
+    scenario = ScenarioJob(
+        id="fix",
+        root="scenarios/fix",
+        family="f",
+        seed="scenarios/fix/seed",
+        prompt="p\n",
+        checks=(CheckSpec(id="c", kind="command", params={"run": "true"}),),
+    )
     cell = Cell(name="none/none/off", levels={"network": "off"})
     print("Per-trial overhead (run_trial of a command agent that exits at once):")
     from harness.runner import run_trial
@@ -96,9 +111,17 @@ def per_trial(runs: int, tmp: Path) -> None:
         if name != "none" and select(name).probe() is not None:
             print(f"  {name:<34} unavailable")
             continue
-        job = Job(id="b/none/none/off/a/fix/t01", hash="h", matrix="b", trial=1, scenario=scenario, cell=cell,
-                  agent=AgentSpec(id="a", adapter="command", command="true"), limits=Limits(timeout_s=60),
-                  options=Options(isolation=name, infra_retries=0))
+        job = Job(
+            id="b/none/none/off/a/fix/t01",
+            hash="h",
+            matrix="b",
+            trial=1,
+            scenario=scenario,
+            cell=cell,
+            agent=AgentSpec(id="a", adapter="command", command="true"),
+            limits=Limits(timeout_s=60),
+            options=Options(isolation=name, infra_retries=0),
+        )
         counter = iter(range(100_000))
 
         def one(job: Job = job, counter: Iterator[int] = counter) -> None:
@@ -158,12 +181,16 @@ def workspace_prep(runs: int, tmp: Path, files: int, total_mb: int) -> None:
 
     base = _times(lambda: subprocess.run(plain, env={"PATH": "/usr/bin:/bin"}, check=True), runs)
     ms = _times(with_overlay, runs)
-    print(_row("overlay: prepare + bwrap with overlay", ms)
-          + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over bwrap alone")
+    print(
+        _row("overlay: prepare + bwrap with overlay", ms)
+        + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over bwrap alone"
+    )
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--runs", type=int, default=40)
     parser.add_argument("--files", type=int, default=2000)
     parser.add_argument("--mb", type=int, default=50)

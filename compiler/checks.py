@@ -22,8 +22,15 @@ from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
 from compiler.yamlio import Doc, Path_, dotted
 
 _COMMON = set(CheckCommon.model_fields)
-_PY = {"string": str, "integer": int, "number": float, "boolean": bool, "list": list[Any],
-       "dict": dict[str, Any], "any": Any}
+_PY = {
+    "string": str,
+    "integer": int,
+    "number": float,
+    "boolean": bool,
+    "list": list[Any],
+    "dict": dict[str, Any],
+    "any": Any,
+}
 
 
 @cache
@@ -33,17 +40,23 @@ def _user_model(kind_id: str, params_json: str) -> type[BaseModel]:
     for name, p in params.items():
         tp = _PY[p.get("type", "any")]
         fields[name] = (tp | None, Field(default=None, description=p.get("description")))
-    fields["with_"] = (dict[str, Any] | None, Field(default=None, alias="with", description="Parameters of the kind."))
+    fields["with_"] = (
+        dict[str, Any] | None,
+        Field(default=None, alias="with", description="Parameters of the kind."),
+    )
     return create_model(f"Check_{kind_id}", __base__=CheckCommon, **fields)
 
 
 def user_model(kind: CheckKindDoc) -> type[BaseModel]:
     """The model of a check entry of a user kind: common fields, its params inline, or `with:`."""
-    return _user_model(kind.id, json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True))
+    return _user_model(
+        kind.id, json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True)
+    )
 
 
-def resolve_check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindDoc],
-                  ctx: dict[str, Any]) -> CheckSpec | None:
+def resolve_check(
+    c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindDoc], ctx: dict[str, Any]
+) -> CheckSpec | None:
     """One check entry, validated against its kind, as a built-in-kind CheckSpec (None on errors)."""
     path: Path_ = ("checks", i)
     if not isinstance(raw, dict):
@@ -51,8 +64,13 @@ def resolve_check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, Che
         return None
     kind = raw.get("kind")
     if not isinstance(kind, str) or (kind not in BUILTIN and kind not in kinds):
-        c.add(doc.loc((*path, "kind")), dotted((*path, "kind")), "E140", f"unknown check kind {kind!r}",
-              did_you_mean(str(kind), [*BUILTIN, *kinds]))
+        c.add(
+            doc.loc((*path, "kind")),
+            dotted((*path, "kind")),
+            "E140",
+            f"unknown check kind {kind!r}",
+            did_you_mean(str(kind), [*BUILTIN, *kinds]),
+        )
         return None
     user = kinds.get(kind) if kind not in BUILTIN else None
     model = user_model(user) if user else BUILTIN[kind]
@@ -66,8 +84,15 @@ def resolve_check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, Che
                 params[name] = render_field(c, doc, (*path, name), params[name], ctx)
         if kind == "command" and "exit" not in params and "result" not in params:
             params["exit"] = 0
-        return CheckSpec(id=spec.id, kind=kind, layer=spec.layer or "agent", authority=spec.authority,
-                         severity=spec.severity or "error", timeout_s=spec.timeout_s or 60.0, params=params)
+        return CheckSpec(
+            id=spec.id,
+            kind=kind,
+            layer=spec.layer or "agent",
+            authority=spec.authority,
+            severity=spec.severity or "error",
+            timeout_s=spec.timeout_s or 60.0,
+            params=params,
+        )
     before = len(c.errors)
     given = dict(params.pop("with", {}) or {})
     for k in list(params):
@@ -77,12 +102,22 @@ def resolve_check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, Che
         if name in given:
             values[name] = given.pop(name)
         elif p.required:
-            c.add(doc.loc(path), dotted((*path, "with", name)), "E102", f"check kind '{kind}' needs parameter '{name}'")
+            c.add(
+                doc.loc(path),
+                dotted((*path, "with", name)),
+                "E102",
+                f"check kind '{kind}' needs parameter '{name}'",
+            )
         else:
             values[name] = p.default
     for extra in given:
-        c.add(doc.loc((*path, "with", extra), key=True), dotted((*path, "with", extra)), "E101",
-              f"unknown parameter '{extra}' of check kind '{kind}'", did_you_mean(extra, user.params))
+        c.add(
+            doc.loc((*path, "with", extra), key=True),
+            dotted((*path, "with", extra)),
+            "E101",
+            f"unknown parameter '{extra}' of check kind '{kind}'",
+            did_you_mean(extra, user.params),
+        )
     if len(c.errors) > before:
         return None  # the template would only repeat the missing-parameter errors
     run = render_field(c, doc, path, user.run, {**ctx, **values, "params": values})
@@ -97,6 +132,13 @@ def resolve_check(c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, Che
         out["exit"] = 0
     if user.env:
         out["env"] = dict(user.env)
-    return CheckSpec(id=spec.id, kind="command", source_kind=kind, layer=spec.layer or user.layer or "agent",
-                     authority=spec.authority or user.authority, severity=spec.severity or user.severity or "error",
-                     timeout_s=spec.timeout_s or user.timeout_s or 60.0, params=out)
+    return CheckSpec(
+        id=spec.id,
+        kind="command",
+        source_kind=kind,
+        layer=spec.layer or user.layer or "agent",
+        authority=spec.authority or user.authority,
+        severity=spec.severity or user.severity or "error",
+        timeout_s=spec.timeout_s or user.timeout_s or 60.0,
+        params=out,
+    )

@@ -34,9 +34,17 @@ class Frozen(BaseModel):
 class Canaries(Frozen):
     """Commands that prove a level's provisions before the agent starts."""
 
-    absent: tuple[str, ...] = Field(default=(), description="Command names that must NOT be found on the agent's PATH.")
-    must_fail: tuple[str, ...] = Field(default=(), description="Shell commands that must exit non-zero in the agent's environment (e.g. a network probe under network: off).")
-    must_pass: tuple[str, ...] = Field(default=(), description="Shell commands that must exit zero in the agent's environment (e.g. the tool answers --version).")
+    absent: tuple[str, ...] = Field(
+        default=(), description="Command names that must NOT be found on the agent's PATH."
+    )
+    must_fail: tuple[str, ...] = Field(
+        default=(),
+        description="Shell commands that must exit non-zero in the agent's environment (e.g. a network probe under network: off).",
+    )
+    must_pass: tuple[str, ...] = Field(
+        default=(),
+        description="Shell commands that must exit zero in the agent's environment (e.g. the tool answers --version).",
+    )
 
 
 class McpServer(Frozen):
@@ -49,20 +57,55 @@ class McpServer(Frozen):
 class Provisions(Frozen):
     """What a cell provides, merged over its levels in factor order (later levels win)."""
 
-    path: tuple[str, ...] = Field(default=(), description="Project-relative folders whose executables go on PATH through the tracing shim.")
-    trace: tuple[str, ...] = Field(default=(), description="Command names whose invocations are traced into trace.jsonl.")
-    serve: tuple[str, ...] = Field(default=(), description="Subcommands that start a long-lived session whose stdin/stdout is teed line by line into the trace.")
-    files: dict[str, str] = Field(default_factory=dict, description="Workspace-relative destination -> project-relative source file copied into the workspace.")
-    home_files: dict[str, str] = Field(default_factory=dict, description="HOME-relative destination -> project-relative source file copied into the fresh HOME.")
-    links: dict[str, str] = Field(default_factory=dict, description="Workspace-relative name -> project-relative folder linked read-only (never counted as an edit).")
-    skill_dir: str | None = Field(default=None, description="Project-relative guide/skill folder handed to the adapter as BENCH_SKILL_DIR.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment variables for the agent.")
-    network: bool = Field(default=False, description="Whether the agent may reach the network beyond its model endpoint.")
-    setup: tuple[str, ...] = Field(default=(), description="Shell commands run in the workspace before the agent (not traced, not counted as edits).")
-    state_dir: bool = Field(default=False, description="Whether the treatment keeps a state directory that persists across the steps of a run.")
-    state_setup: tuple[str, ...] = Field(default=(), description="Shell commands that seed the state directory ($BENCH_STATE_DIR); they must write only there.")
+    path: tuple[str, ...] = Field(
+        default=(),
+        description="Project-relative folders whose executables go on PATH through the tracing shim.",
+    )
+    trace: tuple[str, ...] = Field(
+        default=(), description="Command names whose invocations are traced into trace.jsonl."
+    )
+    serve: tuple[str, ...] = Field(
+        default=(),
+        description="Subcommands that start a long-lived session whose stdin/stdout is teed line by line into the trace.",
+    )
+    files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Workspace-relative destination -> project-relative source file copied into the workspace.",
+    )
+    home_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="HOME-relative destination -> project-relative source file copied into the fresh HOME.",
+    )
+    links: dict[str, str] = Field(
+        default_factory=dict,
+        description="Workspace-relative name -> project-relative folder linked read-only (never counted as an edit).",
+    )
+    skill_dir: str | None = Field(
+        default=None,
+        description="Project-relative guide/skill folder handed to the adapter as BENCH_SKILL_DIR.",
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment variables for the agent."
+    )
+    network: bool = Field(
+        default=False, description="Whether the agent may reach the network beyond its model endpoint."
+    )
+    setup: tuple[str, ...] = Field(
+        default=(),
+        description="Shell commands run in the workspace before the agent (not traced, not counted as edits).",
+    )
+    state_dir: bool = Field(
+        default=False,
+        description="Whether the treatment keeps a state directory that persists across the steps of a run.",
+    )
+    state_setup: tuple[str, ...] = Field(
+        default=(),
+        description="Shell commands that seed the state directory ($BENCH_STATE_DIR); they must write only there.",
+    )
     mcp_servers: dict[str, McpServer] = Field(default_factory=dict, description="MCP servers by name.")
-    adapter: dict[str, Any] = Field(default_factory=dict, description="Options the adapter must translate for its agent (e.g. web: true).")
+    adapter: dict[str, Any] = Field(
+        default_factory=dict, description="Options the adapter must translate for its agent (e.g. web: true)."
+    )
     canaries: Canaries = Field(default_factory=Canaries, description="Canaries run before the agent.")
 
 
@@ -72,33 +115,57 @@ class Cell(Frozen):
     name: str = Field(description="Levels joined by '/' in factor order.")
     levels: dict[str, str] = Field(description="Factor -> level, in factor order.")
     control: bool = Field(default=False, description="True for the project's control cell.")
-    provisions: Provisions = Field(default_factory=Provisions, description="Merged provisions of the cell's levels.")
+    provisions: Provisions = Field(
+        default_factory=Provisions, description="Merged provisions of the cell's levels."
+    )
 
 
 class AgentSpec(Frozen):
     """A named adapter plus its arguments."""
 
     id: str = Field(description="Agent id (slug), unique in the project.")
-    adapter: str = Field(description="Built-in adapter short name, a dotted path 'pkg.mod', or 'command' for a shell command.")
-    command: str | None = Field(default=None, description="Shell command for adapter 'command' (seed 000's --agent-cmd).")
-    args: dict[str, Any] = Field(default_factory=dict, description="Adapter arguments, passed as JSON in BENCH_AGENT_ARGS.")
+    adapter: str = Field(
+        description="Built-in adapter short name, a dotted path 'pkg.mod', or 'command' for a shell command."
+    )
+    command: str | None = Field(
+        default=None, description="Shell command for adapter 'command' (seed 000's --agent-cmd)."
+    )
+    args: dict[str, Any] = Field(
+        default_factory=dict, description="Adapter arguments, passed as JSON in BENCH_AGENT_ARGS."
+    )
     model: str | None = Field(default=None, description="Model id recorded in run.json (and passed in args).")
     version: str | None = Field(default=None, description="Agent version label recorded in run.json.")
-    env: dict[str, str] = Field(default_factory=dict, description="Extra environment for the adapter process.")
-    requires: tuple[str, ...] = Field(default=(), description="Executables/resources a worker must have to run this agent.")
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Extra environment for the adapter process."
+    )
+    requires: tuple[str, ...] = Field(
+        default=(), description="Executables/resources a worker must have to run this agent."
+    )
 
 
 class CheckSpec(Frozen):
     """One deterministic check, resolved to a built-in kind with concrete parameters."""
 
     id: str = Field(description="Check id, unique within its scenario.")
-    kind: str = Field(description="Built-in check kind the engine runs (user kinds are resolved to 'command').")
-    layer: str = Field(default="agent", description="What a failure implicates: 'agent' or a named product layer.")
-    authority: str | None = Field(default=None, description="Named authority whose validity this check reports, if any.")
-    severity: Literal["error", "warning"] = Field(default="error", description="Findings of an error-severity lint check make a passing run not usable.")
+    kind: str = Field(
+        description="Built-in check kind the engine runs (user kinds are resolved to 'command')."
+    )
+    layer: str = Field(
+        default="agent", description="What a failure implicates: 'agent' or a named product layer."
+    )
+    authority: str | None = Field(
+        default=None, description="Named authority whose validity this check reports, if any."
+    )
+    severity: Literal["error", "warning"] = Field(
+        default="error", description="Findings of an error-severity lint check make a passing run not usable."
+    )
     timeout_s: float = Field(default=60.0, description="Wall-clock limit for the check.")
-    source_kind: str | None = Field(default=None, description="The user kind this check was declared as, if any.")
-    params: dict[str, Any] = Field(default_factory=dict, description="Kind-specific parameters (validated at compile time).")
+    source_kind: str | None = Field(
+        default=None, description="The user kind this check was declared as, if any."
+    )
+    params: dict[str, Any] = Field(
+        default_factory=dict, description="Kind-specific parameters (validated at compile time)."
+    )
 
 
 class Negative(Frozen):
@@ -107,7 +174,9 @@ class Negative(Frozen):
     name: str = Field(description="Negative name (folder name under negatives/).")
     fails: tuple[str, ...] = Field(description="Ids of the checks the overlay must fail, and only those.")
     dir: str | None = Field(default=None, description="Project-relative overlay folder.")
-    patch: str | None = Field(default=None, description="Project-relative unified diff applied instead of (or after) the overlay.")
+    patch: str | None = Field(
+        default=None, description="Project-relative unified diff applied instead of (or after) the overlay."
+    )
 
 
 class Step(Frozen):
@@ -115,8 +184,13 @@ class Step(Frozen):
 
     name: str = Field(description="Step label used in artifacts.")
     prompt: str = Field(description="Rendered prompt for this session.")
-    evidence: dict[str, str] = Field(default_factory=dict, description="Workspace-relative path -> project-relative source, present only during this step.")
-    fresh_repo: bool = Field(default=False, description="Reset the working tree to the cell's starting state before this step.")
+    evidence: dict[str, str] = Field(
+        default_factory=dict,
+        description="Workspace-relative path -> project-relative source, present only during this step.",
+    )
+    fresh_repo: bool = Field(
+        default=False, description="Reset the working tree to the cell's starting state before this step."
+    )
 
 
 class ScenarioJob(Frozen):
@@ -130,22 +204,48 @@ class ScenarioJob(Frozen):
     source: str | None = Field(default=None, description="Provenance of the requirement.")
     reference_note: str | None = Field(default=None, description="Provenance of the reference solution.")
     seed: str = Field(description="Project-relative seed folder (the initial workspace).")
-    reference: str | None = Field(default=None, description="Project-relative reference overlay; never shown to agents.")
-    grader: str | None = Field(default=None, description="Project-relative folder of grader-only files overlaid after the agent is gone.")
+    reference: str | None = Field(
+        default=None, description="Project-relative reference overlay; never shown to agents."
+    )
+    grader: str | None = Field(
+        default=None,
+        description="Project-relative folder of grader-only files overlaid after the agent is gone.",
+    )
     negatives: tuple[Negative, ...] = Field(default=(), description="Negatives.")
-    entry: tuple[str, ...] = Field(default=(), description="Workspace-relative entry files checked by authorities.")
-    watch: tuple[str, ...] = Field(default=(), description="Workspace-relative files snapshotted after each write (defaults to entry).")
-    writable: tuple[str, ...] = Field(default=("**",), description="Globs the agent may change; any other change is an unsafe edit.")
-    runtime_only: tuple[str, ...] = Field(default=(), description="Claims only a live runtime could verify: reported, never passed.")
-    stability_risk: bool = Field(default=False, description="Finishing safely needs the tool's stability checks, not only validity.")
+    entry: tuple[str, ...] = Field(
+        default=(), description="Workspace-relative entry files checked by authorities."
+    )
+    watch: tuple[str, ...] = Field(
+        default=(), description="Workspace-relative files snapshotted after each write (defaults to entry)."
+    )
+    writable: tuple[str, ...] = Field(
+        default=("**",), description="Globs the agent may change; any other change is an unsafe edit."
+    )
+    runtime_only: tuple[str, ...] = Field(
+        default=(), description="Claims only a live runtime could verify: reported, never passed."
+    )
+    stability_risk: bool = Field(
+        default=False, description="Finishing safely needs the tool's stability checks, not only validity."
+    )
     prompt: str = Field(description="Rendered prompt (the first step's prompt for multi-step scenarios).")
-    steps: tuple[Step, ...] = Field(default=(), description="Sessions of a multi-session scenario; empty for a single session.")
+    steps: tuple[Step, ...] = Field(
+        default=(), description="Sessions of a multi-session scenario; empty for a single session."
+    )
     checks: tuple[CheckSpec, ...] = Field(description="Checks, in declaration order.")
-    expectations: tuple[dict[str, Any], ...] = Field(default=(), description="Declarative expectations (the grader defines their shape).")
-    notable_exits: tuple[int, ...] = Field(default=(3, 4), description="Tool exit codes reported as findings (candidate owner/environment gaps).")
+    expectations: tuple[dict[str, Any], ...] = Field(
+        default=(), description="Declarative expectations (the grader defines their shape)."
+    )
+    notable_exits: tuple[int, ...] = Field(
+        default=(3, 4), description="Tool exit codes reported as findings (candidate owner/environment gaps)."
+    )
     forbid_words: tuple[str, ...] = Field(default=(), description="Words the prompt must not contain.")
-    state_setup: tuple[str, ...] = Field(default=(), description="Scenario-level commands that seed the treatment's state directory.")
-    judges: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Provider configurations of the LLM judges this scenario's `judge` checks name (from the project's `judges:`).")
+    state_setup: tuple[str, ...] = Field(
+        default=(), description="Scenario-level commands that seed the treatment's state directory."
+    )
+    judges: dict[str, dict[str, Any]] = Field(
+        default_factory=dict,
+        description="Provider configurations of the LLM judges this scenario's `judge` checks name (from the project's `judges:`).",
+    )
 
 
 class Limits(Frozen):
@@ -163,11 +263,19 @@ class Limits(Frozen):
 class Options(Frozen):
     """Matrix options that shape how a trial runs."""
 
-    env_pass: tuple[str, ...] = Field(default=(), description="Host environment variables passed into the scrubbed environment.")
+    env_pass: tuple[str, ...] = Field(
+        default=(), description="Host environment variables passed into the scrubbed environment."
+    )
     infra_retries: int = Field(default=2, description="Retries of an adapter that exits 75.")
-    isolation: str = Field(default="auto", description="Isolation plug-in name: auto, bwrap, unshare, none, or a dotted path.")
-    skill_dir: str | None = Field(default=None, description="Project-relative guide folder for levels that use one.")
-    wiki_dir: str | None = Field(default=None, description="Project-relative knowledge folder for levels that link one.")
+    isolation: str = Field(
+        default="auto", description="Isolation plug-in name: auto, bwrap, unshare, none, or a dotted path."
+    )
+    skill_dir: str | None = Field(
+        default=None, description="Project-relative guide folder for levels that use one."
+    )
+    wiki_dir: str | None = Field(
+        default=None, description="Project-relative knowledge folder for levels that link one."
+    )
 
 
 class Job(Frozen):
@@ -175,7 +283,9 @@ class Job(Frozen):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="Contract version.")
     id: str = Field(description="<matrix>/<cell>/<agent>/<scenario>/tNN")
-    hash: str = Field(description="Content hash of everything but the trial number; a changed spec changes it.")
+    hash: str = Field(
+        description="Content hash of everything but the trial number; a changed spec changes it."
+    )
     matrix: str = Field(description="Matrix id.")
     trial: int = Field(description="1-based trial number.")
     version: str | None = Field(default=None, description="Tool version label in a version comparison.")
@@ -206,7 +316,13 @@ def parse_job_id(value: str) -> JobId:
     parts = value.split("/")
     if len(parts) < 5 or not parts[-1].startswith("t") or not parts[-1][1:].isdigit():
         raise ValueError(f"not a job id: {value!r} (expected <matrix>/<cell>/<agent>/<scenario>/tNN)")
-    return JobId(matrix=parts[0], cell="/".join(parts[1:-3]), agent=parts[-3], scenario=parts[-2], trial=int(parts[-1][1:]))
+    return JobId(
+        matrix=parts[0],
+        cell="/".join(parts[1:-3]),
+        agent=parts[-3],
+        scenario=parts[-2],
+        trial=int(parts[-1][1:]),
+    )
 
 
 # ---------------------------------------------------------------------------
@@ -235,7 +351,9 @@ class JobFile(Frozen):
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="Contract version.")
     matrix: str = Field(description="Matrix id.")
-    version: str | None = Field(default=None, description="Tool version label, if the matrix compares versions.")
+    version: str | None = Field(
+        default=None, description="Tool version label, if the matrix compares versions."
+    )
     scenario: ScenarioJob = Field(description="The scenario, resolved.")
     cells: dict[str, Cell] = Field(description="Cells the variants use, by name.")
     agents: dict[str, AgentSpec] = Field(description="Agents the variants use, by id.")
@@ -252,9 +370,18 @@ class JobFile(Frozen):
     def job(self, v: Variant, trial: int) -> Job:
         """One trial of one variant (ids of a version comparison read `<matrix>@<version>/...`)."""
         prefix = self.matrix if self.version is None else f"{self.matrix}@{self.version}"
-        return Job(id=job_id(prefix, v.cell, v.agent, self.scenario.id, trial), hash=v.hash, matrix=self.matrix,
-                   trial=trial, version=self.version, scenario=self.scenario, cell=self.cells[v.cell],
-                   agent=self.agents[v.agent], limits=self.limits, options=self.options)
+        return Job(
+            id=job_id(prefix, v.cell, v.agent, self.scenario.id, trial),
+            hash=v.hash,
+            matrix=self.matrix,
+            trial=trial,
+            version=self.version,
+            scenario=self.scenario,
+            cell=self.cells[v.cell],
+            agent=self.agents[v.agent],
+            limits=self.limits,
+            options=self.options,
+        )
 
 
 class ScenarioEntry(Frozen):
@@ -270,9 +397,15 @@ class ScenarioEntry(Frozen):
 class MatrixEntry(Frozen):
     """A matrix as listed in the manifest, with its job index."""
 
-    id: str = Field(description="Key of this entry: the matrix id, or `<matrix>@<version>` for one side of a version comparison.")
-    matrix: str | None = Field(default=None, description="The matrix id (differs from `id` for a version side).")
-    version: str | None = Field(default=None, description="Version label of this side of a version comparison.")
+    id: str = Field(
+        description="Key of this entry: the matrix id, or `<matrix>@<version>` for one side of a version comparison."
+    )
+    matrix: str | None = Field(
+        default=None, description="The matrix id (differs from `id` for a version side)."
+    )
+    version: str | None = Field(
+        default=None, description="Version label of this side of a version comparison."
+    )
     default: bool = Field(default=False, description="The matrix nox bench sessions come from.")
     description: str | None = Field(default=None, description="What it measures.")
     agents: tuple[str, ...] = Field(description="Agent ids.")
@@ -283,7 +416,9 @@ class MatrixEntry(Frozen):
     parallel: int | None = Field(default=None, description="Concurrent trials.")
     seed: int | None = Field(default=None, description="Shuffle seed of the run order.")
     fail_fast: bool = Field(default=False, description="Stop at the first failed trial.")
-    versions: dict[str, dict[str, Any]] = Field(default_factory=dict, description="Version comparison: name -> {label, path, package, build}.")
+    versions: dict[str, dict[str, Any]] = Field(
+        default_factory=dict, description="Version comparison: name -> {label, path, package, build}."
+    )
     files: dict[str, str] = Field(description="Scenario id -> job file, relative to generated/.")
 
 
@@ -299,11 +434,15 @@ class Manifest(Frozen):
     """`generated/manifest.json`: the single truth between compile and run."""
 
     schema_version: int = Field(default=SCHEMA_VERSION, description="Contract version.")
-    fingerprint: str = Field(description="Hash over every input and the compiler itself; unchanged -> nothing to do.")
+    fingerprint: str = Field(
+        description="Hash over every input and the compiler itself; unchanged -> nothing to do."
+    )
     project: str = Field(description="Project name.")
     spec_version: int = Field(description="Spec language version of the project.")
     inputs: dict[str, str] = Field(description="Project-relative input file -> sha256.")
-    factor_order: tuple[str, ...] = Field(description="Factor names in order (JSON maps are written with sorted keys).")
+    factor_order: tuple[str, ...] = Field(
+        description="Factor names in order (JSON maps are written with sorted keys)."
+    )
     factors: dict[str, tuple[str, ...]] = Field(description="Factor -> levels, in declaration order.")
     languages: tuple[str, ...] = Field(default=(), description="Languages the project supports.")
     cells: tuple[Cell, ...] = Field(description="Every cell the constraints allow, product order.")
@@ -312,13 +451,17 @@ class Manifest(Frozen):
     scenarios: dict[str, ScenarioEntry] = Field(description="Every scenario, by id.")
     matrices: dict[str, MatrixEntry] = Field(description="Every matrix, by id, with its job index.")
     default_matrix: str | None = Field(default=None, description="The default matrix.")
-    sessions: tuple[Session, ...] = Field(default=(), description="bench-<cell> sessions of the default matrix.")
+    sessions: tuple[Session, ...] = Field(
+        default=(), description="bench-<cell> sessions of the default matrix."
+    )
 
 
 def _check_version(found: object, what: Path) -> None:
     if not isinstance(found, int) or found > SCHEMA_VERSION:
-        raise ValueError(f"{what}: schema_version {found!r} is newer than this assay understands ({SCHEMA_VERSION}); "
-                         "upgrade assay or recompile with this version")
+        raise ValueError(
+            f"{what}: schema_version {found!r} is newer than this assay understands ({SCHEMA_VERSION}); "
+            "upgrade assay or recompile with this version"
+        )
 
 
 def load_manifest(generated_dir: Path | str) -> Manifest:
@@ -357,9 +500,15 @@ def load_job(generated_dir: Path | str, job: str) -> Job:
     raise KeyError(f"no job {job!r}: no such cell/agent pair in matrix {jid.matrix!r}")
 
 
-def iter_jobs(generated_dir: Path | str, *, matrix: str | None = None, cells: Iterable[str] | None = None,
-              agents: Iterable[str] | None = None, scenarios: Iterable[str] | None = None,
-              trials: int | None = None) -> Iterator[Job]:
+def iter_jobs(
+    generated_dir: Path | str,
+    *,
+    matrix: str | None = None,
+    cells: Iterable[str] | None = None,
+    agents: Iterable[str] | None = None,
+    scenarios: Iterable[str] | None = None,
+    trials: int | None = None,
+) -> Iterator[Job]:
     """Every compiled trial, filtered; matrix None = every matrix; trials N = t01..tNN only.
 
     `matrix` names a matrix (both sides of a version comparison) or one side (`<matrix>@<version>`).
@@ -371,7 +520,9 @@ def iter_jobs(generated_dir: Path | str, *, matrix: str | None = None, cells: It
     manifest = load_manifest(gen)
     chosen = sorted(k for k, e in manifest.matrices.items() if matrix is None or matrix in (k, e.matrix))
     if not chosen and matrix is not None:
-        raise KeyError(f"unknown matrix {matrix!r}; compiled: {', '.join(sorted(manifest.matrices)) or 'none'}")
+        raise KeyError(
+            f"unknown matrix {matrix!r}; compiled: {', '.join(sorted(manifest.matrices)) or 'none'}"
+        )
     want_cells = set(cells) if cells is not None else None
     want_agents = set(agents) if agents is not None else None
     want_scen = set(scenarios) if scenarios is not None else None
@@ -382,7 +533,8 @@ def iter_jobs(generated_dir: Path | str, *, matrix: str | None = None, cells: It
             jf = load_job_file(gen, mid, sid)
             for v in jf.variants:
                 if (want_cells is not None and v.cell not in want_cells) or (
-                        want_agents is not None and v.agent not in want_agents):
+                    want_agents is not None and v.agent not in want_agents
+                ):
                     continue
                 for t in range(1, min(v.trials, trials if trials is not None else v.trials) + 1):
                     yield jf.job(v, t)

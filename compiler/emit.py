@@ -93,7 +93,13 @@ def _tree_hash(hashes: dict[str, str], files: list[str]) -> str:
 def _provided_hash(v: Validated, cell: Cell) -> str:
     """The content of what a cell provides (tool launchers, guides, files): part of its jobs' hash."""
     p = cell.provisions
-    named = [*p.path, *p.files.values(), *p.home_files.values(), *p.links.values(), *([p.skill_dir] if p.skill_dir else [])]
+    named = [
+        *p.path,
+        *p.files.values(),
+        *p.home_files.values(),
+        *p.links.values(),
+        *([p.skill_dir] if p.skill_dir else []),
+    ]
     parts: list[str] = []
     for name in named:
         files = [name] if name in v.input_hashes else v.inputs_under(name)
@@ -103,8 +109,13 @@ def _provided_hash(v: Validated, cell: Cell) -> str:
 
 def _args_hash(v: Validated, args: dict[str, Any]) -> str:
     """The content of project files an agent's arguments name (a scripted agent's script)."""
-    return digest(*(f"{a}:{v.input_hashes[a]}" for a in sorted(args.values(), key=str)
-                    if isinstance(a, str) and a in v.input_hashes))
+    return digest(
+        *(
+            f"{a}:{v.input_hashes[a]}"
+            for a in sorted(args.values(), key=str)
+            if isinstance(a, str) and a in v.input_hashes
+        )
+    )
 
 
 def job_files(plan: Plan) -> dict[str, JobFile]:
@@ -114,18 +125,28 @@ def job_files(plan: Plan) -> dict[str, JobFile]:
     for mp in plan.matrices.values():
         cell_h = {n: digest(canonical(cl), _provided_hash(v, cl)) for n, cl in mp.cells.items()}
         agent_h = {a: digest(canonical(v.agents[a]), _args_hash(v, v.agents[a].args)) for a in mp.agents}
-        common = digest(str(SCHEMA_VERSION), mp.id, str(mp.version), canonical(mp.limits), canonical(mp.options))
+        common = digest(
+            str(SCHEMA_VERSION), mp.id, str(mp.version), canonical(mp.limits), canonical(mp.options)
+        )
         for sid, pairs in sorted(mp.runs.items()):
             sj = v.scenarios[sid].job
             scen_h = digest(canonical(sj), _tree_hash(v.input_hashes, v.scenarios[sid].files))
-            variants = tuple(Variant(cell=c, agent=a, trials=mp.trials, hash=digest(common, scen_h, cell_h[c], agent_h[a]))
-                             for c, a in pairs)
+            variants = tuple(
+                Variant(cell=c, agent=a, trials=mp.trials, hash=digest(common, scen_h, cell_h[c], agent_h[a]))
+                for c, a in pairs
+            )
             used_cells = {c for c, _ in pairs}
             used_agents = {a for _, a in pairs}
             out[f"{JOBS_DIR}/{mp.id}/{sid}.json"] = JobFile(
-                matrix=mp.matrix or mp.id, version=mp.version, scenario=sj, cells={n: cl for n, cl in mp.cells.items() if n in used_cells},
-                agents={a: v.agents[a] for a in mp.agents if a in used_agents}, limits=mp.limits,
-                options=mp.options, variants=variants)
+                matrix=mp.matrix or mp.id,
+                version=mp.version,
+                scenario=sj,
+                cells={n: cl for n, cl in mp.cells.items() if n in used_cells},
+                agents={a: v.agents[a] for a in mp.agents if a in used_agents},
+                limits=mp.limits,
+                options=mp.options,
+                variants=variants,
+            )
     return out
 
 
@@ -144,11 +165,22 @@ def _entry(mp: MatrixPlan, default: bool) -> MatrixEntry:
     spec = mp.spec.spec
     used = {c for pairs in mp.runs.values() for c, _ in pairs}
     return MatrixEntry(
-        id=mp.id, matrix=mp.matrix or mp.id, version=mp.version, default=default, description=spec.description, agents=mp.agents,
-        cells=tuple(c for c in mp.cells if c in used), scenarios=tuple(sorted(mp.runs)), trials=mp.trials,
-        jobs=mp.jobs, parallel=spec.parallel, seed=spec.seed, fail_fast=bool(spec.fail_fast),
+        id=mp.id,
+        matrix=mp.matrix or mp.id,
+        version=mp.version,
+        default=default,
+        description=spec.description,
+        agents=mp.agents,
+        cells=tuple(c for c in mp.cells if c in used),
+        scenarios=tuple(sorted(mp.runs)),
+        trials=mp.trials,
+        jobs=mp.jobs,
+        parallel=spec.parallel,
+        seed=spec.seed,
+        fail_fast=bool(spec.fail_fast),
         versions={k: _version(mp, k, ver) for k, ver in (spec.versions or {}).items()},
-        files={sid: f"{JOBS_DIR}/{mp.id}/{sid}.json" for sid in sorted(mp.runs)})
+        files={sid: f"{JOBS_DIR}/{mp.id}/{sid}.json" for sid in sorted(mp.runs)},
+    )
 
 
 def manifest(plan: Plan) -> Manifest:
@@ -164,14 +196,26 @@ def manifest(plan: Plan) -> Manifest:
         for cell in cells:
             sessions.append(Session(name=session_name(cell, taken), matrix=plan.default, cell=cell))
     return Manifest(
-        fingerprint=v.fingerprint, project=v.project.name, spec_version=v.project.spec_version,
-        inputs=dict(sorted(v.input_hashes.items())), factor_order=tuple(v.levels), factors={f: tuple(lv) for f, lv in v.levels.items()},
-        languages=tuple(v.project.languages), cells=tuple(plan.cells.values()), control=v.project.control,
+        fingerprint=v.fingerprint,
+        project=v.project.name,
+        spec_version=v.project.spec_version,
+        inputs=dict(sorted(v.input_hashes.items())),
+        factor_order=tuple(v.levels),
+        factors={f: tuple(lv) for f, lv in v.levels.items()},
+        languages=tuple(v.project.languages),
+        cells=tuple(plan.cells.values()),
+        control=v.project.control,
         agents=dict(sorted(v.agents.items())),
-        scenarios={s: ScenarioEntry(id=s, root=x.job.root, family=x.job.family, split=x.job.split, language=x.job.language)
-                   for s, x in sorted(v.scenarios.items())},
+        scenarios={
+            s: ScenarioEntry(
+                id=s, root=x.job.root, family=x.job.family, split=x.job.split, language=x.job.language
+            )
+            for s, x in sorted(v.scenarios.items())
+        },
         matrices={m: _entry(mp, (mp.matrix or m) == plan.default) for m, mp in sorted(plan.matrices.items())},
-        default_matrix=plan.default, sessions=tuple(sessions))
+        default_matrix=plan.default,
+        sessions=tuple(sessions),
+    )
 
 
 def _write(path: Path, text: str) -> bool:

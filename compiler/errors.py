@@ -58,8 +58,13 @@ class SpecError:
     def as_dict(self) -> dict[str, object]:
         """The JSON form of one error."""
         return {
-            "file": self.file, "line": self.line, "col": self.col, "path": self.path,
-            "code": self.code, "message": self.message, "hint": self.hint,
+            "file": self.file,
+            "line": self.line,
+            "col": self.col,
+            "path": self.path,
+            "code": self.code,
+            "message": self.message,
+            "hint": self.hint,
         }
 
 

@@ -91,7 +91,9 @@ def _level_provisions(c: Collector, v: Validated, factor: str, level: str) -> di
         if key in raw:
             raw[key] = {d: rel_path(c, doc, (*base, key, d), s) or s for d, s in raw[key].items()}
     if "skill_dir" in raw:
-        raw["skill_dir"] = (rel_path(c, doc, (*base, "skill_dir"), raw["skill_dir"]) or raw["skill_dir"]).rstrip("/")
+        raw["skill_dir"] = (
+            rel_path(c, doc, (*base, "skill_dir"), raw["skill_dir"]) or raw["skill_dir"]
+        ).rstrip("/")
     if "network" in raw and raw["network"] is None:
         del raw["network"]
     return raw
@@ -118,7 +120,12 @@ def cells(c: Collector, v: Validated) -> dict[str, Cell]:
             continue
         out["/".join(combo[f] for f in factors)] = make_cell(c, v, combo)
     if v.project.control not in out and v.project.control.count("/") == len(factors) - 1:
-        c.add(v.project_doc.loc(("control",)), "control", "E228", f"control '{v.project.control}' is pruned by a constraint")
+        c.add(
+            v.project_doc.loc(("control",)),
+            "control",
+            "E228",
+            f"control '{v.project.control}' is pruned by a constraint",
+        )
     return out
 
 
@@ -128,8 +135,12 @@ def make_cell(c: Collector, v: Validated, combo: dict[str, Any]) -> Cell:
     name = "/".join(combo[f] for f in factors)
     merged = _merge_provisions([_level_provisions(c, v, f, combo[f]) for f in factors])
     merged["canaries"] = Canaries(**merged.get("canaries", {}))
-    return Cell(name=name, levels={f: combo[f] for f in factors}, control=name == v.project.control,
-                provisions=Provisions(**merged))
+    return Cell(
+        name=name,
+        levels={f: combo[f] for f in factors},
+        control=name == v.project.control,
+        provisions=Provisions(**merged),
+    )
 
 
 def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -> MatrixPlan:
@@ -153,18 +164,30 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
         if inc is not None:
             missing = [f for f in factors if f not in combo]
             if missing:
-                c.add(doc.loc(("include", inc)), f"include[{inc}]", "E281",
-                      f"this include adds a new combination but sets no {', '.join(missing)}",
-                      "a new combination needs a level for every factor")
+                c.add(
+                    doc.loc(("include", inc)),
+                    f"include[{inc}]",
+                    "E281",
+                    f"this include adds a new combination but sets no {', '.join(missing)}",
+                    "a new combination needs a level for every factor",
+                )
                 continue
-            todo = [{**combo, "agent": a, "scenario": s} for a in ([combo["agent"]] if "agent" in combo else agents)
-                    for s in ([combo["scenario"]] if "scenario" in combo else scenarios)]
+            todo = [
+                {**combo, "agent": a, "scenario": s}
+                for a in ([combo["agent"]] if "agent" in combo else agents)
+                for s in ([combo["scenario"]] if "scenario" in combo else scenarios)
+            ]
         for one in todo:
             why = _violates(v.project, one)
             if why is not None:
                 if inc is not None:
-                    c.add(doc.loc(("include", inc)), f"include[{inc}]", "E280",
-                          f"this include violates a constraint: {why}", "constraints apply to included combinations too")
+                    c.add(
+                        doc.loc(("include", inc)),
+                        f"include[{inc}]",
+                        "E280",
+                        f"this include violates a constraint: {why}",
+                        "constraints apply to included combinations too",
+                    )
                     break
                 continue
             name = "/".join(one[f] for f in factors)
@@ -175,14 +198,24 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
         if cell not in used:
             combo = dict(zip(factors, cell.split("/"), strict=True))
             why = _violates(v.project, combo)
-            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E229",
-                  f"cell '{cell}' runs nothing: " + (f"a constraint prunes it ({why})" if why else "every combination is excluded"))
+            c.add(
+                doc.loc(("cells", i)),
+                f"cells[{i}]",
+                "E229",
+                f"cell '{cell}' runs nothing: "
+                + (f"a constraint prunes it ({why})" if why else "every combination is excluded"),
+            )
     trials = spec.trials or 1
     total = sum(len(r) for r in runs.values()) * trials
     cap = spec.max_jobs if spec.max_jobs is not None else DEFAULT_MAX_JOBS
     if total > cap:
-        c.add(doc.loc(("max_jobs",)), "max_jobs", "E282", f"the matrix has {total} trials, over its cap of {cap}",
-              "narrow it (factors, scenarios, exclude) or raise max_jobs")
+        c.add(
+            doc.loc(("max_jobs",)),
+            "max_jobs",
+            "E282",
+            f"the matrix has {total} trials, over its cap of {cap}",
+            "narrow it (factors, scenarios, exclude) or raise max_jobs",
+        )
     options = m.options
     upd: dict[str, Any] = {}
     for key in ("skill_dir", "wiki_dir"):
@@ -191,9 +224,17 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
             upd[key] = (rel_path(c, doc, ("options", key), val) or val).rstrip("/")
     ordered = {name: used[name] for name in all_cells if name in used}
     ordered.update({n: cl for n, cl in used.items() if n not in ordered})
-    return MatrixPlan(id=spec.id, spec=m, cells=ordered, agents=tuple(agents), scenarios=tuple(scenarios),
-                      runs={s: tuple(r) for s, r in runs.items() if r}, trials=trials, limits=m.limits,
-                      options=options.model_copy(update=upd))
+    return MatrixPlan(
+        id=spec.id,
+        spec=m,
+        cells=ordered,
+        agents=tuple(agents),
+        scenarios=tuple(scenarios),
+        runs={s: tuple(r) for s, r in runs.items() if r},
+        trials=trials,
+        limits=m.limits,
+        options=options.model_copy(update=upd),
+    )
 
 
 PACKAGES_DIR = ".cache/versions"
@@ -219,11 +260,19 @@ def expand(v: Validated) -> Plan:
             build = rel_path(c, m.doc, ("versions", name, "path"), ver.path) if ver.path else None
             if build is None and ver.package:  # `assay matrix` installs it there (harness/versions.py)
                 build = package_dir(ver.label)
-            cells_v = {n: cl.model_copy(update={"provisions": cl.provisions.model_copy(
-                update={"path": (build, *cl.provisions.path)})}) if build and cl.provisions.path else cl
-                for n, cl in plan.cells.items()}
-            plans[f"{mid}@{ver.label}"] = replace(plan, id=f"{mid}@{ver.label}", matrix=mid, version=ver.label,
-                                                  cells=cells_v)
+            cells_v = {
+                n: cl.model_copy(
+                    update={
+                        "provisions": cl.provisions.model_copy(update={"path": (build, *cl.provisions.path)})
+                    }
+                )
+                if build and cl.provisions.path
+                else cl
+                for n, cl in plan.cells.items()
+            }
+            plans[f"{mid}@{ver.label}"] = replace(
+                plan, id=f"{mid}@{ver.label}", matrix=mid, version=ver.label, cells=cells_v
+            )
     c.raise_if_any()
     defaults = [mid for mid, m in sorted(v.matrices.items()) if m.spec.default]
     default = defaults[0] if defaults else (next(iter(plans)) if len(plans) == 1 else None)

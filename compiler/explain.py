@@ -104,7 +104,11 @@ def _check(plan: Plan, job: Job, i: int, rest: Path_) -> str:
     if param[:1] == ("with",) and len(param) > 1:
         loc = _at(s.doc, (*base, "with", param[1])) or _at(s.doc, (*base, param[1]))
         return _fmt(loc or _at(kdoc, ("params", param[1], "default")))
-    return _fmt(_at(kdoc, param) or _at(kdoc, param[:1]) or (_at(kdoc, ("result",)) if param[:1] == ("exit",) else None))
+    return _fmt(
+        _at(kdoc, param)
+        or _at(kdoc, param[:1])
+        or (_at(kdoc, ("result",)) if param[:1] == ("exit",) else None)
+    )
 
 
 def _scenario(plan: Plan, job: Job, rest: Path_) -> str:

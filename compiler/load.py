@@ -27,9 +27,15 @@ NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", SCENARIO_DIR)
 MAX_PROVIDED = 20_000
 """Files hashed per provided folder (a guard against a level that links something huge)."""
 
-CAMEL = {"runtimeOnly": "runtime_only", "stabilityRisk": "stability_risk", "referenceNote": "reference_note",
-         "notableExits": "notable_exits", "forbidWords": "forbid_words", "stateSetup": "state_setup",
-         "freshRepo": "fresh_repo"}
+CAMEL = {
+    "runtimeOnly": "runtime_only",
+    "stabilityRisk": "stability_risk",
+    "referenceNote": "reference_note",
+    "notableExits": "notable_exits",
+    "forbidWords": "forbid_words",
+    "stateSetup": "state_setup",
+    "freshRepo": "fresh_repo",
+}
 """Seed 000's camelCase keys of scenario.json and their spec-language names."""
 
 
@@ -98,11 +104,17 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
                 try:
                     target = (root / value).resolve()
                     if target.is_relative_to(top) and target.is_file():
-                        out[target.relative_to(top).as_posix()] = hashlib.sha256(target.read_bytes()).hexdigest()
+                        out[target.relative_to(top).as_posix()] = hashlib.sha256(
+                            target.read_bytes()
+                        ).hexdigest()
                 except (OSError, ValueError):
                     continue  # not a path (a model name, a flag): nothing to hash
             continue
-        if not isinstance(doc, dict) or doc.get("kind") != "project" or not isinstance(doc.get("factors"), dict):
+        if (
+            not isinstance(doc, dict)
+            or doc.get("kind") != "project"
+            or not isinstance(doc.get("factors"), dict)
+        ):
             continue
         named: list[str] = []
         for levels in doc["factors"].values():
@@ -122,9 +134,17 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
             except (OSError, ValueError):
                 continue
             # The project root itself, or its build and run folders, are no provision to hash.
-            if not target.is_relative_to(top) or target == top or target.relative_to(top).parts[0] in NOT_PROVIDED:
+            if (
+                not target.is_relative_to(top)
+                or target == top
+                or target.relative_to(top).parts[0] in NOT_PROVIDED
+            ):
                 continue
-            for p in [target] if target.is_file() else (_files_under(target)[:MAX_PROVIDED] if target.is_dir() else []):
+            for p in (
+                [target]
+                if target.is_file()
+                else (_files_under(target)[:MAX_PROVIDED] if target.is_dir() else [])
+            ):
                 out[p.relative_to(top).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
     return out
 
@@ -162,8 +182,17 @@ def inputs_of(root: Path, data: dict[str, bytes], provided: dict[str, str] | Non
         for depth in range(1, len(parts)):
             folders.setdefault("/".join(parts[:depth]), []).append(rel)
     specs = tuple(sorted(r for r in data if r.startswith("specs/") and r.endswith((".yaml", ".yml"))))
-    scen = tuple(sorted({"/".join(r.split("/")[:2]) for r in data if r.startswith(f"{SCENARIO_DIR}/") and r.count("/") >= 2
-                         and not r.split("/")[1].startswith((".", "_"))}))
+    scen = tuple(
+        sorted(
+            {
+                "/".join(r.split("/")[:2])
+                for r in data
+                if r.startswith(f"{SCENARIO_DIR}/")
+                and r.count("/") >= 2
+                and not r.split("/")[1].startswith((".", "_"))
+            }
+        )
+    )
     return Inputs(root, data, hashes, scen, specs, folders)
 
 
@@ -190,8 +219,15 @@ def parse_sources(inputs: Inputs) -> Sources:
     for d in inputs.scenario_dirs:
         present = [f"{d}/{name}" for name in SCENARIO_FILES if f"{d}/{name}" in inputs.data]
         if not present:
-            src.errors.append(SpecError.at(Loc(d, 1, 1), "", "E201", "scenario folder has no scenario.yaml",
-                                           "add scenario.yaml (or seed 000's scenario.json), or run `assay new scenario`"))
+            src.errors.append(
+                SpecError.at(
+                    Loc(d, 1, 1),
+                    "",
+                    "E201",
+                    "scenario folder has no scenario.yaml",
+                    "add scenario.yaml (or seed 000's scenario.json), or run `assay new scenario`",
+                )
+            )
             continue
         files.append(present[0])
     for rel in files:
@@ -204,7 +240,11 @@ def parse_sources(inputs: Inputs) -> Sources:
         src.errors.extend(errors)
         if doc.data is None:
             # Its id is unknown; the file name is the best guess (references to it are not re-reported).
-            src.unparsed.append(rel.split("/")[-2] if rel.startswith(f"{SCENARIO_DIR}/") else rel.rsplit("/", 1)[-1].split(".")[0])
+            src.unparsed.append(
+                rel.split("/")[-2]
+                if rel.startswith(f"{SCENARIO_DIR}/")
+                else rel.rsplit("/", 1)[-1].split(".")[0]
+            )
             continue
         if rel.endswith(".json") and isinstance(doc.data, dict):
             doc.data.setdefault("kind", "scenario")

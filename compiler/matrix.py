@@ -28,8 +28,12 @@ def _matches(combo: dict[str, Any], entry: dict[str, Any]) -> bool:
     return all(combo.get(k) == v for k, v in entry.items())
 
 
-def expand(axes: Mapping[str, Sequence[Any]], exclude: Sequence[dict[str, Any]] = (),
-           include: Sequence[dict[str, Any]] = (), keep: Callable[[dict[str, Any]], bool] | None = None) -> Expanded:
+def expand(
+    axes: Mapping[str, Sequence[Any]],
+    exclude: Sequence[dict[str, Any]] = (),
+    include: Sequence[dict[str, Any]] = (),
+    keep: Callable[[dict[str, Any]], bool] | None = None,
+) -> Expanded:
     """Expand one matrix the way GitHub Actions does (see the module docstring).
 
     `keep` narrows the product before exclude (a matrix's explicit cell list); the
@@ -37,7 +41,9 @@ def expand(axes: Mapping[str, Sequence[Any]], exclude: Sequence[dict[str, Any]] 
     """
     keys = list(axes)
     original = set(keys)
-    combos = [dict(zip(keys, values, strict=True)) for values in itertools.product(*axes.values())] if keys else []
+    combos = (
+        [dict(zip(keys, values, strict=True)) for values in itertools.product(*axes.values())] if keys else []
+    )
     if keep is not None:
         combos = [c for c in combos if keep(c)]
     if exclude:

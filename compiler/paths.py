@@ -26,7 +26,12 @@ def ws_path(c: Collector, doc: Doc, path: Path_, value: str) -> bool:
     """A workspace-relative path or glob: relative, no '..'."""
     parts = value.split("/")
     if value.startswith("/") or ".." in parts or not value:
-        c.add(doc.loc(path), dotted(path), "E212", f"workspace path {value!r} must be relative and stay in the workspace")
+        c.add(
+            doc.loc(path),
+            dotted(path),
+            "E212",
+            f"workspace path {value!r} must be relative and stay in the workspace",
+        )
         return False
     if "**" in value.replace("/**/", "/").removeprefix("**/").removesuffix("/**") and value != "**":
         c.add(doc.loc(path), dotted(path), "E213", f"glob {value!r}: '**' must be a whole path segment")

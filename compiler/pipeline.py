@@ -63,8 +63,11 @@ def _stored_fingerprint(generated: Path) -> str | None:
     try:
         with (generated / MANIFEST_FILE).open(encoding="utf-8") as fh:
             head = fh.read(4096)
-        data = json.loads(head) if head.rstrip().endswith("}") and len(head) < 4096 else json.loads(
-            (generated / MANIFEST_FILE).read_text(encoding="utf-8"))
+        data = (
+            json.loads(head)
+            if head.rstrip().endswith("}") and len(head) < 4096
+            else json.loads((generated / MANIFEST_FILE).read_text(encoding="utf-8"))
+        )
     except (OSError, ValueError):
         return None
     value = data.get("fingerprint")
@@ -83,4 +86,6 @@ def compile_project(root: Path, *, generated: Path | None = None, force: bool = 
 
     plan = plan_of(inputs)
     written = emit_stage.emit(plan, gen)
-    return Result(plan=plan, up_to_date=False, written=written, jobs=sum(m.jobs for m in plan.matrices.values()))
+    return Result(
+        plan=plan, up_to_date=False, written=written, jobs=sum(m.jobs for m in plan.matrices.values())
+    )

@@ -101,8 +101,15 @@ def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
 def _type_name(rule: Any) -> str:
     if isinstance(rule, list):
         return " or ".join(_type_name(r) for r in rule)
-    return {"dict": "a map", "list": "a list", "string": "a string", "integer": "an integer",
-            "float": "a number", "number": "a number", "boolean": "true or false"}.get(str(rule), str(rule))
+    return {
+        "dict": "a map",
+        "list": "a list",
+        "string": "a string",
+        "integer": "an integer",
+        "float": "a number",
+        "number": "a number",
+        "boolean": "true or false",
+    }.get(str(rule), str(rule))
 
 
 def _describe(v: Any) -> str:
@@ -143,28 +150,66 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
         where = dotted(path)
         code = err.code
         if code == cerberus.errors.UNKNOWN_FIELD.code:
-            out.append(SpecError.at(doc.loc(path, key=True), where, "E101", f"unknown key '{path[-1]}'",
-                                    did_you_mean(str(path[-1]), _keys_at(schema, tuple(err.document_path[:-1])))))
+            out.append(
+                SpecError.at(
+                    doc.loc(path, key=True),
+                    where,
+                    "E101",
+                    f"unknown key '{path[-1]}'",
+                    did_you_mean(str(path[-1]), _keys_at(schema, tuple(err.document_path[:-1]))),
+                )
+            )
         elif code == cerberus.errors.REQUIRED_FIELD.code:
             out.append(SpecError.at(doc.loc(path[:-1]), where, "E102", f"missing required key '{path[-1]}'"))
         elif code == cerberus.errors.BAD_TYPE.code or code == cerberus.errors.NOT_NULLABLE.code:
-            out.append(SpecError.at(doc.loc(path), where, "E103",
-                                    f"expected {_type_name(err.constraint)}, got {_describe(err.value)}"))
+            out.append(
+                SpecError.at(
+                    doc.loc(path),
+                    where,
+                    "E103",
+                    f"expected {_type_name(err.constraint)}, got {_describe(err.value)}",
+                )
+            )
         elif code == cerberus.errors.UNALLOWED_VALUE.code:
             allowed = ", ".join(str(a) for a in err.constraint)
-            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
-                                    f"one of: {allowed}"))
-        elif err.is_logic_error and (unallowed := [e for e in _flatten(err.child_errors)
-                                                   if e.code == cerberus.errors.UNALLOWED_VALUE.code]):
+            out.append(
+                SpecError.at(
+                    doc.loc(path),
+                    where,
+                    "E104",
+                    f"{_describe(err.value)} is not allowed",
+                    f"one of: {allowed}",
+                )
+            )
+        elif err.is_logic_error and (
+            unallowed := [
+                e for e in _flatten(err.child_errors) if e.code == cerberus.errors.UNALLOWED_VALUE.code
+            ]
+        ):
             allowed = ", ".join(str(a) for a in unallowed[0].constraint)
-            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} is not allowed",
-                                    f"one of: {allowed}, or another type: "
-                                    + " or ".join(_type_name(r.get("type", "any")) for r in err.constraint if "allowed" not in r)))
+            out.append(
+                SpecError.at(
+                    doc.loc(path),
+                    where,
+                    "E104",
+                    f"{_describe(err.value)} is not allowed",
+                    f"one of: {allowed}, or another type: "
+                    + " or ".join(
+                        _type_name(r.get("type", "any")) for r in err.constraint if "allowed" not in r
+                    ),
+                )
+            )
         elif err.is_logic_error:
             kinds = [_type_name(r.get("type", "any")) for r in err.constraint]
-            out.append(SpecError.at(doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {_describe(err.value)}"))
+            out.append(
+                SpecError.at(
+                    doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {_describe(err.value)}"
+                )
+            )
         else:
-            out.append(SpecError.at(doc.loc(path), where, "E100", f"invalid value ({err.rule}: {err.constraint})"))
+            out.append(
+                SpecError.at(doc.loc(path), where, "E100", f"invalid value ({err.rule}: {err.constraint})")
+            )
     return out
 
 

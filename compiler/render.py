@@ -18,8 +18,9 @@ class TemplateError(Exception):
 
 @cache
 def _env() -> ImmutableSandboxedEnvironment:
-    return ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True,
-                                         autoescape=False)
+    return ImmutableSandboxedEnvironment(
+        undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -38,12 +39,19 @@ def render(text: str, context: dict[str, Any]) -> str:
         raise TemplateError(str(exc)) from exc
 
 
-def render_field(c: Collector, doc: Doc, path: Path_, text: str, ctx: dict[str, Any], *, file: str | None = None) -> str:
+def render_field(
+    c: Collector, doc: Doc, path: Path_, text: str, ctx: dict[str, Any], *, file: str | None = None
+) -> str:
     """Render a template-typed field; a failure is a spec error at the field (or at `file`), the text kept."""
     try:
         return render(text, ctx)
     except TemplateError as exc:
         loc = doc.loc(path)
-        c.add(loc if file is None else loc._replace(file=file, line=1, col=1), dotted(path), "E301",
-              f"template error: {exc}", "compile-time templates see only `scenario`, `project` and the check's params")
+        c.add(
+            loc if file is None else loc._replace(file=file, line=1, col=1),
+            dotted(path),
+            "E301",
+            f"template error: {exc}",
+            "compile-time templates see only `scenario`, `project` and the check's params",
+        )
         return text

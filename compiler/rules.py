@@ -20,14 +20,26 @@ def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) 
     """A user kind: exactly one result reader, max_param names a parameter, authority known."""
     set_readers = [k for k in ("exit", "count", "json_path") if getattr(spec.result, k) is not None]
     if len(set_readers) > 1:
-        c.add(doc.loc(("result",)), "result", "E150", f"result has {', '.join(set_readers)}; give exactly one")
+        c.add(
+            doc.loc(("result",)), "result", "E150", f"result has {', '.join(set_readers)}; give exactly one"
+        )
     count = spec.result.count
     if count is not None and count.max_param is not None and count.max_param not in spec.params:
-        c.add(doc.loc(("result", "count", "max_param")), "result.count.max_param", "E151",
-              f"max_param '{count.max_param}' is not a parameter of this kind", did_you_mean(count.max_param, spec.params))
+        c.add(
+            doc.loc(("result", "count", "max_param")),
+            "result.count.max_param",
+            "E151",
+            f"max_param '{count.max_param}' is not a parameter of this kind",
+            did_you_mean(count.max_param, spec.params),
+        )
     if spec.authority is not None and spec.authority not in project.authorities:
-        c.add(doc.loc(("authority",)), "authority", "E221", f"unknown authority '{spec.authority}'",
-              did_you_mean(spec.authority, project.authorities))
+        c.add(
+            doc.loc(("authority",)),
+            "authority",
+            "E221",
+            f"unknown authority '{spec.authority}'",
+            did_you_mean(spec.authority, project.authorities),
+        )
 
 
 def select_scenarios(m: MatrixIn, scenarios: dict[str, ScenarioIn]) -> list[str]:
@@ -42,9 +54,12 @@ def select_scenarios(m: MatrixIn, scenarios: dict[str, ScenarioIn]) -> list[str]
         return v is None or x in ([v] if isinstance(v, str) else v)
 
     return sorted(
-        s for s, sc in scenarios.items()
-        if (sel.split is None or sc.job.split == sel.split) and listed(sel.family, sc.job.family)
-        and listed(sel.language, sc.job.language) and (sel.ids is None or s in sel.ids)
+        s
+        for s, sc in scenarios.items()
+        if (sel.split is None or sc.job.split == sel.split)
+        and listed(sel.family, sc.job.family)
+        and listed(sel.language, sc.job.language)
+        and (sel.ids is None or s in sel.ids)
     )
 
 
@@ -71,8 +86,13 @@ def _value_ok(c: Collector, doc: Doc, path: Path_, key: str, value: Any, v: Vali
         if isinstance(one, str) and one in v.broken and one not in choices:
             continue  # it exists but has errors of its own, already reported
         if not isinstance(one, str) or one not in choices:
-            c.add(doc.loc(p), dotted(p), "E224" if key in v.levels else "E222", f"unknown {what} {one!r}",
-                  did_you_mean(str(one), choices))
+            c.add(
+                doc.loc(p),
+                dotted(p),
+                "E224" if key in v.levels else "E222",
+                f"unknown {what} {one!r}",
+                did_you_mean(str(one), choices),
+            )
 
 
 def _keys_ok(c: Collector, doc: Doc, path: Path_, entry: dict[str, Any], v: Validated, where: str) -> None:
@@ -80,7 +100,13 @@ def _keys_ok(c: Collector, doc: Doc, path: Path_, entry: dict[str, Any], v: Vali
     for key, value in entry.items():
         kp = (*path, key)
         if key not in allowed:
-            c.add(doc.loc(kp, key=True), dotted(kp), "E223", f"unknown {where} key '{key}'", did_you_mean(key, allowed))
+            c.add(
+                doc.loc(kp, key=True),
+                dotted(kp),
+                "E223",
+                f"unknown {where} key '{key}'",
+                did_you_mean(key, allowed),
+            )
             continue
         _value_ok(c, doc, kp, key, value, v, where)
 
@@ -92,17 +118,34 @@ def cross_file(c: Collector, v: Validated) -> None:
         _keys_ok(c, pdoc, ("constraints", i, "when"), con.when, v, "constraint")
         _keys_ok(c, pdoc, ("constraints", i, "require"), con.require, v, "constraint")
     control = v.project.control.split("/")
-    if len(control) != len(v.levels) or any(lv not in v.levels[f] for f, lv in zip(v.levels, control, strict=False)):
-        c.add(pdoc.loc(("control",)), "control", "E227", f"control '{v.project.control}' is not a cell",
-              f"levels in factor order: {'/'.join(v.levels)}")
+    if len(control) != len(v.levels) or any(
+        lv not in v.levels[f] for f, lv in zip(v.levels, control, strict=False)
+    ):
+        c.add(
+            pdoc.loc(("control",)),
+            "control",
+            "E227",
+            f"control '{v.project.control}' is not a cell",
+            f"levels in factor order: {'/'.join(v.levels)}",
+        )
     _level_paths(c, v)
     defaults = [m for m in v.matrices.values() if m.spec.default]
     for extra in defaults[1:]:
-        c.add(extra.doc.loc(("default",)), "default", "E271", f"a second default matrix (first: {defaults[0].spec.id})")
+        c.add(
+            extra.doc.loc(("default",)),
+            "default",
+            "E271",
+            f"a second default matrix (first: {defaults[0].spec.id})",
+        )
     if len(v.matrices) > 1 and not defaults:
         first = v.matrices[min(v.matrices)]
-        c.add(first.doc.loc(()), "default", "E272", f"{len(v.matrices)} matrices and none is the default",
-              "mark the one nox bench-<cell> sessions come from with `default: true`")
+        c.add(
+            first.doc.loc(()),
+            "default",
+            "E272",
+            f"{len(v.matrices)} matrices and none is the default",
+            "mark the one nox bench-<cell> sessions come from with `default: true`",
+        )
     for m in v.matrices.values():
         _matrix(c, m, v)
     _families(c, v)
@@ -137,23 +180,54 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
         if a not in v.agents and a in v.broken:
             continue  # the agent exists but has errors of its own, already reported
         if a not in v.agents:
-            c.add(doc.loc(("agents", i)), f"agents[{i}]", "E222", f"unknown agent '{a}'", did_you_mean(a, v.agents))
+            c.add(
+                doc.loc(("agents", i)),
+                f"agents[{i}]",
+                "E222",
+                f"unknown agent '{a}'",
+                did_you_mean(a, v.agents),
+            )
         elif not v.agent_flags[a][0]:
-            c.add(doc.loc(("agents", i)), f"agents[{i}]", "E270", f"agent '{a}' is not runnable: {v.agent_flags[a][1]}",
-                  "remove it from the matrix")
+            c.add(
+                doc.loc(("agents", i)),
+                f"agents[{i}]",
+                "E270",
+                f"agent '{a}' is not runnable: {v.agent_flags[a][1]}",
+                "remove it from the matrix",
+            )
     for f, lvls in (m.spec.factors or {}).items():
         if f not in v.levels:
-            c.add(doc.loc(("factors", f), key=True), f"factors.{f}", "E223", f"unknown factor '{f}'", did_you_mean(f, v.levels))
+            c.add(
+                doc.loc(("factors", f), key=True),
+                f"factors.{f}",
+                "E223",
+                f"unknown factor '{f}'",
+                did_you_mean(f, v.levels),
+            )
             continue
         _value_ok(c, doc, ("factors", f), f, lvls, v, "matrix")
     for i, cell in enumerate(m.spec.cells or []):
         parts = cell.split("/")
-        if len(parts) != len(v.levels) or any(p not in v.levels[f] for f, p in zip(v.levels, parts, strict=False)):
+        if len(parts) != len(v.levels) or any(
+            p not in v.levels[f] for f, p in zip(v.levels, parts, strict=False)
+        ):
             names = ["/".join(c) for c in itertools.product(*(list(lv) for lv in v.levels.values()))]
-            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E225", f"unknown cell '{cell}'",
-                  did_you_mean(cell, names) + f" (levels in factor order: {'/'.join(v.levels)})")
-        elif m.spec.factors and any(p not in m.spec.factors.get(f, [p]) for f, p in zip(v.levels, parts, strict=False)):
-            c.add(doc.loc(("cells", i)), f"cells[{i}]", "E226", f"cell '{cell}' is outside the matrix's `factors:`")
+            c.add(
+                doc.loc(("cells", i)),
+                f"cells[{i}]",
+                "E225",
+                f"unknown cell '{cell}'",
+                did_you_mean(cell, names) + f" (levels in factor order: {'/'.join(v.levels)})",
+            )
+        elif m.spec.factors and any(
+            p not in m.spec.factors.get(f, [p]) for f, p in zip(v.levels, parts, strict=False)
+        ):
+            c.add(
+                doc.loc(("cells", i)),
+                f"cells[{i}]",
+                "E226",
+                f"cell '{cell}' is outside the matrix's `factors:`",
+            )
     if isinstance(m.spec.scenarios, list):
         _value_ok(c, doc, ("scenarios",), "scenario", m.spec.scenarios, v, "matrix")
     for key in ("include", "exclude"):
@@ -179,10 +253,14 @@ def _families(c: Collector, v: Validated) -> None:
             first = min((s for s in members if s.job.split), key=lambda s: s.job.id)
             for s in members:
                 if s.job.split != first.job.split:
-                    c.add(s.doc.loc(("split",)), "split", "E261",
-                          f"family '{family}' is split across {', '.join(splits)}: '{first.job.id}' is {first.job.split}"
-                          + ("" if s.job.split else ", this one has no split"),
-                          "scenarios of one family take the same split")
+                    c.add(
+                        s.doc.loc(("split",)),
+                        "split",
+                        "E261",
+                        f"family '{family}' is split across {', '.join(splits)}: '{first.job.id}' is {first.job.split}"
+                        + ("" if s.job.split else ", this one has no split"),
+                        "scenarios of one family take the same split",
+                    )
 
 
 def _forbidden(c: Collector, v: Validated) -> None:
@@ -194,7 +272,12 @@ def _forbidden(c: Collector, v: Validated) -> None:
             for f in v.levels:
                 if isinstance(entry.get(f), str):
                     used[f].append(entry[f])
-        words = {w for f, lvls in used.items() for lv in lvls for w in v.levels[f].get(lv, {}).get("forbid_words", [])}
+        words = {
+            w
+            for f, lvls in used.items()
+            for lv in lvls
+            for w in v.levels[f].get(lv, {}).get("forbid_words", [])
+        }
         for sid in select_scenarios(m, v.scenarios):
             level_words[sid] |= words
     for sid, s in v.scenarios.items():
@@ -207,5 +290,10 @@ def _forbidden(c: Collector, v: Validated) -> None:
                     line = text.count("\n", 0, hit.start()) + 1
                     col = hit.start() - (text.rfind("\n", 0, hit.start()) + 1) + 1
                     loc = Loc(file, line, col) if file else s.doc.loc(("steps",))
-                    c.add(loc, "prompt", "E260", f"the prompt contains the forbidden word '{w}'",
-                          "state the requirement in user terms; never name the tool's commands")
+                    c.add(
+                        loc,
+                        "prompt",
+                        "E260",
+                        f"the prompt contains the forbidden word '{w}'",
+                        "state the requirement in user terms; never name the tool's commands",
+                    )

@@ -18,8 +18,10 @@ from compiler.yamlio import Doc, Path_, dotted
 
 
 def _context(spec: ScenarioDoc, project: ProjectDoc, folder: str) -> dict[str, Any]:
-    return {"scenario": {**spec.model_dump(exclude={"checks", "negatives", "meta"}), "folder": folder},
-            "project": {"name": project.name, "languages": project.languages}}
+    return {
+        "scenario": {**spec.model_dump(exclude={"checks", "negatives", "meta"}), "folder": folder},
+        "project": {"name": project.name, "languages": project.languages},
+    }
 
 
 def _tree(src: Sources, folder: str, sub: str) -> list[str]:
@@ -36,27 +38,41 @@ def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, wh
     return data.decode("utf-8", "replace")
 
 
-def _expectations(c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, dict[str, Any]]) -> tuple[dict[str, Any], ...]:
+def _expectations(
+    c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, dict[str, Any]]
+) -> tuple[dict[str, Any], ...]:
     """Expectations inline in the job: a name is replaced by its spec (with `id`), so jobs stay self-contained."""
     out: list[dict[str, Any]] = []
     for i, entry in enumerate(spec.expectations or ()):
         name = entry if isinstance(entry, str) else (entry.get("ref") if isinstance(entry, dict) else None)
         if name is None:
             if not isinstance(entry, dict):
-                c.add(doc.loc(("expectations", i)), f"expectations[{i}]", "E103", "an expectation is a name or a map")
+                c.add(
+                    doc.loc(("expectations", i)),
+                    f"expectations[{i}]",
+                    "E103",
+                    "an expectation is a name or a map",
+                )
                 continue
             out.append(dict(entry))
             continue
         if name not in library:
-            c.add(doc.loc(("expectations", i)), f"expectations[{i}]", "E242", f"unknown expectation '{name}'",
-                  did_you_mean(str(name), library))
+            c.add(
+                doc.loc(("expectations", i)),
+                f"expectations[{i}]",
+                "E242",
+                f"unknown expectation '{name}'",
+                did_you_mean(str(name), library),
+            )
             continue
         extra = {k: v for k, v in entry.items() if k != "ref"} if isinstance(entry, dict) else {}
         out.append({**library[name], **extra})
     return tuple(out)
 
 
-def _steps(c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, ctx: dict[str, Any]) -> list[Step]:
+def _steps(
+    c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, ctx: dict[str, Any]
+) -> list[Step]:
     """Sessions of a multi-session scenario: prompts rendered, evidence files checked."""
     steps: list[Step] = []
     for i, st in enumerate(spec.steps or []):
@@ -68,18 +84,39 @@ def _steps(c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str,
             ws_path(c, doc, (*sp, "evidence", dest), dest)
             rel = rel_path(c, doc, (*sp, "evidence", dest), source)
             if rel is not None and rel not in src.inputs.data:
-                c.add(doc.loc((*sp, "evidence", dest)), dotted((*sp, "evidence", dest)), "E230", f"evidence file '{rel}' not found")
+                c.add(
+                    doc.loc((*sp, "evidence", dest)),
+                    dotted((*sp, "evidence", dest)),
+                    "E230",
+                    f"evidence file '{rel}' not found",
+                )
             if rel is not None and f"{folder}/seed/{dest}" in src.inputs.data:
-                c.add(doc.loc((*sp, "evidence", dest), key=True), dotted((*sp, "evidence", dest)), "E214",
-                      f"evidence '{dest}' collides with a seed file")
+                c.add(
+                    doc.loc((*sp, "evidence", dest), key=True),
+                    dotted((*sp, "evidence", dest)),
+                    "E214",
+                    f"evidence '{dest}' collides with a seed file",
+                )
             evidence[dest] = rel or source
-        steps.append(Step(name=st.name or f"step-{i + 1:02d}", prompt=render_field(c, doc, (*sp, "prompt"), raw or "", ctx, file=pf),
-                          evidence=evidence, fresh_repo=bool(st.fresh_repo)))
+        steps.append(
+            Step(
+                name=st.name or f"step-{i + 1:02d}",
+                prompt=render_field(c, doc, (*sp, "prompt"), raw or "", ctx, file=pf),
+                evidence=evidence,
+                fresh_repo=bool(st.fresh_repo),
+            )
+        )
     return steps
 
 
-def _checks(c: Collector, doc: Doc, spec: ScenarioDoc, kinds: dict[str, CheckKindDoc], ctx: dict[str, Any],
-            project: ProjectDoc) -> tuple[list[CheckSpec], list[Path_], dict[str, int]]:
+def _checks(
+    c: Collector,
+    doc: Doc,
+    spec: ScenarioDoc,
+    kinds: dict[str, CheckKindDoc],
+    ctx: dict[str, Any],
+    project: ProjectDoc,
+) -> tuple[list[CheckSpec], list[Path_], dict[str, int]]:
     """Checks resolved to built-in kinds, their key paths, and check id -> index."""
     checks: list[CheckSpec] = []
     paths: list[Path_] = []
@@ -89,17 +126,29 @@ def _checks(c: Collector, doc: Doc, spec: ScenarioDoc, kinds: dict[str, CheckKin
         if chk is None:
             continue
         if chk.id in seen:
-            c.add(doc.loc(("checks", i, "id")), dotted(("checks", i, "id")), "E112", f"duplicate check id '{chk.id}'",
-                  f"first used by checks[{seen[chk.id]}]")
+            c.add(
+                doc.loc(("checks", i, "id")),
+                dotted(("checks", i, "id")),
+                "E112",
+                f"duplicate check id '{chk.id}'",
+                f"first used by checks[{seen[chk.id]}]",
+            )
             continue
         if chk.authority is not None and chk.authority not in project.authorities:
-            c.add(doc.loc(("checks", i, "authority")), dotted(("checks", i, "authority")), "E221",
-                  f"unknown authority '{chk.authority}'", did_you_mean(chk.authority, project.authorities))
+            c.add(
+                doc.loc(("checks", i, "authority")),
+                dotted(("checks", i, "authority")),
+                "E221",
+                f"unknown authority '{chk.authority}'",
+                did_you_mean(chk.authority, project.authorities),
+            )
         seen[chk.id] = i
         checks.append(chk)
         paths.append(("checks", i))
     if not spec.checks:
-        c.add(doc.loc(()), "checks", "E250", "the scenario has no checks", "a scenario needs at least one check")
+        c.add(
+            doc.loc(()), "checks", "E250", "the scenario has no checks", "a scenario needs at least one check"
+        )
     return checks, paths, seen
 
 
@@ -107,39 +156,84 @@ def _judges(checks: list[CheckSpec], project: ProjectDoc) -> dict[str, dict[str,
     """The project's configurations of the judges these checks name; a name the project does
     not configure stays out, and its check grades `unavailable` (the judge is off by default)."""
     names = {str(chk.params.get("model", "default")) for chk in checks if chk.kind == "judge"}
-    return {name: project.judges[name].model_dump(exclude_none=True) for name in sorted(names) if name in project.judges}
+    return {
+        name: project.judges[name].model_dump(exclude_none=True)
+        for name in sorted(names)
+        if name in project.judges
+    }
 
 
-def _negatives(c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, own: str,
-               seen: dict[str, int]) -> list[Negative]:
+def _negatives(
+    c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, own: str, seen: dict[str, int]
+) -> list[Negative]:
     """Negatives: each names known checks and has an overlay folder or a patch; no stray overlay folders."""
     negatives: list[Negative] = []
     neg_dir = "negative" if own.endswith(".json") and _tree(src, folder, "negative") else "negatives"
     for name, neg in (spec.negatives or {}).items():
         np_: Path_ = ("negatives", name)
         if not neg.fails:
-            c.add(doc.loc((*np_, "fails")), dotted((*np_, "fails")), "E241", "a negative must name at least one check it fails")
+            c.add(
+                doc.loc((*np_, "fails")),
+                dotted((*np_, "fails")),
+                "E241",
+                "a negative must name at least one check it fails",
+            )
         for j, cid in enumerate(neg.fails):
-            if cid not in seen and cid not in {ch.get("id") for ch in spec.checks or [] if isinstance(ch, dict)}:
-                c.add(doc.loc((*np_, "fails", j)), dotted((*np_, "fails", j)), "E240", f"unknown check id '{cid}'",
-                      did_you_mean(cid, seen))
+            if cid not in seen and cid not in {
+                ch.get("id") for ch in spec.checks or [] if isinstance(ch, dict)
+            }:
+                c.add(
+                    doc.loc((*np_, "fails", j)),
+                    dotted((*np_, "fails", j)),
+                    "E240",
+                    f"unknown check id '{cid}'",
+                    did_you_mean(cid, seen),
+                )
         patch = rel_path(c, doc, (*np_, "patch"), neg.patch) if neg.patch else None
         if patch is not None and patch not in src.inputs.data:
-            c.add(doc.loc((*np_, "patch")), dotted((*np_, "patch")), "E233", f"negative patch '{patch}' not found")
+            c.add(
+                doc.loc((*np_, "patch")),
+                dotted((*np_, "patch")),
+                "E233",
+                f"negative patch '{patch}' not found",
+            )
         has_dir = bool(_tree(src, folder, f"{neg_dir}/{name}"))
         if not has_dir and patch is None:
-            c.add(doc.loc(np_, key=True), dotted(np_), "E233", f"negative '{name}' has no overlay folder '{folder}/{neg_dir}/{name}/' and no patch")
-        negatives.append(Negative(name=name, fails=tuple(neg.fails), dir=f"{folder}/{neg_dir}/{name}" if has_dir else None, patch=patch))
+            c.add(
+                doc.loc(np_, key=True),
+                dotted(np_),
+                "E233",
+                f"negative '{name}' has no overlay folder '{folder}/{neg_dir}/{name}/' and no patch",
+            )
+        negatives.append(
+            Negative(
+                name=name,
+                fails=tuple(neg.fails),
+                dir=f"{folder}/{neg_dir}/{name}" if has_dir else None,
+                patch=patch,
+            )
+        )
     declared = set(spec.negatives or {})
     for rel in sorted({r.split("/")[3] for r in _tree(src, folder, neg_dir) if r.count("/") >= 4}):
         if rel not in declared:
-            c.add(doc.loc(("negatives",) if spec.negatives else ()), "negatives", "E234",
-                  f"overlay folder '{folder}/{neg_dir}/{rel}/' is not declared under negatives:", f"add `{rel}: {{ fails: [...] }}`")
+            c.add(
+                doc.loc(("negatives",) if spec.negatives else ()),
+                "negatives",
+                "E234",
+                f"overlay folder '{folder}/{neg_dir}/{rel}/' is not declared under negatives:",
+                f"add `{rel}: {{ fails: [...] }}`",
+            )
     return negatives
 
 
-def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict[str, CheckKindDoc],
-          expectations: dict[str, dict[str, Any]] | None = None) -> ScenarioIn | None:
+def build(
+    c: Collector,
+    doc: Doc,
+    src: Sources,
+    project: ProjectDoc,
+    kinds: dict[str, CheckKindDoc],
+    expectations: dict[str, dict[str, Any]] | None = None,
+) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
     spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
     if spec is None:
@@ -147,48 +241,107 @@ def build(c: Collector, doc: Doc, src: Sources, project: ProjectDoc, kinds: dict
     own = doc.values.get((), doc.loc(())).file
     folder = posixpath.dirname(doc.file)
     if spec.id != posixpath.basename(folder):
-        c.add(doc.loc(("id",)), "id", "E202", f"scenario id '{spec.id}' differs from its folder name '{posixpath.basename(folder)}'",
-              "rename the folder or the id; they must be equal")
+        c.add(
+            doc.loc(("id",)),
+            "id",
+            "E202",
+            f"scenario id '{spec.id}' differs from its folder name '{posixpath.basename(folder)}'",
+            "rename the folder or the id; they must be equal",
+        )
     if spec.language is not None and spec.language not in project.languages:
-        c.add(doc.loc(("language",)), "language", "E220", f"language '{spec.language}' is not declared supported by the project",
-              f"add it to `languages:` in {project.name}'s project file" if not project.languages else did_you_mean(spec.language, project.languages))
+        c.add(
+            doc.loc(("language",)),
+            "language",
+            "E220",
+            f"language '{spec.language}' is not declared supported by the project",
+            f"add it to `languages:` in {project.name}'s project file"
+            if not project.languages
+            else did_you_mean(spec.language, project.languages),
+        )
     ctx = _context(spec, project, folder)
     prompt, prompt_file = "", None
     if spec.prompt is not None or not spec.steps:  # a multi-session scenario's prompts are its steps'
-        prompt_file = rel_path(c, doc, ("prompt",), spec.prompt or "prompt.md", base_file=doc.loc(("prompt",)).file if spec.prompt else own)
+        prompt_file = rel_path(
+            c,
+            doc,
+            ("prompt",),
+            spec.prompt or "prompt.md",
+            base_file=doc.loc(("prompt",)).file if spec.prompt else own,
+        )
         prompt_raw = _text(c, src, doc, ("prompt",), prompt_file, "prompt")
-        prompt = render_field(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file) if prompt_raw is not None else ""
+        prompt = (
+            render_field(c, doc, ("prompt",), prompt_raw, ctx, file=prompt_file)
+            if prompt_raw is not None
+            else ""
+        )
     steps = _steps(c, doc, spec, src, folder, ctx)
     if steps and spec.prompt is None:
         prompt = steps[0].prompt
     if not _tree(src, folder, "seed"):
-        c.add(doc.loc(()), "seed", "E231", f"missing seed folder '{folder}/seed/' (the initial workspace)", "add at least one file (a .gitkeep will do)")
+        c.add(
+            doc.loc(()),
+            "seed",
+            "E231",
+            f"missing seed folder '{folder}/seed/' (the initial workspace)",
+            "add at least one file (a .gitkeep will do)",
+        )
     if not _tree(src, folder, "reference"):
-        c.add(doc.loc(()), "reference", "E232", f"missing reference folder '{folder}/reference/'", "the reference calibrates the checks")
+        c.add(
+            doc.loc(()),
+            "reference",
+            "E232",
+            f"missing reference folder '{folder}/reference/'",
+            "the reference calibrates the checks",
+        )
     entry = [spec.entry] if isinstance(spec.entry, str) else list(spec.entry or [])
-    for key, values in (("entry", entry), ("watch", spec.watch or []), ("writable", spec.writable or []),):
+    for key, values in (
+        ("entry", entry),
+        ("watch", spec.watch or []),
+        ("writable", spec.writable or []),
+    ):
         for j, v in enumerate(values):
             ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
     checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project)
     negatives = _negatives(c, doc, spec, src, folder, own, seen)
     job = ScenarioJob(
-        id=spec.id, root=folder, family=spec.family or spec.id, language=spec.language, split=spec.split,
-        source=spec.source, reference_note=spec.reference_note, seed=f"{folder}/seed",
-        reference=f"{folder}/reference", grader=f"{folder}/grader" if _tree(src, folder, "grader") else None,
-        negatives=tuple(negatives), entry=tuple(entry), watch=tuple(spec.watch or entry),
-        writable=tuple(spec.writable or ("**",)), runtime_only=tuple(spec.runtime_only or ()),
-        stability_risk=bool(spec.stability_risk), prompt=prompt, steps=tuple(steps), checks=tuple(checks),
+        id=spec.id,
+        root=folder,
+        family=spec.family or spec.id,
+        language=spec.language,
+        split=spec.split,
+        source=spec.source,
+        reference_note=spec.reference_note,
+        seed=f"{folder}/seed",
+        reference=f"{folder}/reference",
+        grader=f"{folder}/grader" if _tree(src, folder, "grader") else None,
+        negatives=tuple(negatives),
+        entry=tuple(entry),
+        watch=tuple(spec.watch or entry),
+        writable=tuple(spec.writable or ("**",)),
+        runtime_only=tuple(spec.runtime_only or ()),
+        stability_risk=bool(spec.stability_risk),
+        prompt=prompt,
+        steps=tuple(steps),
+        checks=tuple(checks),
         expectations=_expectations(c, doc, spec, expectations or {}),
         notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
         judges=_judges(checks, project),
     )
-    return ScenarioIn(job=job, doc=doc, check_paths=tuple(paths), files=src.inputs.under(folder), prompt_file=prompt_file)
+    return ScenarioIn(
+        job=job, doc=doc, check_paths=tuple(paths), files=src.inputs.under(folder), prompt_file=prompt_file
+    )
 
 
-def build_all(c: Collector, docs: dict[str, Doc], src: Sources, project: ProjectDoc,
-              kinds: dict[str, CheckKindDoc], expectations: dict[str, dict[str, Any]]) -> dict[str, ScenarioIn]:
+def build_all(
+    c: Collector,
+    docs: dict[str, Doc],
+    src: Sources,
+    project: ProjectDoc,
+    kinds: dict[str, CheckKindDoc],
+    expectations: dict[str, dict[str, Any]],
+) -> dict[str, ScenarioIn]:
     """Every scenario that has no errors of its own, by id."""
     out: dict[str, ScenarioIn] = {}
     for ident in sorted(docs):

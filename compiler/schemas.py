@@ -51,8 +51,10 @@ def spec_schemas() -> dict[str, dict[str, Any]]:
             for m in BUILTIN.values():
                 for name, d in (m.model_json_schema(by_alias=True).get("$defs") or {}).items():
                     defs.setdefault(name, d)
-            schema["properties"]["checks"] = {"anyOf": [{"type": "array", "items": {"anyOf": [*builtin, user]}}, {"type": "null"}],
-                                              "description": schema["properties"]["checks"].get("description", "")}
+            schema["properties"]["checks"] = {
+                "anyOf": [{"type": "array", "items": {"anyOf": [*builtin, user]}}, {"type": "null"}],
+                "description": schema["properties"]["checks"].get("description", ""),
+            }
         out[kind] = schema
     return out
 

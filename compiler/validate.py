@@ -30,8 +30,13 @@ def check_slug(c: Collector, doc: Doc, path: Path_, value: Any, what: str) -> bo
     """Ids are slugs; report one that is not."""
     if isinstance(value, str) and _SLUG.match(value):
         return True
-    c.add(doc.loc(path), dotted(path), "E110", f"{what} {value!r} is not a slug",
-          "use lowercase letters, digits and - _ . + (starting with a letter or digit)")
+    c.add(
+        doc.loc(path),
+        dotted(path),
+        "E110",
+        f"{what} {value!r} is not a slug",
+        "use lowercase letters, digits and - _ . + (starting with a letter or digit)",
+    )
     return False
 
 
@@ -46,7 +51,13 @@ def _by_id(c: Collector, docs: list[Doc], kind: str) -> dict[str, Doc]:
             continue
         if ident in out:
             first = out[ident].loc(("id",))
-            c.add(doc.loc(("id",)), "id", "E111", f"duplicate {kind} id '{ident}'", f"first defined at {first.file}:{first.line}")
+            c.add(
+                doc.loc(("id",)),
+                "id",
+                "E111",
+                f"duplicate {kind} id '{ident}'",
+                f"first defined at {first.file}:{first.line}",
+            )
             continue
         out[ident] = doc
     return out
@@ -65,8 +76,13 @@ def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str,
             done[ident] = doc
             return doc
         if not isinstance(parent, str) or parent not in docs:
-            c.add(doc.loc(("extends",)), "extends", "E120", f"extends unknown {kind} {parent!r}",
-                  did_you_mean(str(parent), docs))
+            c.add(
+                doc.loc(("extends",)),
+                "extends",
+                "E120",
+                f"extends unknown {kind} {parent!r}",
+                did_you_mean(str(parent), docs),
+            )
             return None
         if parent in seen:
             c.add(doc.loc(("extends",)), "extends", "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
@@ -86,8 +102,15 @@ def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str,
     return out
 
 
-def _resolve_level(c: Collector, doc: Doc, factor: str, name: str, raw: dict[str, dict[str, Any]],
-                   done: dict[str, dict[str, Any]], seen: tuple[str, ...]) -> dict[str, Any]:
+def _resolve_level(
+    c: Collector,
+    doc: Doc,
+    factor: str,
+    name: str,
+    raw: dict[str, dict[str, Any]],
+    done: dict[str, dict[str, Any]],
+    seen: tuple[str, ...],
+) -> dict[str, Any]:
     """One level merged over its `extends:` chain within its factor (unknown parents and cycles reported)."""
     if name in done:
         return done[name]
@@ -97,8 +120,13 @@ def _resolve_level(c: Collector, doc: Doc, factor: str, name: str, raw: dict[str
     if parent is not None:
         path = ("factors", factor, name, "extends")
         if parent not in raw:
-            c.add(doc.loc(path), dotted(path), "E120", f"extends unknown level {parent!r} of factor '{factor}'",
-                  did_you_mean(parent, raw))
+            c.add(
+                doc.loc(path),
+                dotted(path),
+                "E120",
+                f"extends unknown level {parent!r} of factor '{factor}'",
+                did_you_mean(parent, raw),
+            )
         elif parent in seen:
             c.add(doc.loc(path), dotted(path), "E121", f"extends cycle: {' -> '.join((*seen, parent))}")
         else:
@@ -112,9 +140,14 @@ def _levels(c: Collector, doc: Doc, project: ProjectDoc) -> dict[str, dict[str, 
     out: dict[str, dict[str, dict[str, Any]]] = {}
     for factor, levels in project.factors.items():
         check_slug(c, doc, ("factors", factor), factor, "factor")
-        raw = {name: (lvl.model_dump(exclude_none=True) if lvl is not None else {}) for name, lvl in levels.items()}
+        raw = {
+            name: (lvl.model_dump(exclude_none=True) if lvl is not None else {})
+            for name, lvl in levels.items()
+        }
         if not raw:
-            c.add(doc.loc(("factors", factor)), f"factors.{factor}", "E130", f"factor '{factor}' has no levels")
+            c.add(
+                doc.loc(("factors", factor)), f"factors.{factor}", "E130", f"factor '{factor}' has no levels"
+            )
         done: dict[str, dict[str, Any]] = {}
         for name in raw:
             check_slug(c, doc, ("factors", factor, name), name, "level")
@@ -147,19 +180,39 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         kind = doc.data.get("kind")
         if kind not in KINDS:
             if kind is None:
-                c.add(doc.loc(()), "kind", "E102", "missing required key 'kind'", f"one of: {', '.join(KINDS)}")
+                c.add(
+                    doc.loc(()), "kind", "E102", "missing required key 'kind'", f"one of: {', '.join(KINDS)}"
+                )
             else:
-                c.add(doc.loc(("kind",)), "kind", "E104", f"unknown kind {kind!r}", did_you_mean(str(kind), KINDS))
+                c.add(
+                    doc.loc(("kind",)),
+                    "kind",
+                    "E104",
+                    f"unknown kind {kind!r}",
+                    did_you_mean(str(kind), KINDS),
+                )
             continue
         by_kind[kind].append(doc)
 
     projects = by_kind["project"]
     if not projects:
-        c.add(Loc("specs/project.yaml", 1, 1), "", "E131", "no project spec", "create specs/project.yaml with `kind: project`")
+        c.add(
+            Loc("specs/project.yaml", 1, 1),
+            "",
+            "E131",
+            "no project spec",
+            "create specs/project.yaml with `kind: project`",
+        )
         c.raise_if_any()
     for extra in projects[1:]:
         first = projects[0].file
-        c.add(extra.loc(("kind",)), "kind", "E132", "a second project spec", f"the project is defined in {first}")
+        c.add(
+            extra.loc(("kind",)),
+            "kind",
+            "E132",
+            "a second project spec",
+            f"the project is defined in {first}",
+        )
     pdoc = projects[0]
     project: ProjectDoc | None = model_of(c, pdoc, ProjectDoc)
     if project is None:
@@ -195,10 +248,22 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             c.add(doc.loc(()), "adapter", "E102", "missing required key 'adapter'")
             continue
         if spec.adapter == "command" and not spec.command:
-            c.add(doc.loc(("adapter",)), "command", "E102", "adapter 'command' needs `command:` (the shell command)")
-        agents[ident] = AgentSpec(id=ident, adapter=spec.adapter, command=spec.command, args=spec.args or {},
-                                  model=spec.model, version=spec.version, env=spec.env or {},
-                                  requires=tuple(spec.requires or ()))
+            c.add(
+                doc.loc(("adapter",)),
+                "command",
+                "E102",
+                "adapter 'command' needs `command:` (the shell command)",
+            )
+        agents[ident] = AgentSpec(
+            id=ident,
+            adapter=spec.adapter,
+            command=spec.command,
+            args=spec.args or {},
+            model=spec.model,
+            version=spec.version,
+            env=spec.env or {},
+            requires=tuple(spec.requires or ()),
+        )
         agent_docs[ident] = doc
         flags[ident] = (spec.runnable is not False, spec.reason or "")
         if spec.runnable is False and not spec.reason:
@@ -225,12 +290,27 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         model_of(c, doc, PricesDoc)
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
-    scen = scenarios.build_all(c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations)
+    scen = scenarios.build_all(
+        c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations
+    )
     broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 
-    result = Validated(project=project, project_doc=pdoc, levels=levels, agents=agents,
-                       agent_docs=agent_docs, agent_flags=flags, kinds=kinds, kind_docs=kind_docs, matrices=matrices,
-                       scenarios=scen, fingerprint=fingerprint, broken=frozenset(broken), input_hashes=dict(src.inputs.hashes), input_folders=src.inputs.folders)
+    result = Validated(
+        project=project,
+        project_doc=pdoc,
+        levels=levels,
+        agents=agents,
+        agent_docs=agent_docs,
+        agent_flags=flags,
+        kinds=kinds,
+        kind_docs=kind_docs,
+        matrices=matrices,
+        scenarios=scen,
+        fingerprint=fingerprint,
+        broken=frozenset(broken),
+        input_hashes=dict(src.inputs.hashes),
+        input_folders=src.inputs.folders,
+    )
     rules.cross_file(c, result)
     c.raise_if_any()
     return result

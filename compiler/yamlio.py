@@ -109,16 +109,31 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> A
     doc.values[path] = _mark(doc.file, node)
     if isinstance(node, yaml.ScalarNode):
         if node.tag != _STR:
-            errors.append(SpecError.at(_mark(doc.file, node), dotted(path), "E002",
-                                       f"custom tag {node.tag!r} is not allowed", "write the plain value"))
+            errors.append(
+                SpecError.at(
+                    _mark(doc.file, node),
+                    dotted(path),
+                    "E002",
+                    f"custom tag {node.tag!r} is not allowed",
+                    "write the plain value",
+                )
+            )
         return plain_scalar(node.value) if not node.style else node.value
     if isinstance(node, yaml.SequenceNode):
         if node.tag != _SEQ:
-            errors.append(SpecError.at(_mark(doc.file, node), dotted(path), "E002", f"custom tag {node.tag!r} is not allowed"))
+            errors.append(
+                SpecError.at(
+                    _mark(doc.file, node), dotted(path), "E002", f"custom tag {node.tag!r} is not allowed"
+                )
+            )
         return [_build(doc, item, (*path, i), errors) for i, item in enumerate(node.value)]
     assert isinstance(node, yaml.MappingNode)
     if node.tag != _MAP:
-        errors.append(SpecError.at(_mark(doc.file, node), dotted(path), "E002", f"custom tag {node.tag!r} is not allowed"))
+        errors.append(
+            SpecError.at(
+                _mark(doc.file, node), dotted(path), "E002", f"custom tag {node.tag!r} is not allowed"
+            )
+        )
     out: dict[str, Any] = {}
     for knode, vnode in node.value:
         kloc = _mark(doc.file, knode)
@@ -128,15 +143,29 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> A
         key = knode.value if knode.style else plain_scalar(knode.value)
         key = knode.value if not isinstance(key, str) else key
         if key == "<<" and not knode.style:
-            errors.append(SpecError.at(kloc, dotted((*path, key)), "E004", "YAML merge keys (<<) are not supported",
-                                       "use `extends:` to inherit from another spec"))
+            errors.append(
+                SpecError.at(
+                    kloc,
+                    dotted((*path, key)),
+                    "E004",
+                    "YAML merge keys (<<) are not supported",
+                    "use `extends:` to inherit from another spec",
+                )
+            )
             continue
         if key.startswith("x-"):
             continue
         if key in out:
             first = doc.keys[(*path, key)]
-            errors.append(SpecError.at(kloc, dotted((*path, key)), "E005", f"duplicate key '{key}'",
-                                       f"first defined at line {first.line}"))
+            errors.append(
+                SpecError.at(
+                    kloc,
+                    dotted((*path, key)),
+                    "E005",
+                    f"duplicate key '{key}'",
+                    f"first defined at line {first.line}",
+                )
+            )
             continue
         doc.keys[(*path, key)] = kloc
         out[key] = _build(doc, vnode, (*path, key), errors)
@@ -155,7 +184,9 @@ def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
     except yaml.MarkedYAMLError as exc:
         mark = exc.problem_mark or exc.context_mark
         loc = Loc(file, mark.line + 1, mark.column + 1) if mark else Loc(file, 1, 1)
-        return doc, [SpecError.at(loc, "", "E001", f"YAML syntax error: {exc.problem or exc}", str(exc.context or ""))]
+        return doc, [
+            SpecError.at(loc, "", "E001", f"YAML syntax error: {exc.problem or exc}", str(exc.context or ""))
+        ]
     except yaml.YAMLError as exc:
         return doc, [SpecError.at(Loc(file, 1, 1), "", "E001", f"YAML error: {exc}")]
     if node is None:
@@ -165,6 +196,13 @@ def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
         doc.data = _build(doc, node, (), errors)
     except _TooLarge:
         doc.data, doc.values, doc.keys = None, {}, {}
-        return doc, [SpecError.at(Loc(file, 1, 1), "", "E007", f"the document expands to more than {MAX_NODES} nodes",
-                                  "aliases that multiply (an alias bomb) are refused")]
+        return doc, [
+            SpecError.at(
+                Loc(file, 1, 1),
+                "",
+                "E007",
+                f"the document expands to more than {MAX_NODES} nodes",
+                "aliases that multiply (an alias bomb) are refused",
+            )
+        ]
     return doc, errors

@@ -86,14 +86,19 @@ def package_for(adapter: str, args: dict[str, Any]) -> AgentPackage:
     `version`, `installer` (npm|pip) and `bin_name`."""
     base = KNOWN.get(adapter)
     if base is None and "package" not in args:
-        raise InstallError(f"adapter {adapter!r} has no known package; set args.package and "
-                           f"args.installer (known: {', '.join(sorted(KNOWN))})")
+        raise InstallError(
+            f"adapter {adapter!r} has no known package; set args.package and "
+            f"args.installer (known: {', '.join(sorted(KNOWN))})"
+        )
     manager = args.get("installer") or (base.manager if base else "npm")
     if manager not in ("npm", "pip"):
         raise InstallError(f"installer must be npm or pip, not {manager!r}")
-    return AgentPackage(manager, str(args.get("package") or (base.package if base else "")),
-                        str(args.get("version") or (base.version if base else "")),
-                        str(args.get("bin_name") or (base.bin if base else args["package"])))
+    return AgentPackage(
+        manager,
+        str(args.get("package") or (base.package if base else "")),
+        str(args.get("version") or (base.version if base else "")),
+        str(args.get("bin_name") or (base.bin if base else args["package"])),
+    )
 
 
 def _run(argv: list[str], log: Path) -> None:
@@ -110,9 +115,16 @@ def _installed_version(pkg: AgentPackage, folder: Path) -> str:
     if pkg.manager == "npm":
         meta = folder / "node_modules" / pkg.package / "package.json"
         return str(json.loads(meta.read_text(encoding="utf-8"))["version"])
-    done = subprocess.run([str(folder / "venv" / "bin" / "python"), "-c",
-                           f"import importlib.metadata as m; print(m.version({pkg.package!r}))"],
-                          capture_output=True, text=True, check=True)
+    done = subprocess.run(
+        [
+            str(folder / "venv" / "bin" / "python"),
+            "-c",
+            f"import importlib.metadata as m; print(m.version({pkg.package!r}))",
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     return done.stdout.strip()
 
 
@@ -136,18 +148,43 @@ def install(pkg: AgentPackage, cache: Path | None = None) -> Installed:
             npm = shutil.which("npm")
             if npm is None:
                 raise InstallError("npm is not on PATH (needed for npm-packaged agents)")
-            _run([npm, "install", "--no-fund", "--no-audit", "--prefix", str(folder),
-                  f"{pkg.package}@{pkg.version}"], log)
+            _run(
+                [
+                    npm,
+                    "install",
+                    "--no-fund",
+                    "--no-audit",
+                    "--prefix",
+                    str(folder),
+                    f"{pkg.package}@{pkg.version}",
+                ],
+                log,
+            )
             binary = folder / "node_modules" / ".bin" / pkg.bin
         else:
             _run([sys.executable, "-m", "venv", str(folder / "venv")], log)
-            _run([str(folder / "venv" / "bin" / "python"), "-m", "pip", "install", "-q",
-                  "--disable-pip-version-check", f"{pkg.package}=={pkg.version}"], log)
+            _run(
+                [
+                    str(folder / "venv" / "bin" / "python"),
+                    "-m",
+                    "pip",
+                    "install",
+                    "-q",
+                    "--disable-pip-version-check",
+                    f"{pkg.package}=={pkg.version}",
+                ],
+                log,
+            )
             binary = folder / "venv" / "bin" / pkg.bin
         if not binary.exists():
             raise InstallError(f"{pkg.package}@{pkg.version} installed but {binary} is missing")
-        done = Installed(manager=pkg.manager, package=pkg.package, version=pkg.version,
-                         installed_version=_installed_version(pkg, folder), bin=str(binary))
+        done = Installed(
+            manager=pkg.manager,
+            package=pkg.package,
+            version=pkg.version,
+            installed_version=_installed_version(pkg, folder),
+            bin=str(binary),
+        )
         tmp = marker.with_name("installed.json.tmp")
         tmp.write_text(done.model_dump_json(indent=2) + "\n", encoding="utf-8")
         tmp.replace(marker)
@@ -156,8 +193,11 @@ def install(pkg: AgentPackage, cache: Path | None = None) -> Installed:
 
 def main(argv: list[str] | None = None) -> int:
     """`python -m harness.agent_install ADAPTER... [--cache DIR] [--version V]`."""
-    parser = argparse.ArgumentParser(prog="python -m harness.agent_install", description=__doc__,
-                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        prog="python -m harness.agent_install",
+        description=__doc__,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     parser.add_argument("adapters", nargs="+", help=f"built-in adapters: {', '.join(KNOWN)}")
     parser.add_argument("--cache", type=Path, default=None, help="cache folder")
     parser.add_argument("--version", default=None, help="override the pinned version (one adapter)")

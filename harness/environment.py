@@ -127,7 +127,14 @@ def build(
     return env
 
 
-INSTRUCTION_FILES = ("AGENTS.md", "CLAUDE.md", "GEMINI.md", "CONVENTIONS.md", ".cursorrules", ".aider.conf.yml")
+INSTRUCTION_FILES = (
+    "AGENTS.md",
+    "CLAUDE.md",
+    "GEMINI.md",
+    "CONVENTIONS.md",
+    ".cursorrules",
+    ".aider.conf.yml",
+)
 """Files agent CLIs load from the folders above their working directory."""
 
 

@@ -21,8 +21,10 @@ from urllib.parse import urlparse
 
 from pydantic import BaseModel, ConfigDict, Field
 
-SYSTEM = ("You grade the work of an AI coding agent against a rubric, using its transcript. "
-          'Answer with only a JSON object: {"passed": true or false, "reason": "<one or two sentences>"}.')
+SYSTEM = (
+    "You grade the work of an AI coding agent against a rubric, using its transcript. "
+    'Answer with only a JSON object: {"passed": true or false, "reason": "<one or two sentences>"}.'
+)
 DEFAULT_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 _RETRY_STATUSES = {408, 429, 500, 502, 503, 504, 529}
 
@@ -134,10 +136,18 @@ class HttpJudge:
     def _body(self, rubric: str, transcript_text: str) -> dict[str, Any]:
         user = f"Rubric:\n{rubric}\n\nTranscript:\n{transcript_text}"
         if self.config.provider == "anthropic":
-            return {"model": self.config.model, "max_tokens": self.config.max_tokens, "system": SYSTEM,
-                    "messages": [{"role": "user", "content": user}]}
-        return {"model": self.config.model, "max_tokens": self.config.max_tokens, "temperature": 0,
-                "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}]}
+            return {
+                "model": self.config.model,
+                "max_tokens": self.config.max_tokens,
+                "system": SYSTEM,
+                "messages": [{"role": "user", "content": user}],
+            }
+        return {
+            "model": self.config.model,
+            "max_tokens": self.config.max_tokens,
+            "temperature": 0,
+            "messages": [{"role": "system", "content": SYSTEM}, {"role": "user", "content": user}],
+        }
 
     def _post(self, body: dict[str, Any]) -> dict[str, Any]:
         url, headers = self._request()
@@ -173,9 +183,14 @@ class HttpJudge:
             text = str((choices[0].get("message") or {}).get("content") or "")
             tokens = (usage.get("prompt_tokens", 0), usage.get("completion_tokens", 0))
         passed, reason = parse_verdict(text)
-        return JudgeVerdict(passed=passed, reason=reason, raw=text,
-                            model=str(answer.get("model") or self.config.model),
-                            input_tokens=int(tokens[0] or 0), output_tokens=int(tokens[1] or 0))
+        return JudgeVerdict(
+            passed=passed,
+            reason=reason,
+            raw=text,
+            model=str(answer.get("model") or self.config.model),
+            input_tokens=int(tokens[0] or 0),
+            output_tokens=int(tokens[1] or 0),
+        )
 
 
 def make_judge(config: JudgeConfig | dict[str, Any]) -> Judge:

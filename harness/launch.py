@@ -70,8 +70,15 @@ class Launcher:
     ) -> proc.ProcResult:
         """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
         with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
-            done = self._run(box.argv, stdin=stdin, timeout_s=timeout_s, log=log, output_cap=output_cap,
-                             capture=capture, cancel=cancel)
+            done = self._run(
+                box.argv,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                log=log,
+                output_cap=output_cap,
+                capture=capture,
+                cancel=cancel,
+            )
             hits = box.limits_hit(done.exit_code)
         if self.outbox is not None:
             self.refused.extend(collect(*self.outbox))

@@ -139,7 +139,9 @@ def copy_tree(src: Path, dest: Path, *, skip: Iterable[str] = ()) -> list[str]:
     dest.mkdir(parents=True, exist_ok=True)
     for rel, st in walk(src):
         name = rel.as_posix()
-        if patterns and any(fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel.parts[0], p) for p in patterns):
+        if patterns and any(
+            fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel.parts[0], p) for p in patterns
+        ):
             continue
         target = dest / rel
         if stat.S_ISDIR(st.st_mode):
@@ -191,9 +193,29 @@ def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
     return any(glob_regex(g).match(text) for g in globs)
 
 
-RESERVED = frozenset({"run.json", "grade.json", "job.json", "versions.json", "diff.patch", "agent.log", "setup.log",
-                      "gateway.jsonl", "steps", "retries", "snapshots", "workspace", "state", "home", "tmp", "skill",
-                      ".assay", ".gateway", ".sandbox-out"})
+RESERVED = frozenset(
+    {
+        "run.json",
+        "grade.json",
+        "job.json",
+        "versions.json",
+        "diff.patch",
+        "agent.log",
+        "setup.log",
+        "gateway.jsonl",
+        "steps",
+        "retries",
+        "snapshots",
+        "workspace",
+        "state",
+        "home",
+        "tmp",
+        "skill",
+        ".assay",
+        ".gateway",
+        ".sandbox-out",
+    }
+)
 """Run-directory names only the harness writes; an outbox entry of that name is refused."""
 
 
@@ -214,11 +236,17 @@ def collect(outbox: Path, dest: Path, *, append: Iterable[str] = ("trace.jsonl",
         src, target = outbox / entry, dest / entry
         st = os.lstat(src)
         if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
-            if any(not stat.S_ISDIR(sub.st_mode) for _, sub in walk(src)):  # written under a mount point's shadow
+            if any(
+                not stat.S_ISDIR(sub.st_mode) for _, sub in walk(src)
+            ):  # written under a mount point's shadow
                 refused.append(entry + "/")
             shutil.rmtree(src)
             continue
-        if entry in RESERVED or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode)) or target.is_symlink():
+        if (
+            entry in RESERVED
+            or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+            or target.is_symlink()
+        ):
             refused.append(entry)
             if stat.S_ISDIR(st.st_mode):
                 shutil.rmtree(src)

@@ -60,7 +60,9 @@ class RunnerMetrics(Record):
     output_tokens: int | None = Field(default=None, description="Output tokens.")
     cache_read_tokens: int | None = Field(default=None, description="Cache-read input tokens.")
     cache_write_tokens: int | None = Field(default=None, description="Cache-write input tokens.")
-    reasoning_tokens: int | None = Field(default=None, description="Reasoning tokens (subset of output where reported).")
+    reasoning_tokens: int | None = Field(
+        default=None, description="Reasoning tokens (subset of output where reported)."
+    )
     peak_context: int | None = Field(default=None, description="Largest context of any turn.")
     context_limit: int | None = Field(default=None, description="The model's context limit, when reported.")
     cost_usd: float | None = Field(default=None, description="Cost from usage and the pinned price table.")
@@ -84,7 +86,9 @@ class StepRecord(Record):
     ended_at: float = Field(description="Epoch seconds.")
     exit_code: int | None = Field(description="Adapter exit code; None when it never ran to an exit.")
     error: str | None = Field(default=None, description="Why the step failed to run.")
-    metrics: RunnerMetrics = Field(default_factory=RunnerMetrics, description="Runner metrics of this session.")
+    metrics: RunnerMetrics = Field(
+        default_factory=RunnerMetrics, description="Runner metrics of this session."
+    )
 
 
 class RunRecord(Record):
@@ -104,24 +108,41 @@ class RunRecord(Record):
     model: str | None = Field(default=None, description="Model id.")
     agent_version: str | None = Field(default=None, description="Installed agent CLI version.")
     agent_command: str = Field(default="", description="What was executed as the adapter.")
-    exit_code: int | None = Field(default=None, description="Final adapter exit code; None if it never exited on its own.")
+    exit_code: int | None = Field(
+        default=None, description="Final adapter exit code; None if it never exited on its own."
+    )
     timed_out: bool = Field(default=False, description="The agent hit its wall-clock limit.")
-    limits_hit: tuple[str, ...] = Field(default=(), description="Limits that were hit (timeout, output, memory, pids, file_size, workspace).")
+    limits_hit: tuple[str, ...] = Field(
+        default=(), description="Limits that were hit (timeout, output, memory, pids, file_size, workspace)."
+    )
     started_at: float = Field(description="Epoch seconds.")
     ended_at: float = Field(description="Epoch seconds.")
-    environment: dict[str, str] = Field(default_factory=dict, description="OS, Python, assay, tool version, isolation used.")
+    environment: dict[str, str] = Field(
+        default_factory=dict, description="OS, Python, assay, tool version, isolation used."
+    )
     isolation: str = Field(default="none", description="Isolation plug-in that ran the agent.")
     infra_retries: int = Field(default=0, description="Retries after exit 75.")
     canaries: tuple[CanaryResult, ...] = Field(default=(), description="Canary outcomes.")
-    invalid: str | None = Field(default=None, description="Why the run is excluded from rates (failed canary, unexpected context...).")
-    error: str | None = Field(default=None, description="Why the run failed to run (crash, capture failure); not a graded failure.")
+    invalid: str | None = Field(
+        default=None, description="Why the run is excluded from rates (failed canary, unexpected context...)."
+    )
+    error: str | None = Field(
+        default=None, description="Why the run failed to run (crash, capture failure); not a graded failure."
+    )
     traceback: str | None = Field(default=None, description="Harness traceback for a failed run.")
     interrupted: bool = Field(default=False, description="Stopped by Ctrl-C; rerun on resume.")
-    concurrent: bool = Field(default=False, description="Shared the machine with sibling conditions; wall-clock not comparable to serial runs.")
+    concurrent: bool = Field(
+        default=False,
+        description="Shared the machine with sibling conditions; wall-clock not comparable to serial runs.",
+    )
     unsafe_edits: tuple[str, ...] = Field(default=(), description="Files changed outside writable.")
-    metrics: RunnerMetrics = Field(default_factory=RunnerMetrics, description="The runner's half of the metrics.")
+    metrics: RunnerMetrics = Field(
+        default_factory=RunnerMetrics, description="The runner's half of the metrics."
+    )
     steps: tuple[StepRecord, ...] = Field(default=(), description="Per-step records of a multi-step run.")
-    extra: dict[str, Any] = Field(default_factory=dict, description="Free-form runner details (paths of optional artifacts, notes).")
+    extra: dict[str, Any] = Field(
+        default_factory=dict, description="Free-form runner details (paths of optional artifacts, notes)."
+    )
 
 
 class CheckOutcome(Record):
@@ -135,8 +156,12 @@ class CheckOutcome(Record):
     authority: str | None = None
     duration_s: float = 0.0
     severity: Literal["error", "warning"] = "error"
-    count: int | None = Field(default=None, description="Findings or matches counted by the check, when it counts.")
-    details: dict[str, Any] = Field(default_factory=dict, description="Kind-specific evidence, e.g. a judge's verdict verbatim.")
+    count: int | None = Field(
+        default=None, description="Findings or matches counted by the check, when it counts."
+    )
+    details: dict[str, Any] = Field(
+        default_factory=dict, description="Kind-specific evidence, e.g. a judge's verdict verbatim."
+    )
 
 
 class Grade(Record):
@@ -147,21 +172,40 @@ class Grade(Record):
     passed: bool = Field(default=False, description="Every check passed (meaningful only when graded).")
     usable: bool = Field(default=False, description="Passed with no error-severity lint finding.")
     error: str | None = Field(default=None, description="Why the run is failed_to_run or ungradeable.")
-    invalid: str | None = Field(default=None, description="Why the run is excluded from rates: the runner's reason, or unexpected loaded context.")
+    invalid: str | None = Field(
+        default=None,
+        description="Why the run is excluded from rates: the runner's reason, or unexpected loaded context.",
+    )
     checks: tuple[CheckOutcome, ...] = ()
     failed_layers: tuple[str, ...] = ()
     grader_hash: str = Field(default="", description="Hash of grader code version + checks + grader files.")
     graded_at: float = Field(default=0.0, description="Epoch seconds.")
-    metrics: dict[str, float] = Field(default_factory=dict, description="The grader's half of the metrics (see merge_metrics).")
+    metrics: dict[str, float] = Field(
+        default_factory=dict, description="The grader's half of the metrics (see merge_metrics)."
+    )
     details: dict[str, Any] = Field(default_factory=dict, description="Free-form grader notes.")
-    authorities: dict[str, AuthorityVerdict] = Field(default_factory=dict, description="Validity per named authority, never collapsed.")
-    disagreement: tuple[Disagreement, ...] = Field(default=(), description="Authorities that disagree, with direction and both diagnostics.")
-    diagnostics: tuple[str, ...] = Field(default=(), description="Messages of failed and errored checks, verbatim.")
-    lint_findings: tuple[LintFinding, ...] = Field(default=(), description="Findings of counting (lint-like) checks.")
-    unsafe_edits: tuple[str, ...] = Field(default=(), description="Files changed outside writable (from the run).")
-    unverified_runtime_claims: tuple[str, ...] = Field(default=(), description="The scenario's runtime_only claims: reported, never passed.")
+    authorities: dict[str, AuthorityVerdict] = Field(
+        default_factory=dict, description="Validity per named authority, never collapsed."
+    )
+    disagreement: tuple[Disagreement, ...] = Field(
+        default=(), description="Authorities that disagree, with direction and both diagnostics."
+    )
+    diagnostics: tuple[str, ...] = Field(
+        default=(), description="Messages of failed and errored checks, verbatim."
+    )
+    lint_findings: tuple[LintFinding, ...] = Field(
+        default=(), description="Findings of counting (lint-like) checks."
+    )
+    unsafe_edits: tuple[str, ...] = Field(
+        default=(), description="Files changed outside writable (from the run)."
+    )
+    unverified_runtime_claims: tuple[str, ...] = Field(
+        default=(), description="The scenario's runtime_only claims: reported, never passed."
+    )
     tool_use: ToolUse = Field(default_factory=ToolUse, description="Traced tool invocations.")
-    friction: Friction = Field(default_factory=Friction, description="Usage errors, help lookups, retries, repeats.")
+    friction: Friction = Field(
+        default_factory=Friction, description="Usage errors, help lookups, retries, repeats."
+    )
     expectations: tuple[ExpectationOutcome, ...] = Field(default=(), description="Expectation verdicts.")
     snapshots: Snapshots = Field(default_factory=Snapshots, description="Validity of the entry over time.")
     usage: Usage = Field(default_factory=Usage, description="Model usage and cost.")

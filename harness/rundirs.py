@@ -76,4 +76,3 @@ def identity(job: Job) -> dict[str, Any]:
         "version": job.version,
         "model": job.agent.model,
     }
-

@@ -233,8 +233,15 @@ def run_trial(
         env = build(job, paths, agent_args=gw.args if gw else args)
         env = gw.scrub(env) if gw else env
         carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
-        launcher = _launcher(job, paths, env, provided, iso, extra=(gw.mount(),) if gw else (),
-                             prefix=tuple(gw.wrap([])) if gw and carried else ())
+        launcher = _launcher(
+            job,
+            paths,
+            env,
+            provided,
+            iso,
+            extra=(gw.mount(),) if gw else (),
+            prefix=tuple(gw.wrap([])) if gw and carried else (),
+        )
         _setup(job, launcher, paths)
         multistep.seed_state(job, launcher, paths)
         workspace.commit_baseline(ws)

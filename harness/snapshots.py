@@ -96,7 +96,11 @@ class Watcher:
                 continue
             self._seen[name] = digest
             self._count += 1
-            row: dict[str, object] = {"t": self._written(name, since, now), "index": self._count, "file": name}
+            row: dict[str, object] = {
+                "t": self._written(name, since, now),
+                "index": self._count,
+                "file": name,
+            }
             if data is None:
                 row["deleted"] = True
             else:

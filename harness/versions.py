@@ -73,13 +73,28 @@ def install(project: Path, label: str, spec: Mapping[str, Any], *, log: Path) ->
         return
     shutil.rmtree(folder, ignore_errors=True)
     log.parent.mkdir(parents=True, exist_ok=True)
-    argv = [sys.executable, "-m", "pip", "install", "--quiet", "--no-input", "--disable-pip-version-check", "--target", str(site), package]
+    argv = [
+        sys.executable,
+        "-m",
+        "pip",
+        "install",
+        "--quiet",
+        "--no-input",
+        "--disable-pip-version-check",
+        "--target",
+        str(site),
+        package,
+    ]
     done = proc.run(argv, cwd=project, env=_build_env(), timeout_s=BUILD_TIMEOUT_S, log=log)
     if done.exit_code != 0 or done.timed_out:
-        raise VersionError(f"installing version {label!r} ({package}) failed (exit {done.exit_code}; log: {log})")
+        raise VersionError(
+            f"installing version {label!r} ({package}) failed (exit {done.exit_code}; log: {log})"
+        )
     scripts = sorted(p for p in (site / "bin").glob("*") if p.is_file()) if (site / "bin").is_dir() else []
     if not scripts:
-        raise VersionError(f"version {label!r}: package {package!r} installs no command (no scripts in {site}/bin)")
+        raise VersionError(
+            f"version {label!r}: package {package!r} installs no command (no scripts in {site}/bin)"
+        )
     for script in scripts:
         launcher = folder / script.name
         launcher.write_text(
@@ -104,7 +119,9 @@ def build(project: Path, label: str, spec: Mapping[str, Any], *, log: Path) -> N
         ["sh", "-c", str(command)], cwd=project, env=_build_env(), timeout_s=BUILD_TIMEOUT_S, log=log
     )
     if done.exit_code != 0 or done.timed_out:
-        raise VersionError(f"building version {label!r} failed (exit {done.exit_code}): {command} (log: {log})")
+        raise VersionError(
+            f"building version {label!r} failed (exit {done.exit_code}): {command} (log: {log})"
+        )
     path = spec.get("path")
     if path and not (project / str(path)).is_dir():
         raise VersionError(f"building version {label!r} did not produce its path {path!r}: {command}")
@@ -139,7 +156,9 @@ def prepare(project: Path, jobs: Sequence[Job], runs_root: Path) -> list[Path]:
             "schema_version": VERSIONS_SCHEMA,
             "baseline": baseline,
             "candidate": candidate,
-            "versions": {str(v["label"]): {k: v[k] for k in sorted(v) if k != "label"} for v in versions.values()},
+            "versions": {
+                str(v["label"]): {k: v[k] for k in sorted(v) if k != "label"} for v in versions.values()
+            },
         }
         write_atomic(tree / VERSIONS_FILE, json.dumps(record, indent=2, sort_keys=True) + "\n")
         written.append(tree / VERSIONS_FILE)

@@ -21,4 +21,14 @@ KINDS: dict[str, type[SpecModel]] = {
 }
 """Every spec kind by its `kind:` value."""
 
-__all__ = ["KINDS", "AgentDoc", "CheckKindDoc", "ExpectationDoc", "MatrixDoc", "PricesDoc", "ProjectDoc", "ScenarioDoc", "SpecModel"]
+__all__ = [
+    "KINDS",
+    "AgentDoc",
+    "CheckKindDoc",
+    "ExpectationDoc",
+    "MatrixDoc",
+    "PricesDoc",
+    "ProjectDoc",
+    "ScenarioDoc",
+    "SpecModel",
+]

@@ -32,7 +32,11 @@ def partial(model: type[BaseModel], name: str) -> type[SpecModel]:
     """
     fields: dict[str, Any] = {}
     for fname, info in model.model_fields.items():
-        fields[fname] = (Optional[_lists(info.annotation)],  # noqa: UP045  (a runtime type, not an annotation)
-                           Field(default=None, description=info.description))
-    made: type[SpecModel] = create_model(name, __base__=SpecModel, __doc__=f"Overrides of {model.__name__}.", **fields)
+        fields[fname] = (
+            Optional[_lists(info.annotation)],  # noqa: UP045  (a runtime type, not an annotation)
+            Field(default=None, description=info.description),
+        )
+    made: type[SpecModel] = create_model(
+        name, __base__=SpecModel, __doc__=f"Overrides of {model.__name__}.", **fields
+    )
     return made

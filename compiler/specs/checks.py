@@ -19,8 +19,12 @@ TextOrList = str | list[str]
 class CountDoc(SpecModel):
     """Pass when the number of items at a JSON path is at most a limit."""
 
-    json_path: str = Field(default="$", description="Path of the list to count in the command's JSON stdout ($, $.a.b, $.a[0]).")
-    max_param: str | None = Field(default=None, description="Name of the parameter holding the limit (user kinds).")
+    json_path: str = Field(
+        default="$", description="Path of the list to count in the command's JSON stdout ($, $.a.b, $.a[0])."
+    )
+    max_param: str | None = Field(
+        default=None, description="Name of the parameter holding the limit (user kinds)."
+    )
     max: int | None = Field(default=None, description="The limit itself.")
 
 
@@ -36,7 +40,9 @@ class ResultDoc(SpecModel):
 
     exit: int | None = Field(default=None, description="The exit status must equal this.")
     count: CountDoc | None = Field(default=None, description="Count findings against a maximum.")
-    json_path: JsonPathDoc | None = Field(default=None, description="A JSON value must equal an expected value.")
+    json_path: JsonPathDoc | None = Field(
+        default=None, description="A JSON value must equal an expected value."
+    )
 
 
 class CheckCommon(SpecModel):
@@ -44,9 +50,15 @@ class CheckCommon(SpecModel):
 
     id: str = Field(description="Check id (slug), unique within the scenario.")
     kind: str = Field(description="Built-in kind or the id of a check-kind spec.")
-    layer: str | None = Field(default=None, description="What a failure implicates: `agent` (default) or a named product layer.")
-    authority: str | None = Field(default=None, description="Named authority whose validity this check reports.")
-    severity: Literal["error", "warning"] | None = Field(default=None, description="error findings make a passing run not usable.")
+    layer: str | None = Field(
+        default=None, description="What a failure implicates: `agent` (default) or a named product layer."
+    )
+    authority: str | None = Field(
+        default=None, description="Named authority whose validity this check reports."
+    )
+    severity: Literal["error", "warning"] | None = Field(
+        default=None, description="error findings make a passing run not usable."
+    )
     timeout_s: float | None = Field(default=None, description="Wall-clock limit of the check.")
     description: str | None = Field(default=None, description="What the check verifies.")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")
@@ -56,8 +68,12 @@ class CommandCheck(CheckCommon):
     """`command`: run a shell command in the workspace."""
 
     run: str = Field(description="Shell command (Jinja2 template over `scenario`), cwd = workspace.")
-    exit: int | None = Field(default=None, description="Required exit status (default 0 unless `result` is given).")
-    result: ResultDoc | None = Field(default=None, description="How to read the result instead of the exit status.")
+    exit: int | None = Field(
+        default=None, description="Required exit status (default 0 unless `result` is given)."
+    )
+    result: ResultDoc | None = Field(
+        default=None, description="How to read the result instead of the exit status."
+    )
     env: dict[str, str] | None = Field(default=None, description="Extra environment of the command.")
 
 
@@ -100,7 +116,9 @@ class TraceCheck(CheckCommon):
     subcommand: str | None = Field(default=None, description="First argument to match.")
     min: int | None = Field(default=None, description="Minimum invocations.")
     max: int | None = Field(default=None, description="Maximum invocations.")
-    after_last_write: bool | None = Field(default=None, description="Count only invocations after the last write of an entry file.")
+    after_last_write: bool | None = Field(
+        default=None, description="Count only invocations after the last write of an entry file."
+    )
     exit: int | None = Field(default=None, description="Count only invocations with this exit status.")
 
 
@@ -126,7 +144,9 @@ class TranscriptCheck(CheckCommon):
 class SnapshotCheck(CheckCommon):
     """`snapshot`: validity of the entry over time."""
 
-    run: str | None = Field(default=None, description="Validity command per snapshot (`{file}` is the snapshot path).")
+    run: str | None = Field(
+        default=None, description="Validity command per snapshot (`{file}` is the snapshot path)."
+    )
     final_valid: bool | None = Field(default=None, description="The last snapshot must be valid.")
     max_regressions: int | None = Field(default=None, description="Allowed valid-to-invalid transitions.")
 
@@ -141,7 +161,9 @@ class JudgeCheck(CheckCommon):
 class UserCheck(CheckCommon):
     """A check of a user kind declared in specs/checks/."""
 
-    with_: dict[str, Any] | None = Field(default=None, alias="with", description="Parameters of the user kind.")
+    with_: dict[str, Any] | None = Field(
+        default=None, alias="with", description="Parameters of the user kind."
+    )
 
 
 BUILTIN: dict[str, type[CheckCommon]] = {
@@ -159,14 +181,20 @@ BUILTIN: dict[str, type[CheckCommon]] = {
 }
 """Built-in check kinds and the model of a check entry of each."""
 
-TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {"command": ("run",), "judge": ("rubric",), "snapshot": ("run",)}
+TEMPLATE_FIELDS: dict[str, tuple[str, ...]] = {
+    "command": ("run",),
+    "judge": ("rubric",),
+    "snapshot": ("run",),
+}
 """Template-typed parameters per built-in kind (rendered with Jinja2 at compile time)."""
 
 
 class ParamDoc(SpecModel):
     """One parameter of a user check kind."""
 
-    type: Literal["string", "integer", "number", "boolean", "list", "dict", "any"] = Field(default="any", description="Value type.")
+    type: Literal["string", "integer", "number", "boolean", "list", "dict", "any"] = Field(
+        default="any", description="Value type."
+    )
     required: bool = Field(default=False, description="Whether a check must give it.")
     default: Any = Field(default=None, description="Value when not given.")
     description: str | None = Field(default=None, description="What it means.")
@@ -178,11 +206,17 @@ class CheckKindDoc(SpecModel):
     kind: Literal["check-kind"] = Field(description="Always `check-kind`.")
     id: str = Field(description="Kind name used as `kind:` in scenario checks.")
     description: str | None = Field(default=None, description="What checks of this kind verify.")
-    params: dict[str, ParamDoc] = Field(default_factory=dict, description="Parameters a check of this kind accepts.")
+    params: dict[str, ParamDoc] = Field(
+        default_factory=dict, description="Parameters a check of this kind accepts."
+    )
     run: str = Field(description="Command template (Jinja2 over the params and `scenario`).")
-    result: ResultDoc = Field(default_factory=ResultDoc, description="How to read the command's result (default: exit 0).")
+    result: ResultDoc = Field(
+        default_factory=ResultDoc, description="How to read the command's result (default: exit 0)."
+    )
     layer: str | None = Field(default=None, description="Default layer of checks of this kind.")
-    authority: str | None = Field(default=None, description="Named authority whose validity this kind reports.")
+    authority: str | None = Field(
+        default=None, description="Named authority whose validity this kind reports."
+    )
     severity: Literal["error", "warning"] | None = Field(default=None, description="Default severity.")
     timeout_s: float | None = Field(default=None, description="Default wall-clock limit.")
     env: dict[str, str] | None = Field(default=None, description="Extra environment of the command.")

@@ -22,12 +22,26 @@ class ExpectationDoc(SpecModel):
     kind: Literal["expectation"] = Field(description="Always `expectation`.")
     id: str = Field(description="Expectation id, referenced by name from a scenario's `expectations:`.")
     description: str | None = Field(default=None, description="What it asks, in words (shown in reports).")
-    when: dict[str, Any] | None = Field(default=None, description="Only for runs matching: stability_risk, levels {factor: level(s)}, family, scenario.")
-    trace: dict[str, Any] | None = Field(default=None, description="Trace predicate: command, subcommand, exit, after_last_write, min, max.")
-    transcript: dict[str, Any] | None = Field(default=None, description="Transcript predicate: contains / absent, regex, role, tool, min, max.")
-    events: dict[str, Any] | None = Field(default=None, description="Event-log predicate: file, where, min, max.")
-    snapshot: dict[str, Any] | None = Field(default=None, description="Snapshot predicate: authority / run, final_valid, max_regressions, first_valid_within.")
-    friction: dict[str, Any] | None = Field(default=None, description="Friction bounds: field -> max, or {min, max}.")
+    when: dict[str, Any] | None = Field(
+        default=None,
+        description="Only for runs matching: stability_risk, levels {factor: level(s)}, family, scenario.",
+    )
+    trace: dict[str, Any] | None = Field(
+        default=None, description="Trace predicate: command, subcommand, exit, after_last_write, min, max."
+    )
+    transcript: dict[str, Any] | None = Field(
+        default=None, description="Transcript predicate: contains / absent, regex, role, tool, min, max."
+    )
+    events: dict[str, Any] | None = Field(
+        default=None, description="Event-log predicate: file, where, min, max."
+    )
+    snapshot: dict[str, Any] | None = Field(
+        default=None,
+        description="Snapshot predicate: authority / run, final_valid, max_regressions, first_valid_within.",
+    )
+    friction: dict[str, Any] | None = Field(
+        default=None, description="Friction bounds: field -> max, or {min, max}."
+    )
     all: list[dict[str, Any]] | None = Field(default=None, description="Every predicate holds.")
     any: list[dict[str, Any]] | None = Field(default=None, description="At least one predicate holds.")
     not_: dict[str, Any] | None = Field(default=None, alias="not", description="The predicate does not hold.")
@@ -37,7 +51,9 @@ class ExpectationDoc(SpecModel):
     def _one_predicate(self) -> ExpectationDoc:
         given = [p for p in PREDICATES if getattr(self, "not_" if p == "not" else p) is not None]
         if len(given) != 1:
-            raise ValueError(f"an expectation needs exactly one predicate of {', '.join(PREDICATES)} (got {given or 'none'})")
+            raise ValueError(
+                f"an expectation needs exactly one predicate of {', '.join(PREDICATES)} (got {given or 'none'})"
+            )
         return self
 
 
@@ -46,8 +62,12 @@ class Rates(SpecModel):
 
     input: float = Field(description="Uncached input tokens.")
     output: float = Field(description="Output tokens (reasoning included).")
-    cache_read: float | None = Field(default=None, description="Cache-read input tokens (default: the input rate).")
-    cache_write: float | None = Field(default=None, description="Cache-write input tokens (default: the input rate).")
+    cache_read: float | None = Field(
+        default=None, description="Cache-read input tokens (default: the input rate)."
+    )
+    cache_write: float | None = Field(
+        default=None, description="Cache-write input tokens (default: the input rate)."
+    )
 
 
 class PricesDoc(SpecModel):
@@ -55,7 +75,9 @@ class PricesDoc(SpecModel):
 
     kind: Literal["prices"] = Field(description="Always `prices`.")
     version: str = Field(description="Table version, recorded with every cost.")
-    unit: Literal["usd_per_million_tokens"] = Field(default="usd_per_million_tokens", description="The only unit.")
+    unit: Literal["usd_per_million_tokens"] = Field(
+        default="usd_per_million_tokens", description="The only unit."
+    )
     source: str | None = Field(default=None, description="Where the rates were taken from, and when.")
     models: dict[str, Rates] = Field(description="Model id (or id prefix) -> rates.")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

@@ -35,19 +35,36 @@ class MatrixDoc(SpecModel):
     id: str = Field(description="Matrix id (slug).")
     extends: str | None = Field(default=None, description="Another matrix id to inherit from (deep-merge).")
     description: str | None = Field(default=None, description="What the matrix measures.")
-    default: bool | None = Field(default=None, description="The matrix nox bench-<cell> sessions come from (exactly one).")
+    default: bool | None = Field(
+        default=None, description="The matrix nox bench-<cell> sessions come from (exactly one)."
+    )
     agents: list[str] | None = Field(default=None, description="Agent ids.")
-    factors: dict[str, list[str]] | None = Field(default=None, description="Factor -> levels to use (default: all levels).")
-    cells: list[str] | None = Field(default=None, description="Only these cells (names like bin/none/off), as seed 000's matrix.json lists them.")
-    scenarios: Literal["all"] | list[str] | ScenarioFilter | None = Field(default=None, description="`all`, a list of ids, or a filter.")
+    factors: dict[str, list[str]] | None = Field(
+        default=None, description="Factor -> levels to use (default: all levels)."
+    )
+    cells: list[str] | None = Field(
+        default=None,
+        description="Only these cells (names like bin/none/off), as seed 000's matrix.json lists them.",
+    )
+    scenarios: Literal["all"] | list[str] | ScenarioFilter | None = Field(
+        default=None, description="`all`, a list of ids, or a filter."
+    )
     trials: int | None = Field(default=None, description="Trials per agent x cell x scenario.")
-    exclude: list[dict[str, Any]] | None = Field(default=None, description="Partial combinations removed (GitHub Actions semantics).")
-    include: list[dict[str, Any]] | None = Field(default=None, description="Combinations extended or added (GitHub Actions semantics).")
+    exclude: list[dict[str, Any]] | None = Field(
+        default=None, description="Partial combinations removed (GitHub Actions semantics)."
+    )
+    include: list[dict[str, Any]] | None = Field(
+        default=None, description="Combinations extended or added (GitHub Actions semantics)."
+    )
     max_jobs: int | None = Field(default=None, description="Cap on the trial count (an error when exceeded).")
     parallel: int | None = Field(default=None, description="Concurrent trials.")
     seed: int | None = Field(default=None, description="Shuffle seed of the run order.")
-    fail_fast: bool | None = Field(default=None, description="Stop at the first failed trial (default false).")
-    versions: dict[str, VersionDoc] | None = Field(default=None, description="Version comparison: name -> version.")
+    fail_fast: bool | None = Field(
+        default=None, description="Stop at the first failed trial (default false)."
+    )
+    versions: dict[str, VersionDoc] | None = Field(
+        default=None, description="Version comparison: name -> version."
+    )
     limits: LimitsDoc | None = Field(default=None, description="Per-trial limits.")  # type: ignore[valid-type]
     options: OptionsDoc | None = Field(default=None, description="Run options.")  # type: ignore[valid-type]
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

@@ -14,7 +14,9 @@ class StepDoc(SpecModel):
 
     name: str | None = Field(default=None, description="Step label (default step-NN).")
     prompt: str = Field(description="Prompt file (a Jinja2 template), relative to the scenario folder.")
-    evidence: dict[str, str] | None = Field(default=None, description="Workspace path -> file present only during this step.")
+    evidence: dict[str, str] | None = Field(
+        default=None, description="Workspace path -> file present only during this step."
+    )
     fresh_repo: bool | None = Field(default=None, description="Reset the working tree before this step.")
 
 
@@ -33,22 +35,42 @@ class ScenarioDoc(SpecModel):
     id: str = Field(description="Scenario id (= folder name).")
     extends: str | None = Field(default=None, description="Another scenario id to inherit from (deep-merge).")
     description: str | None = Field(default=None, description="What the task is.")
-    family: str | None = Field(default=None, description="Family of related scenarios (one family, one split).")
-    language: str | None = Field(default=None, description="Language of the entry; one the project declares supported.")
+    family: str | None = Field(
+        default=None, description="Family of related scenarios (one family, one split)."
+    )
+    language: str | None = Field(
+        default=None, description="Language of the entry; one the project declares supported."
+    )
     split: Literal["train", "test"] | None = Field(default=None, description="train or test.")
     source: str | None = Field(default=None, description="Provenance of the requirement.")
     reference_note: str | None = Field(default=None, description="Provenance of the reference solution.")
-    entry: str | list[str] | None = Field(default=None, description="Entry file(s), snapshotted after each write.")
+    entry: str | list[str] | None = Field(
+        default=None, description="Entry file(s), snapshotted after each write."
+    )
     watch: list[str] | None = Field(default=None, description="Files to snapshot instead of the entry.")
-    writable: list[str] | None = Field(default=None, description="Globs the agent may change (default: everything).")
-    runtime_only: list[str] | None = Field(default=None, description="Claims only a live runtime could verify.")
-    stability_risk: bool | None = Field(default=None, description="Finishing safely needs lint/analysis, not only validity.")
+    writable: list[str] | None = Field(
+        default=None, description="Globs the agent may change (default: everything)."
+    )
+    runtime_only: list[str] | None = Field(
+        default=None, description="Claims only a live runtime could verify."
+    )
+    stability_risk: bool | None = Field(
+        default=None, description="Finishing safely needs lint/analysis, not only validity."
+    )
     forbid_words: list[str] | None = Field(default=None, description="Words the prompt must not contain.")
-    prompt: str | None = Field(default=None, description="Prompt file (a Jinja2 template), default prompt.md.")
+    prompt: str | None = Field(
+        default=None, description="Prompt file (a Jinja2 template), default prompt.md."
+    )
     steps: list[StepDoc] | None = Field(default=None, description="Sessions of a multi-session scenario.")
-    checks: list[dict[str, Any]] | None = Field(default=None, description="Checks, each with id, kind, layer and the kind's parameters.")
-    negatives: dict[str, NegativeDoc] | None = Field(default=None, description="Negative name -> the checks it must fail.")
+    checks: list[dict[str, Any]] | None = Field(
+        default=None, description="Checks, each with id, kind, layer and the kind's parameters."
+    )
+    negatives: dict[str, NegativeDoc] | None = Field(
+        default=None, description="Negative name -> the checks it must fail."
+    )
     expectations: list[Any] | None = Field(default=None, description="Expectations (names or inline maps).")
     notable_exits: list[int] | None = Field(default=None, description="Tool exit codes reported as findings.")
-    state_setup: list[str] | None = Field(default=None, description="Commands seeding the treatment's state directory.")
+    state_setup: list[str] | None = Field(
+        default=None, description="Commands seeding the treatment's state directory."
+    )
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

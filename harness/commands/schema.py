@@ -28,7 +28,11 @@ def schemas() -> dict[str, str]:
     from harness.report.summary import Summary
 
     out = {f"{k}.json": dumps(v) for k, v in {**spec_schemas(), **artifact_schemas()}.items()}
-    records: tuple[tuple[str, type[BaseModel]], ...] = (("run", RunRecord), ("grade", Grade), ("summary", Summary))
+    records: tuple[tuple[str, type[BaseModel]], ...] = (
+        ("run", RunRecord),
+        ("grade", Grade),
+        ("summary", Summary),
+    )
     for name, model in records:
         schema = model.model_json_schema()
         schema["title"] = f"assay {name} record"

@@ -35,7 +35,16 @@ from harness.gateway.proxy import Handler, Proxy
 from harness.gateway.usage import Usage
 from harness.isolation.base import Mount
 
-__all__ = ["DEFAULT_PORT", "PLACEHOLDER_KEY", "Gateway", "GatewayRecord", "Route", "Usage", "read_log", "usage_totals"]
+__all__ = [
+    "DEFAULT_PORT",
+    "PLACEHOLDER_KEY",
+    "Gateway",
+    "GatewayRecord",
+    "Route",
+    "Usage",
+    "read_log",
+    "usage_totals",
+]
 
 SOCKET_NAME = "gateway.sock"
 FORWARDER_NAME = "forward.py"
@@ -69,7 +78,9 @@ class _UnixServer(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
 class Gateway:
     """A running gateway; a context manager that removes its socket on exit."""
 
-    def __init__(self, folder: Path, routes: Iterable[Route], *, log_path: Path, open_network: bool = False) -> None:
+    def __init__(
+        self, folder: Path, routes: Iterable[Route], *, log_path: Path, open_network: bool = False
+    ) -> None:
         self.folder = folder
         self.open_network = open_network
         """Also a forward proxy with an open allowlist (`network: on`), see `harness.gateway.egress`."""
@@ -87,15 +98,21 @@ class Gateway:
         """Create the folder (socket + forwarder only) and serve in a background thread."""
         self.folder.mkdir(parents=True, exist_ok=True)
         if any(p.name not in (SOCKET_NAME, FORWARDER_NAME) for p in self.folder.iterdir()):
-            raise ValueError(f"{self.folder}: the gateway folder is bound into the sandbox and must hold nothing else")
+            raise ValueError(
+                f"{self.folder}: the gateway folder is bound into the sandbox and must hold nothing else"
+            )
         self.socket_path.unlink(missing_ok=True)
         shutil.copyfile(Path(__file__).with_name(FORWARDER_NAME), self.folder / FORWARDER_NAME)
         proxy = Proxy(self.routes, self.log_path, open_network=self.open_network)
         handler = type("BoundHandler", (Handler,), {"proxy": proxy})
         self._server = _UnixServer(str(self.socket_path), handler)
         self.socket_path.chmod(0o666)  # the sandbox's uid may differ from ours
-        self._thread = threading.Thread(target=self._server.serve_forever, kwargs={"poll_interval": 0.1},
-                                        daemon=True, name="assay-gateway")
+        self._thread = threading.Thread(
+            target=self._server.serve_forever,
+            kwargs={"poll_interval": 0.1},
+            daemon=True,
+            name="assay-gateway",
+        )
         self._thread.start()
         return self
 
@@ -120,11 +137,21 @@ class Gateway:
             raise KeyError(f"no route {route!r}; routes: {', '.join(sorted(self.routes))}")
         return f"http://127.0.0.1:{port}/{route}"
 
-    def wrap_argv(self, argv: Sequence[str], *, port: int = DEFAULT_PORT, python: str | None = None) -> list[str]:
+    def wrap_argv(
+        self, argv: Sequence[str], *, port: int = DEFAULT_PORT, python: str | None = None
+    ) -> list[str]:
         """argv prefixed with the in-sandbox forwarder (it runs argv and returns its exit code)."""
         interpreter = python or str(Path(sys.executable))
-        return [interpreter, "-I", "-S", str(self.folder / FORWARDER_NAME), str(port), str(self.socket_path),
-                "--", *argv]
+        return [
+            interpreter,
+            "-I",
+            "-S",
+            str(self.folder / FORWARDER_NAME),
+            str(port),
+            str(self.socket_path),
+            "--",
+            *argv,
+        ]
 
     def records(self) -> list[GatewayRecord]:
         """Every request seen so far."""
@@ -133,6 +160,7 @@ class Gateway:
     def __enter__(self) -> Gateway:
         return self.start()
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()

@@ -40,15 +40,34 @@ def _host_port(authority: str, default: int) -> tuple[str, int]:
 
 
 def _record(handler: Handler, clock: float, started: float, **fields: Any) -> None:
-    handler.proxy.log.write(GatewayRecord(t=started, duration_s=time.monotonic() - clock, method=handler.command,
-                                          path=handler.path, route=None, **fields))
+    handler.proxy.log.write(
+        GatewayRecord(
+            t=started,
+            duration_s=time.monotonic() - clock,
+            method=handler.command,
+            path=handler.path,
+            route=None,
+            **fields,
+        )
+    )
 
 
 def _refuse(handler: Handler, status: int, reason: str, clock: float, started: float, **fields: Any) -> None:
     handler.close_connection = True
-    handler._reply(status, {"type": "error", "error": {"type": "gateway_refused", "message": reason}},
-                   lambda sent: _record(handler, clock, started, allowed=False, reason=reason, status=status,
-                                        response_bytes=sent, **fields))
+    handler._reply(
+        status,
+        {"type": "error", "error": {"type": "gateway_refused", "message": reason}},
+        lambda sent: _record(
+            handler,
+            clock,
+            started,
+            allowed=False,
+            reason=reason,
+            status=status,
+            response_bytes=sent,
+            **fields,
+        ),
+    )
 
 
 def _pump(read: Any, write: Any, counter: list[int]) -> None:
@@ -90,8 +109,17 @@ def tunnel(handler: Handler) -> None:
     _pump(upstream.recv, handler.connection.sendall, down)
     sender.join(SETTLE_S)  # usually done already: the client half-closed first
     # Logged before the client sees the tunnel end, so the log is complete when the agent is.
-    _record(handler, clock, started, allowed=True, upstream=f"{host}:{port}", status=200,
-            request_bytes=up[0], response_bytes=down[0], **where)
+    _record(
+        handler,
+        clock,
+        started,
+        allowed=True,
+        upstream=f"{host}:{port}",
+        status=200,
+        request_bytes=up[0],
+        response_bytes=down[0],
+        **where,
+    )
     with contextlib.suppress(OSError):
         handler.connection.shutdown(socket.SHUT_RDWR if sender.is_alive() else socket.SHUT_WR)
     sender.join(SETTLE_S)
@@ -111,8 +139,14 @@ def forward(handler: Handler, body: bytes) -> None:
         _refuse(handler, 403, f"proxy requests are refused ({REFUSED_OFF})", clock, started, **where)
         return
     if parts.scheme != "http" or not host:
-        _refuse(handler, 400, f"only http:// URLs are forwarded as requests (use CONNECT): {parts.scheme}",
-                clock, started, **where)
+        _refuse(
+            handler,
+            400,
+            f"only http:// URLs are forwarded as requests (use CONNECT): {parts.scheme}",
+            clock,
+            started,
+            **where,
+        )
         return
     from harness.gateway.proxy import HOP_BY_HOP  # here: proxy imports this module
 
@@ -129,8 +163,17 @@ def forward(handler: Handler, body: bytes) -> None:
         return
 
     def finish(sent: int, error: str = "") -> None:
-        _record(handler, clock, started, allowed=True, upstream=handler.path, status=resp.status,
-                response_bytes=sent, reason=error, **where)
+        _record(
+            handler,
+            clock,
+            started,
+            allowed=True,
+            upstream=handler.path,
+            status=resp.status,
+            response_bytes=sent,
+            reason=error,
+            **where,
+        )
 
     try:
         handler._relay(resp, UsageReader(""), finish)

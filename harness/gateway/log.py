@@ -23,7 +23,9 @@ class GatewayRecord(BaseModel):
     t: float = Field(description="Epoch seconds when the request arrived.")
     duration_s: float = Field(description="Seconds until the response was fully relayed (or refused).")
     method: str = Field(description="HTTP method.")
-    path: str = Field(description="Path as the agent sent it, route prefix included (the URL or host:port of a proxy request).")
+    path: str = Field(
+        description="Path as the agent sent it, route prefix included (the URL or host:port of a proxy request)."
+    )
     route: str | None = Field(description="Route name, None when no route matched.")
     upstream: str | None = Field(default=None, description="URL forwarded to, None when refused.")
     allowed: bool = Field(description="The request was forwarded.")
@@ -31,9 +33,13 @@ class GatewayRecord(BaseModel):
     status: int = Field(description="HTTP status relayed to the agent.")
     stream: bool = Field(default=False, description="The response was server-sent events.")
     request_bytes: int = Field(default=0, description="Request body size (bytes up a CONNECT tunnel).")
-    response_bytes: int = Field(default=0, description="Response body size relayed (bytes down a CONNECT tunnel).")
+    response_bytes: int = Field(
+        default=0, description="Response body size relayed (bytes down a CONNECT tunnel)."
+    )
     model: str | None = Field(default=None, description="Model named by the response (or the request).")
-    usage: Usage | None = Field(default=None, description="Usage read off the response; None when it had none.")
+    usage: Usage | None = Field(
+        default=None, description="Usage read off the response; None when it had none."
+    )
     host: str | None = Field(default=None, description="Target host of a proxy request or CONNECT tunnel.")
     port: int | None = Field(default=None, description="Target port of a proxy request or CONNECT tunnel.")
 
@@ -57,7 +63,11 @@ def read_log(path: Path) -> list[GatewayRecord]:
     """Every record of a gateway log (empty when it does not exist)."""
     if not path.exists():
         return []
-    return [GatewayRecord.model_validate_json(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return [
+        GatewayRecord.model_validate_json(line)
+        for line in path.read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
 
 
 def usage_totals(path: Path) -> dict[str, int]:
@@ -65,8 +75,15 @@ def usage_totals(path: Path) -> dict[str, int]:
 
     The independent account to set against the adapter's usage.jsonl.
     """
-    totals = {"turns": 0, "input_tokens": 0, "output_tokens": 0, "cache_read_tokens": 0,
-              "cache_write_tokens": 0, "reasoning_tokens": 0, "refused": 0}
+    totals = {
+        "turns": 0,
+        "input_tokens": 0,
+        "output_tokens": 0,
+        "cache_read_tokens": 0,
+        "cache_write_tokens": 0,
+        "reasoning_tokens": 0,
+        "refused": 0,
+    }
     for record in read_log(path):
         if not record.allowed:
             totals["refused"] += 1
@@ -74,7 +91,13 @@ def usage_totals(path: Path) -> dict[str, int]:
         if record.usage is None:
             continue
         totals["turns"] += 1
-        for key in ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens", "reasoning_tokens"):
+        for key in (
+            "input_tokens",
+            "output_tokens",
+            "cache_read_tokens",
+            "cache_write_tokens",
+            "reasoning_tokens",
+        ):
             totals[key] += getattr(record.usage, key)
     return totals
 

@@ -18,10 +18,22 @@ from harness.gateway.usage import UsageReader
 if TYPE_CHECKING:
     from harness.gateway import Route
 
-HOP_BY_HOP = frozenset({
-    "connection", "keep-alive", "proxy-authenticate", "proxy-authorization", "te", "trailer", "trailers",
-    "transfer-encoding", "upgrade", "host", "content-length", "accept-encoding",
-})
+HOP_BY_HOP = frozenset(
+    {
+        "connection",
+        "keep-alive",
+        "proxy-authenticate",
+        "proxy-authorization",
+        "te",
+        "trailer",
+        "trailers",
+        "transfer-encoding",
+        "upgrade",
+        "host",
+        "content-length",
+        "accept-encoding",
+    }
+)
 UPSTREAM_TIMEOUT_S = 900.0
 MAX_BODY = 64 * 1024 * 1024
 
@@ -103,13 +115,29 @@ class Handler(BaseHTTPRequestHandler):
             return
         route, upstream_path, reason = self.proxy.match(self.command, self.path)
         requested_model = _model_of(body)
-        fields: dict[str, Any] = {"t": started, "method": self.command, "path": self.path,
-                                  "route": route.name if route else None, "request_bytes": len(body)}
+        fields: dict[str, Any] = {
+            "t": started,
+            "method": self.command,
+            "path": self.path,
+            "route": route.name if route else None,
+            "request_bytes": len(body),
+        }
         if reason:
-            self._reply(403, {"type": "error", "error": {"type": "gateway_refused", "message": reason}},
-                        lambda sent: self.proxy.log.write(GatewayRecord(
-                            **fields, allowed=False, reason=reason, status=403, response_bytes=sent,
-                            duration_s=time.monotonic() - clock, model=requested_model)))
+            self._reply(
+                403,
+                {"type": "error", "error": {"type": "gateway_refused", "message": reason}},
+                lambda sent: self.proxy.log.write(
+                    GatewayRecord(
+                        **fields,
+                        allowed=False,
+                        reason=reason,
+                        status=403,
+                        response_bytes=sent,
+                        duration_s=time.monotonic() - clock,
+                        model=requested_model,
+                    )
+                ),
+            )
             return
         assert route is not None
         target = urlsplit(route.upstream)
@@ -119,34 +147,59 @@ class Handler(BaseHTTPRequestHandler):
         if route.headers:
             headers = {k: v for k, v in headers.items() if k.lower() not in route.strip}
             headers.update(route.headers)
-        headers.update({"Host": target.netloc, "Accept-Encoding": "identity", "Content-Length": str(len(body))})
-        url = f"{route.upstream.rstrip('/')}{upstream_path[len(target.path.rstrip('/')):]}"
+        headers.update(
+            {"Host": target.netloc, "Accept-Encoding": "identity", "Content-Length": str(len(body))}
+        )
+        url = f"{route.upstream.rstrip('/')}{upstream_path[len(target.path.rstrip('/')) :]}"
         try:
             conn.request(self.command, upstream_path, body=body, headers=headers)
             resp = conn.getresponse()
         except OSError as exc:
             conn.close()
             problem = str(exc)
-            self._reply(502, {"type": "error", "error": {"type": "gateway_upstream", "message": problem}},
-                        lambda sent: self.proxy.log.write(GatewayRecord(
-                            **fields, allowed=True, upstream=url, reason=f"upstream: {problem}", status=502,
-                            response_bytes=sent, duration_s=time.monotonic() - clock, model=requested_model)))
+            self._reply(
+                502,
+                {"type": "error", "error": {"type": "gateway_upstream", "message": problem}},
+                lambda sent: self.proxy.log.write(
+                    GatewayRecord(
+                        **fields,
+                        allowed=True,
+                        upstream=url,
+                        reason=f"upstream: {problem}",
+                        status=502,
+                        response_bytes=sent,
+                        duration_s=time.monotonic() - clock,
+                        model=requested_model,
+                    )
+                ),
+            )
             return
         reader = UsageReader(resp.getheader("Content-Type") or "")
 
         def finish(sent: int, error: str = "") -> None:
-            self.proxy.log.write(GatewayRecord(
-                **fields, allowed=True, upstream=url, status=resp.status, stream=reader.stream, response_bytes=sent,
-                duration_s=time.monotonic() - clock, model=reader.model or requested_model, usage=reader.finish(),
-                reason=error,
-            ))
+            self.proxy.log.write(
+                GatewayRecord(
+                    **fields,
+                    allowed=True,
+                    upstream=url,
+                    status=resp.status,
+                    stream=reader.stream,
+                    response_bytes=sent,
+                    duration_s=time.monotonic() - clock,
+                    model=reader.model or requested_model,
+                    usage=reader.finish(),
+                    reason=error,
+                )
+            )
 
         try:
             self._relay(resp, reader, finish)
         finally:
             conn.close()
 
-    def _relay(self, resp: http.client.HTTPResponse, reader: UsageReader, finish: Callable[..., None]) -> None:
+    def _relay(
+        self, resp: http.client.HTTPResponse, reader: UsageReader, finish: Callable[..., None]
+    ) -> None:
         """Relay the response; `finish` logs it before the agent can see the response end."""
         length = resp.getheader("Content-Length")
         chunked = length is None and self.command != "HEAD"

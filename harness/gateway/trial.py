@@ -75,8 +75,16 @@ def proxy_env(port: int) -> dict[str, str]:
     """
     url = f"http://127.0.0.1:{port}"
     no_proxy = "127.0.0.1,localhost"
-    return {"HTTP_PROXY": url, "HTTPS_PROXY": url, "http_proxy": url, "https_proxy": url, "ALL_PROXY": url,
-            "all_proxy": url, "NO_PROXY": no_proxy, "no_proxy": no_proxy}
+    return {
+        "HTTP_PROXY": url,
+        "HTTPS_PROXY": url,
+        "http_proxy": url,
+        "https_proxy": url,
+        "ALL_PROXY": url,
+        "all_proxy": url,
+        "NO_PROXY": no_proxy,
+        "no_proxy": no_proxy,
+    }
 
 
 def _key_headers(job: Job, args: Mapping[str, Any]) -> tuple[dict[str, str], tuple[str, ...]]:
@@ -92,7 +100,9 @@ def _key_headers(job: Job, args: Mapping[str, Any]) -> tuple[dict[str, str], tup
 
 
 @contextlib.contextmanager
-def for_trial(job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Isolation) -> Iterator[TrialGateway | None]:
+def for_trial(
+    job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Isolation
+) -> Iterator[TrialGateway | None]:
     """A gateway for the trial, or None when there is nothing to put behind one.
 
     None when the isolation is `none` (no sandbox to keep the traffic in; the endpoint is then
@@ -108,7 +118,11 @@ def for_trial(job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Is
         yield None
         return
     headers, hidden = _key_headers(job, args) if has_model else ({}, ())
-    routes = [Route(ROUTE, str(upstream), paths=None if network else MODEL_PATHS, headers=headers)] if has_model else []
+    routes = (
+        [Route(ROUTE, str(upstream), paths=None if network else MODEL_PATHS, headers=headers)]
+        if has_model
+        else []
+    )
     port = DEFAULT_PORT  # the sandbox's own loopback, under on as under off
     # The socket's folder is short and outside the run dir: a Unix socket path may not exceed
     # 107 bytes, and a run dir deep in a project easily does.

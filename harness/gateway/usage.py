@@ -22,11 +22,17 @@ class Usage(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     input_tokens: int = Field(default=0, description="Input tokens, uncached.")
-    output_tokens: int = Field(default=0, description="Output tokens (reasoning included where the provider counts it so).")
+    output_tokens: int = Field(
+        default=0, description="Output tokens (reasoning included where the provider counts it so)."
+    )
     cache_read_tokens: int = Field(default=0, description="Input tokens read from the provider's cache.")
     cache_write_tokens: int = Field(default=0, description="Input tokens written to the provider's cache.")
-    reasoning_tokens: int = Field(default=0, description="Reasoning tokens, a subset of output where reported.")
-    raw: dict[str, Any] = Field(default_factory=dict, description="The provider's usage object(s), merged, verbatim.")
+    reasoning_tokens: int = Field(
+        default=0, description="Reasoning tokens, a subset of output where reported."
+    )
+    raw: dict[str, Any] = Field(
+        default_factory=dict, description="The provider's usage object(s), merged, verbatim."
+    )
 
 
 def _int(value: Any) -> int:
@@ -37,17 +43,29 @@ def normalise(raw: dict[str, Any]) -> Usage:
     """Map a provider usage object onto `Usage`."""
     if "prompt_tokens" in raw or "completion_tokens" in raw:  # Chat Completions
         cached = _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
-        return Usage(input_tokens=_int(raw.get("prompt_tokens")) - cached, output_tokens=_int(raw.get("completion_tokens")),
-                     cache_read_tokens=cached,
-                     reasoning_tokens=_int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens")), raw=raw)
+        return Usage(
+            input_tokens=_int(raw.get("prompt_tokens")) - cached,
+            output_tokens=_int(raw.get("completion_tokens")),
+            cache_read_tokens=cached,
+            reasoning_tokens=_int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens")),
+            raw=raw,
+        )
     if "input_tokens_details" in raw or "output_tokens_details" in raw:  # Responses
         cached = _int((raw.get("input_tokens_details") or {}).get("cached_tokens"))
-        return Usage(input_tokens=_int(raw.get("input_tokens")) - cached, output_tokens=_int(raw.get("output_tokens")),
-                     cache_read_tokens=cached,
-                     reasoning_tokens=_int((raw.get("output_tokens_details") or {}).get("reasoning_tokens")), raw=raw)
-    return Usage(input_tokens=_int(raw.get("input_tokens")), output_tokens=_int(raw.get("output_tokens")),
-                 cache_read_tokens=_int(raw.get("cache_read_input_tokens")),
-                 cache_write_tokens=_int(raw.get("cache_creation_input_tokens")), raw=raw)
+        return Usage(
+            input_tokens=_int(raw.get("input_tokens")) - cached,
+            output_tokens=_int(raw.get("output_tokens")),
+            cache_read_tokens=cached,
+            reasoning_tokens=_int((raw.get("output_tokens_details") or {}).get("reasoning_tokens")),
+            raw=raw,
+        )
+    return Usage(
+        input_tokens=_int(raw.get("input_tokens")),
+        output_tokens=_int(raw.get("output_tokens")),
+        cache_read_tokens=_int(raw.get("cache_read_input_tokens")),
+        cache_write_tokens=_int(raw.get("cache_creation_input_tokens")),
+        raw=raw,
+    )
 
 
 def _usage_of(obj: Any) -> dict[str, Any] | None:

@@ -18,7 +18,16 @@ REGISTRY: dict[str, str] = {
 }
 AUTO_ORDER: tuple[str, ...] = ("bwrap", "unshare")
 
-__all__ = ["AUTO_ORDER", "REGISTRY", "Isolation", "Mount", "Overlay", "SandboxLimits", "SandboxSpec", "select"]
+__all__ = [
+    "AUTO_ORDER",
+    "REGISTRY",
+    "Isolation",
+    "Mount",
+    "Overlay",
+    "SandboxLimits",
+    "SandboxSpec",
+    "select",
+]
 
 
 def _instantiate(target: str) -> Isolation:
@@ -41,4 +50,6 @@ def select(name: str) -> Isolation:
         return _instantiate(REGISTRY[name])
     if ":" in name:
         return _instantiate(name)
-    raise UsageError(f"unknown isolation {name!r}; valid: auto, {', '.join(sorted(REGISTRY))}, or pkg.mod:Class")
+    raise UsageError(
+        f"unknown isolation {name!r}; valid: auto, {', '.join(sorted(REGISTRY))}, or pkg.mod:Class"
+    )

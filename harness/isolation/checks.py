@@ -36,8 +36,15 @@ def check_wrapper(isolation: Isolation, *, home: Path, read_only: Sequence[Path]
     )
 
     def wrap(argv: Sequence[str]) -> list[str]:
-        spec = SandboxSpec(argv=["env", f"HOME={home}", *argv], cwd=Path("."), env={}, home=home,
-                           mounts=mounts, network=False, bind_cwd=True)
+        spec = SandboxSpec(
+            argv=["env", f"HOME={home}", *argv],
+            cwd=Path("."),
+            env={},
+            home=home,
+            mounts=mounts,
+            network=False,
+            bind_cwd=True,
+        )
         return isolation.wrap(spec)
 
     return wrap

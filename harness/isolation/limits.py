@@ -41,12 +41,18 @@ def _sanitize(label: str) -> str:
 
 def _cgroup_root(controller: str) -> Path | None:
     root = CGROUP_V1 / controller
-    if os.geteuid() != 0 or not (root / "cgroup.procs").exists() or (CGROUP_V1 / "cgroup.controllers").exists():
+    if (
+        os.geteuid() != 0
+        or not (root / "cgroup.procs").exists()
+        or (CGROUP_V1 / "cgroup.controllers").exists()
+    ):
         return None
     return root
 
 
-def _make_cgroup(controller: str, name: str, settings: dict[str, str], optional: dict[str, str]) -> Path | None:
+def _make_cgroup(
+    controller: str, name: str, settings: dict[str, str], optional: dict[str, str]
+) -> Path | None:
     root = _cgroup_root(controller)
     if root is None:
         return None
@@ -159,7 +165,9 @@ class Confinement:
         if signal.SIGXCPU in died_of:
             hits.add("cpu")
         if self._workspace_hit or (
-            self.limits.workspace_mb is not None and self.watch and tree_size(self.watch) > self.limits.workspace_mb * MIB
+            self.limits.workspace_mb is not None
+            and self.watch
+            and tree_size(self.watch) > self.limits.workspace_mb * MIB
         ):
             hits.add("workspace")
         return tuple(name for name in LIMIT_NAMES if name in hits)
@@ -203,8 +211,14 @@ def _prefix(limits: SandboxLimits, cgroups: dict[str, Path], enforced: dict[str,
 
 
 @contextlib.contextmanager
-def confine(isolation: Isolation, spec: SandboxSpec, *, label: str, watch: Sequence[Path] = (),
-            on_exceed: Callable[[], None] | None = None) -> Iterator[Confinement]:
+def confine(
+    isolation: Isolation,
+    spec: SandboxSpec,
+    *,
+    label: str,
+    watch: Sequence[Path] = (),
+    on_exceed: Callable[[], None] | None = None,
+) -> Iterator[Confinement]:
     """Wrap spec with `isolation` and apply spec.limits; always cleans up its cgroups.
 
     Args:
@@ -220,8 +234,9 @@ def confine(isolation: Isolation, spec: SandboxSpec, *, label: str, watch: Seque
     cgroups: dict[str, Path] = {}
     # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
     mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"
-    memory = _make_cgroup("memory", name, {"memory.limit_in_bytes": mem_bytes},
-                          {"memory.memsw.limit_in_bytes": mem_bytes})
+    memory = _make_cgroup(
+        "memory", name, {"memory.limit_in_bytes": mem_bytes}, {"memory.memsw.limit_in_bytes": mem_bytes}
+    )
     if memory is not None:
         cgroups["memory"] = memory
     if limits.pids is not None:
@@ -233,7 +248,9 @@ def confine(isolation: Isolation, spec: SandboxSpec, *, label: str, watch: Seque
         enforced["memory"] = "cgroup"
     if "pids" in cgroups:
         enforced["pids"] = "cgroup"
-    box = Confinement(argv=[], limits=limits, cgroups=cgroups, watch=tuple(watch), on_exceed=on_exceed, enforced=enforced)
+    box = Confinement(
+        argv=[], limits=limits, cgroups=cgroups, watch=tuple(watch), on_exceed=on_exceed, enforced=enforced
+    )
     try:
         box.argv = [*_prefix(limits, cgroups, box.enforced), *isolation.wrap(spec)]
         if limits.workspace_mb is not None and box.watch:

@@ -35,11 +35,15 @@ def _tool(name: str) -> str:
 
 
 def _new_root(spec: SandboxSpec) -> Path:
-    sources = [m.src for m in spec.mounts] + [o.lower for o in spec.overlays] + [o.upper for o in spec.overlays]
+    sources = (
+        [m.src for m in spec.mounts] + [o.lower for o in spec.overlays] + [o.upper for o in spec.overlays]
+    )
     for candidate in ROOT_CANDIDATES:
         if candidate.is_dir() and not any(s == candidate or candidate in s.parents for s in sources):
             return candidate
-    raise RuntimeError(f"unshare: no folder to build the sandbox root on (tried {', '.join(map(str, ROOT_CANDIDATES))})")
+    raise RuntimeError(
+        f"unshare: no folder to build the sandbox root on (tried {', '.join(map(str, ROOT_CANDIDATES))})"
+    )
 
 
 def _bind(src: Path, dest: str, *, writable: bool, is_dir: bool) -> list[str]:
@@ -69,9 +73,11 @@ def _script(spec: SandboxSpec, root: Path) -> str:
     view = toolchain()
     for entry in (e for e in view if not below_private_tmp(e)):
         lines += _view_lines(entry, r)
-    lines += [f"{mkdir} -p {r}/proc && {mount} -t proc proc {r}/proc",
-              f"{mount} --bind {r}/proc/sys {r}/proc/sys && {mount} -o remount,bind,ro {r}/proc/sys",
-              f"{mkdir} -p {r}/dev && {mount} -t tmpfs -o mode=755 dev {r}/dev"]
+    lines += [
+        f"{mkdir} -p {r}/proc && {mount} -t proc proc {r}/proc",
+        f"{mount} --bind {r}/proc/sys {r}/proc/sys && {mount} -o remount,bind,ro {r}/proc/sys",
+        f"{mkdir} -p {r}/dev && {mount} -t tmpfs -o mode=755 dev {r}/dev",
+    ]
     for node in DEV_NODES:
         if Path("/dev", node).exists():
             lines += _bind(Path("/dev", node), f"{r}/dev/{node}", writable=True, is_dir=False)
@@ -88,7 +94,7 @@ def _script(spec: SandboxSpec, root: Path) -> str:
         lines += _bind(each.src, r + str(each.dest), writable=each.writable, is_dir=each.src.is_dir())
     if spec.bind_cwd:
         q = shlex.quote(r)
-        lines += ['here=$(pwd -P)', f'{mkdir} -p {q}"$here" && {_tool("mount")} --rbind "$here" {q}"$here"']
+        lines += ["here=$(pwd -P)", f'{mkdir} -p {q}"$here" && {_tool("mount")} --rbind "$here" {q}"$here"']
     lines.append(f"{mkdir} -p {shlex.quote(r + str(spec.home))}")
     if not spec.network:
         lines.append(f"{_tool('ip')} link set lo up 2>/dev/null || true")
@@ -97,8 +103,11 @@ def _script(spec: SandboxSpec, root: Path) -> str:
     lines.append("assay_cwd=$(pwd)" if spec.cwd == Path(".") else f"assay_cwd={shlex.quote(str(spec.cwd))}")
     enter = 'cd "$1" && shift && exec "$@"'
     # Not exec: unshare cannot re-raise a child's death signal, so the shell turns it into 128+N.
-    lines += ["set +e", f"{_tool('chroot')} {shlex.quote(r)} {drop} /bin/sh -c {shlex.quote(enter)} assay-sandbox \"$assay_cwd\" \"$@\"",
-              "exit $?"]
+    lines += [
+        "set +e",
+        f'{_tool("chroot")} {shlex.quote(r)} {drop} /bin/sh -c {shlex.quote(enter)} assay-sandbox "$assay_cwd" "$@"',
+        "exit $?",
+    ]
     return "\n".join(lines)
 
 
@@ -109,8 +118,9 @@ def _probe() -> str | None:
         return f"missing tools: {', '.join(missing)}"
     spec = SandboxSpec(argv=["/bin/true"], cwd=Path("/"), env={}, home=Path("/tmp"))
     try:
-        done = subprocess.run(UnshareIsolation().wrap(spec), env={},
-                              capture_output=True, timeout=30, check=False)
+        done = subprocess.run(
+            UnshareIsolation().wrap(spec), env={}, capture_output=True, timeout=30, check=False
+        )
     except (OSError, subprocess.TimeoutExpired) as exc:
         return f"unshare does not start: {exc}"
     if done.returncode != 0:

@@ -18,15 +18,30 @@ from types import TracebackType
 from harness.modelserver.script import ErrorSpec, Script, Step, ToolCall, load_script
 from harness.modelserver.server import LogRecord, _Server, _State
 
-__all__ = ["ErrorSpec", "LogRecord", "Script", "ScriptedModelServer", "Step", "ToolCall",
-           "load_script", "read_log"]
+__all__ = [
+    "ErrorSpec",
+    "LogRecord",
+    "Script",
+    "ScriptedModelServer",
+    "Step",
+    "ToolCall",
+    "load_script",
+    "read_log",
+]
 
 
 class ScriptedModelServer:
     """The server running in a background thread of this process."""
 
-    def __init__(self, script: Script, *, host: str = "127.0.0.1", port: int = 0,
-                 log_path: Path | None = None, log_bodies: bool = False) -> None:
+    def __init__(
+        self,
+        script: Script,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_path: Path | None = None,
+        log_bodies: bool = False,
+    ) -> None:
         self._state = _State(script, log_path, log_bodies)
         self._httpd = _Server((host, port), self._state)
         self._thread: threading.Thread | None = None
@@ -39,8 +54,9 @@ class ScriptedModelServer:
 
     def start(self) -> str:
         """Start serving; returns the base URL."""
-        self._thread = threading.Thread(target=self._httpd.serve_forever, daemon=True,
-                                        name="scripted-model-server")
+        self._thread = threading.Thread(
+            target=self._httpd.serve_forever, daemon=True, name="scripted-model-server"
+        )
         self._thread.start()
         return self.url
 
@@ -72,8 +88,9 @@ class ScriptedModelServer:
         self.start()
         return self
 
-    def __exit__(self, exc_type: type[BaseException] | None, exc: BaseException | None,
-                 tb: TracebackType | None) -> None:
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
         self.stop()
 
 

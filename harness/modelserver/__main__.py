@@ -30,8 +30,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError) as exc:
         print(f"error: {args.script}: {exc}", file=sys.stderr)
         return 2
-    server = ScriptedModelServer(script, host=args.host, port=args.port, log_path=args.log,
-                                 log_bodies=args.log_bodies)
+    server = ScriptedModelServer(
+        script, host=args.host, port=args.port, log_path=args.log, log_bodies=args.log_bodies
+    )
 
     def stop(signum: int, frame: FrameType | None) -> None:
         raise KeyboardInterrupt

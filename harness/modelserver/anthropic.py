@@ -30,24 +30,41 @@ def _blocks(reply: Reply) -> list[dict[str, Any]]:
     if reply.text or not reply.calls:
         blocks.append({"type": "text", "text": reply.text})
     for call in reply.calls:
-        blocks.append({"type": "tool_use", "id": call.call_id, "name": call.name,
-                       "input": json.loads(call.arguments or "{}")})
+        blocks.append(
+            {
+                "type": "tool_use",
+                "id": call.call_id,
+                "name": call.name,
+                "input": json.loads(call.arguments or "{}"),
+            }
+        )
     return blocks
 
 
 def _usage(reply: Reply, output: int) -> dict[str, int]:
-    return {"input_tokens": reply.input_tokens, "output_tokens": output,
-            "cache_creation_input_tokens": 0, "cache_read_input_tokens": 0}
+    return {
+        "input_tokens": reply.input_tokens,
+        "output_tokens": output,
+        "cache_creation_input_tokens": 0,
+        "cache_read_input_tokens": 0,
+    }
 
 
 def render(reply: Reply, view: RequestView) -> Rendered:
     """The answer to a request, as SSE when the client asked for a stream."""
     stop = "tool_use" if reply.calls else "end_turn"
-    message = {"id": reply.msg_id, "type": "message", "role": "assistant", "model": reply.model,
-               "stop_reason": stop, "stop_sequence": None}
+    message = {
+        "id": reply.msg_id,
+        "type": "message",
+        "role": "assistant",
+        "model": reply.model,
+        "stop_reason": stop,
+        "stop_sequence": None,
+    }
     if not view.stream:
-        return json_body(200, {**message, "content": _blocks(reply),
-                               "usage": _usage(reply, reply.output_tokens)})
+        return json_body(
+            200, {**message, "content": _blocks(reply), "usage": _usage(reply, reply.output_tokens)}
+        )
     start: dict[str, Any] = {**message, "content": [], "stop_reason": None, "usage": _usage(reply, 1)}
     events: list[tuple[str | None, dict[str, Any]]] = [
         ("message_start", {"type": "message_start", "message": start}),
@@ -62,15 +79,19 @@ def render(reply: Reply, view: RequestView) -> Rendered:
             first = {**block, "input": {}}
             delta = {"type": "input_json_delta", "partial_json": json.dumps(block["input"])}
         events += [
-            ("content_block_start", {"type": "content_block_start", "index": index,
-                                     "content_block": first}),
+            ("content_block_start", {"type": "content_block_start", "index": index, "content_block": first}),
             ("content_block_delta", {"type": "content_block_delta", "index": index, "delta": delta}),
             ("content_block_stop", {"type": "content_block_stop", "index": index}),
         ]
     events += [
-        ("message_delta", {"type": "message_delta",
-                           "delta": {"stop_reason": stop, "stop_sequence": None},
-                           "usage": {"output_tokens": reply.output_tokens}}),
+        (
+            "message_delta",
+            {
+                "type": "message_delta",
+                "delta": {"stop_reason": stop, "stop_sequence": None},
+                "usage": {"output_tokens": reply.output_tokens},
+            },
+        ),
         ("message_stop", {"type": "message_stop"}),
     ]
     return Rendered(200, "text/event-stream", sse(events))

@@ -21,8 +21,10 @@ def parse(body: dict[str, Any], *, stream: bool = False) -> RequestView:
     model_turns = [c for c in contents if c.get("role") == "model"]
     system = body.get("systemInstruction") or body.get("system_instruction") or {}
     tools = body.get("tools") or []
-    has_tools = any(isinstance(t, dict) and (t.get("functionDeclarations") or t.get("function_declarations"))
-                    for t in tools)
+    has_tools = any(
+        isinstance(t, dict) and (t.get("functionDeclarations") or t.get("function_declarations"))
+        for t in tools
+    )
     return RequestView(
         stream=stream,
         has_tools=has_tools,
@@ -38,14 +40,25 @@ def _response(reply: Reply) -> dict[str, Any]:
     if reply.text or not reply.calls:
         parts.append({"text": reply.text})
     for call in reply.calls:
-        parts.append({"functionCall": {"name": call.name, "args": json.loads(call.arguments or "{}"),
-                                       "id": call.call_id}})
-    return {"candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP",
-                            "index": 0}],
-            "usageMetadata": {"promptTokenCount": reply.input_tokens,
-                              "candidatesTokenCount": reply.output_tokens,
-                              "totalTokenCount": reply.input_tokens + reply.output_tokens},
-            "modelVersion": reply.model, "responseId": reply.msg_id}
+        parts.append(
+            {
+                "functionCall": {
+                    "name": call.name,
+                    "args": json.loads(call.arguments or "{}"),
+                    "id": call.call_id,
+                }
+            }
+        )
+    return {
+        "candidates": [{"content": {"role": "model", "parts": parts}, "finishReason": "STOP", "index": 0}],
+        "usageMetadata": {
+            "promptTokenCount": reply.input_tokens,
+            "candidatesTokenCount": reply.output_tokens,
+            "totalTokenCount": reply.input_tokens + reply.output_tokens,
+        },
+        "modelVersion": reply.model,
+        "responseId": reply.msg_id,
+    }
 
 
 def render(reply: Reply, view: RequestView) -> Rendered:
@@ -55,11 +68,19 @@ def render(reply: Reply, view: RequestView) -> Rendered:
     return Rendered(200, "text/event-stream", sse([(None, _response(reply))]))
 
 
-_STATUS = {400: "INVALID_ARGUMENT", 401: "UNAUTHENTICATED", 403: "PERMISSION_DENIED",
-           429: "RESOURCE_EXHAUSTED", 500: "INTERNAL", 503: "UNAVAILABLE", 529: "UNAVAILABLE"}
+_STATUS = {
+    400: "INVALID_ARGUMENT",
+    401: "UNAUTHENTICATED",
+    403: "PERMISSION_DENIED",
+    429: "RESOURCE_EXHAUSTED",
+    500: "INTERNAL",
+    503: "UNAVAILABLE",
+    529: "UNAVAILABLE",
+}
 
 
 def error(status: int, kind: str, message: str) -> Rendered:
     """A Google-shaped error body."""
-    return json_body(status, {"error": {"code": status, "message": message,
-                                        "status": _STATUS.get(status, kind.upper())}})
+    return json_body(
+        status, {"error": {"code": status, "message": message, "status": _STATUS.get(status, kind.upper())}}
+    )

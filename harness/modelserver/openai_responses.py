@@ -8,8 +8,14 @@ from harness.modelserver.openai_chat import CREATED
 from harness.modelserver.openai_chat import error as error  # same error shape
 from harness.modelserver.wire import Rendered, Reply, RequestView, json_body, sse, text_of
 
-_OUTPUT_TYPES = {"function_call", "reasoning", "custom_tool_call", "local_shell_call",
-                 "web_search_call", "tool_search_call"}
+_OUTPUT_TYPES = {
+    "function_call",
+    "reasoning",
+    "custom_tool_call",
+    "local_shell_call",
+    "web_search_call",
+    "tool_search_call",
+}
 
 
 def _is_output(item: dict[str, Any]) -> bool:
@@ -35,8 +41,7 @@ def parse(body: dict[str, Any]) -> RequestView:
         if item.get("role") == "assistant":
             texts.append(text_of(item.get("content")))
     system = str(body.get("instructions") or "")
-    system += "\n".join(text_of(i.get("content")) for i in items
-                        if i.get("role") in ("system", "developer"))
+    system += "\n".join(text_of(i.get("content")) for i in items if i.get("role") in ("system", "developer"))
     return RequestView(
         stream=bool(body.get("stream")),
         has_tools=bool(body.get("tools")),
@@ -50,12 +55,24 @@ def parse(body: dict[str, Any]) -> RequestView:
 def _items(reply: Reply) -> list[dict[str, Any]]:
     items: list[dict[str, Any]] = []
     if reply.text or not reply.calls:
-        items.append({"type": "message", "id": f"msg_{reply.msg_id}", "status": "completed",
-                      "role": "assistant", "content": [
-                          {"type": "output_text", "text": reply.text, "annotations": []}]})
+        items.append(
+            {
+                "type": "message",
+                "id": f"msg_{reply.msg_id}",
+                "status": "completed",
+                "role": "assistant",
+                "content": [{"type": "output_text", "text": reply.text, "annotations": []}],
+            }
+        )
     for call in reply.calls:
-        item = {"type": "function_call", "id": f"fc_{call.call_id}", "status": "completed",
-                "call_id": call.call_id, "name": call.name, "arguments": call.arguments}
+        item = {
+            "type": "function_call",
+            "id": f"fc_{call.call_id}",
+            "status": "completed",
+            "call_id": call.call_id,
+            "name": call.name,
+            "arguments": call.arguments,
+        }
         if call.namespace:
             item["namespace"] = call.namespace
         items.append(item)
@@ -63,16 +80,25 @@ def _items(reply: Reply) -> list[dict[str, Any]]:
 
 
 def _response(reply: Reply, status: str, output: list[dict[str, Any]]) -> dict[str, Any]:
-    body: dict[str, Any] = {"id": f"resp_{reply.msg_id}", "object": "response",
-                            "created_at": CREATED, "status": status, "model": reply.model,
-                            "output": output, "error": None, "incomplete_details": None,
-                            "usage": None}
+    body: dict[str, Any] = {
+        "id": f"resp_{reply.msg_id}",
+        "object": "response",
+        "created_at": CREATED,
+        "status": status,
+        "model": reply.model,
+        "output": output,
+        "error": None,
+        "incomplete_details": None,
+        "usage": None,
+    }
     if status == "completed":
-        body["usage"] = {"input_tokens": reply.input_tokens,
-                         "input_tokens_details": {"cached_tokens": 0},
-                         "output_tokens": reply.output_tokens,
-                         "output_tokens_details": {"reasoning_tokens": 0},
-                         "total_tokens": reply.input_tokens + reply.output_tokens}
+        body["usage"] = {
+            "input_tokens": reply.input_tokens,
+            "input_tokens_details": {"cached_tokens": 0},
+            "output_tokens": reply.output_tokens,
+            "output_tokens_details": {"reasoning_tokens": 0},
+            "total_tokens": reply.input_tokens + reply.output_tokens,
+        }
     return body
 
 
@@ -94,8 +120,11 @@ def render(reply: Reply, view: RequestView) -> Rendered:
     for index, item in enumerate(items):
         if item["type"] == "message":
             text = item["content"][0]["text"]
-            emit("response.output_item.added", output_index=index, item={**item, "content": [],
-                                                                         "status": "in_progress"})
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "content": [], "status": "in_progress"},
+            )
             part = {"type": "output_text", "text": "", "annotations": []}
             ref = {"item_id": item["id"], "output_index": index, "content_index": 0}
             emit("response.content_part.added", **ref, part=part)
@@ -103,8 +132,11 @@ def render(reply: Reply, view: RequestView) -> Rendered:
             emit("response.output_text.done", **ref, text=text, logprobs=[])
             emit("response.content_part.done", **ref, part={**part, "text": text})
         else:
-            emit("response.output_item.added", output_index=index,
-                 item={**item, "arguments": "", "status": "in_progress"})
+            emit(
+                "response.output_item.added",
+                output_index=index,
+                item={**item, "arguments": "", "status": "in_progress"},
+            )
             ref = {"item_id": item["id"], "output_index": index}
             emit("response.function_call_arguments.delta", **ref, delta=item["arguments"])
             emit("response.function_call_arguments.done", **ref, arguments=item["arguments"])

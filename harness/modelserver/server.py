@@ -113,10 +113,21 @@ class _Handler(BaseHTTPRequestHandler):
 
     def _other(self, status: int, data: dict[str, Any]) -> None:
         state = self.server.state
-        state.log(seq=state.next_seq(), method=self.command, path=self.path, protocol="other",
-                  kind="other", step=None, stream=False, status=status, input_tokens=0,
-                  output_tokens=0, model="", tool_calls=[],
-                  user_agent=self.headers.get("User-Agent", ""))
+        state.log(
+            seq=state.next_seq(),
+            method=self.command,
+            path=self.path,
+            protocol="other",
+            kind="other",
+            step=None,
+            stream=False,
+            status=status,
+            input_tokens=0,
+            output_tokens=0,
+            model="",
+            tool_calls=[],
+            user_agent=self.headers.get("User-Agent", ""),
+        )
         self._send(json_body(status, data))
 
     def do_HEAD(self) -> None:
@@ -132,9 +143,23 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(json_body(200, {"records": [r.model_dump() for r in state.records]}))
         elif path in ("/v1/models", "/models"):
             model = state.script.model
-            self._other(200, {"object": "list", "data": [
-                {"id": model, "object": "model", "type": "model", "display_name": model,
-                 "created": 0, "owned_by": "scripted", "context_window": state.script.context_limit}]})
+            self._other(
+                200,
+                {
+                    "object": "list",
+                    "data": [
+                        {
+                            "id": model,
+                            "object": "model",
+                            "type": "model",
+                            "display_name": model,
+                            "created": 0,
+                            "owned_by": "scripted",
+                            "context_window": state.script.context_limit,
+                        }
+                    ],
+                },
+            )
         else:
             self._other(404, {"error": {"message": f"no route {path}", "type": "not_found"}})
 
@@ -184,19 +209,29 @@ class _Handler(BaseHTTPRequestHandler):
         else:
             view = wire.parse(body)
         seq = state.next_seq()
-        common = {"seq": seq, "method": "POST", "path": self.path, "protocol": protocol,
-                  "stream": view.stream, "model": view.model,
-                  "user_agent": self.headers.get("User-Agent", ""),
-                  "body": raw.decode("utf-8", "replace") if state.log_bodies else None}
+        common = {
+            "seq": seq,
+            "method": "POST",
+            "path": self.path,
+            "protocol": protocol,
+            "stream": view.stream,
+            "model": view.model,
+            "user_agent": self.headers.get("User-Agent", ""),
+            "body": raw.decode("utf-8", "replace") if state.log_bodies else None,
+        }
         side = (script.tools_required and not view.has_tools) or any(
-            marker in view.system_text for marker in script.side_if_system_contains)
+            marker in view.system_text for marker in script.side_if_system_contains
+        )
         kind: Literal["main", "side", "exhausted"] = "side"
         index: int | None = None
         text, calls = script.side_text, []
         if not side:
             with state.lock:
-                index = {"history": view.assistant_turns, "counter": state.counter,
-                         "echo": echo_index(script, view.assistant_texts)}[script.step_mode]
+                index = {
+                    "history": view.assistant_turns,
+                    "counter": state.counter,
+                    "echo": echo_index(script, view.assistant_texts),
+                }[script.step_mode]
             if index >= len(script.steps):
                 kind, text = "exhausted", script.exhausted_text
             else:
@@ -206,28 +241,53 @@ class _Handler(BaseHTTPRequestHandler):
                     headers = {}
                     if step.error.retry_after is not None:
                         headers["retry-after"] = str(step.error.retry_after)
-                    state.log(**common, kind="error", step=index, status=step.error.status,
-                              input_tokens=0, output_tokens=0, tool_calls=[])
-                    self._send(wire.error(step.error.status, step.error.type, step.error.message),
-                               headers)
+                    state.log(
+                        **common,
+                        kind="error",
+                        step=index,
+                        status=step.error.status,
+                        input_tokens=0,
+                        output_tokens=0,
+                        tool_calls=[],
+                    )
+                    self._send(wire.error(step.error.status, step.error.type, step.error.message), headers)
                     return
                 cwd = find_cwd(raw.decode("utf-8", "replace"))
                 text = substitute(step.text, cwd)
                 prefix = "toolu" if protocol == "anthropic" else "call"
-                calls = [OutCall(f"{prefix}_s{index}_{i}", c.name,
-                                 c.arguments if isinstance(c.arguments, str)
-                                 else json.dumps(substitute(c.arguments, cwd)), c.namespace)
-                         for i, c in enumerate(step.tool_calls)]
+                calls = [
+                    OutCall(
+                        f"{prefix}_s{index}_{i}",
+                        c.name,
+                        c.arguments
+                        if isinstance(c.arguments, str)
+                        else json.dumps(substitute(c.arguments, cwd)),
+                        c.namespace,
+                    )
+                    for i, c in enumerate(step.tool_calls)
+                ]
             if script.step_mode == "counter":
                 with state.lock:
                     state.counter += 1
-        reply = Reply(text=text, calls=calls, input_tokens=len(raw) // 4,
-                      output_tokens=len(output_chars(text, calls)) // 4,
-                      model=script.model, msg_id=f"msg_{seq:05d}")
+        reply = Reply(
+            text=text,
+            calls=calls,
+            input_tokens=len(raw) // 4,
+            output_tokens=len(output_chars(text, calls)) // 4,
+            model=script.model,
+            msg_id=f"msg_{seq:05d}",
+        )
         rendered = wire.render(reply, view)
         # logged before sending, so a client that has its answer always finds it in the log
-        state.log(**common, kind=kind, step=index, status=200, input_tokens=reply.input_tokens,
-                  output_tokens=reply.output_tokens, tool_calls=[c.name for c in calls])
+        state.log(
+            **common,
+            kind=kind,
+            step=index,
+            status=200,
+            input_tokens=reply.input_tokens,
+            output_tokens=reply.output_tokens,
+            tool_calls=[c.name for c in calls],
+        )
         self._send(rendered)
 
     def _serve_error(self, index: int, times: int | None) -> bool:

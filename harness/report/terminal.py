@@ -57,7 +57,9 @@ def _version_lines(summary: Summary) -> list[str]:
     if not deltas:
         return []
     drift = {d.agent: d for d in summary.control_drift}
-    rows = [["agent", "condition", f"uplift @{h.baseline}", f"uplift @{h.candidate}", "delta", "control drift"]]
+    rows = [
+        ["agent", "condition", f"uplift @{h.baseline}", f"uplift @{h.candidate}", "delta", "control drift"]
+    ]
     for d in deltas:
         cd = drift.get(d.agent)
         rows.append(

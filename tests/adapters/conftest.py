@@ -15,8 +15,9 @@ def model_server(tmp_path: Path) -> Iterator[Callable[[dict[str, Any]], Scripted
     servers: list[ScriptedModelServer] = []
 
     def start(raw: dict[str, Any], log_bodies: bool = False) -> ScriptedModelServer:
-        server = ScriptedModelServer(Script.model_validate(raw), log_path=tmp_path / "model.jsonl",
-                                     log_bodies=log_bodies)
+        server = ScriptedModelServer(
+            Script.model_validate(raw), log_path=tmp_path / "model.jsonl", log_bodies=log_bodies
+        )
         server.start()
         servers.append(server)
         return server

@@ -59,26 +59,43 @@ class Trial:
         return AgentInfo.model_validate_json((self.run_dir / "agent.json").read_text())
 
 
-def run_adapter(name: str, *, workspace: Path, run_dir: Path, prompt: str, args: dict[str, Any],
-                levels: dict[str, str] | None = None, extra_env: dict[str, str] | None = None,
-                timeout: float = 240) -> Trial:
+def run_adapter(
+    name: str,
+    *,
+    workspace: Path,
+    run_dir: Path,
+    prompt: str,
+    args: dict[str, Any],
+    levels: dict[str, str] | None = None,
+    extra_env: dict[str, str] | None = None,
+    timeout: float = 240,
+) -> Trial:
     """Run `python -m adapters.<name>` under the seed-000 contract."""
     run_dir.mkdir(parents=True, exist_ok=True)
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
-    env.update({
-        "PYTHONPATH": str(ROOT),
-        "BENCH_HOST_PATH": os.environ.get("PATH", ""),
-        "BENCH_RUN_DIR": str(run_dir),
-        "BENCH_USAGE": str(run_dir / "usage.jsonl"),
-        "BENCH_TRANSCRIPT": str(run_dir / "transcript.jsonl"),
-        "BENCH_CONTEXT": str(run_dir / "context.json"),
-        "BENCH_AGENT_ARGS": json.dumps(args),
-        "BENCH_AGENT_CACHE": str(agent_cache()),
-    })
+    env.update(
+        {
+            "PYTHONPATH": str(ROOT),
+            "BENCH_HOST_PATH": os.environ.get("PATH", ""),
+            "BENCH_RUN_DIR": str(run_dir),
+            "BENCH_USAGE": str(run_dir / "usage.jsonl"),
+            "BENCH_TRANSCRIPT": str(run_dir / "transcript.jsonl"),
+            "BENCH_CONTEXT": str(run_dir / "context.json"),
+            "BENCH_AGENT_ARGS": json.dumps(args),
+            "BENCH_AGENT_CACHE": str(agent_cache()),
+        }
+    )
     env.update({f"BENCH_{k.upper()}": v for k, v in (levels or {}).items()})
     env.update(extra_env or {})
-    done = subprocess.run([sys.executable, "-m", f"adapters.{name}"], input=prompt, text=True,
-                          cwd=workspace, env=env, capture_output=True, timeout=timeout)
+    done = subprocess.run(
+        [sys.executable, "-m", f"adapters.{name}"],
+        input=prompt,
+        text=True,
+        cwd=workspace,
+        env=env,
+        capture_output=True,
+        timeout=timeout,
+    )
     return Trial(done.returncode, workspace, run_dir, done.stderr)
 
 
@@ -87,7 +104,9 @@ def totals(rows: list[UsageRow]) -> tuple[int, int]:
     return (sum(r.input + r.cache_read + r.cache_write for r in rows), sum(r.output for r in rows))
 
 
-def server_totals(records: list[LogRecord], *, kinds: tuple[str, ...] = ("main", "side", "exhausted")) -> tuple[int, int]:
+def server_totals(
+    records: list[LogRecord], *, kinds: tuple[str, ...] = ("main", "side", "exhausted")
+) -> tuple[int, int]:
     """(input, output) the server reported, over answered model requests."""
     chosen = [r for r in records if r.kind in kinds]
     return (sum(r.input_tokens for r in chosen), sum(r.output_tokens for r in chosen))

@@ -10,14 +10,20 @@ import os
 import sys
 from typing import Any
 
-TOOL = {"name": "lookup", "description": "Look a term up in the project's docs.",
-        "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}
+TOOL = {
+    "name": "lookup",
+    "description": "Look a term up in the project's docs.",
+    "inputSchema": {"type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]},
+}
 
 
 def answer(method: str, params: dict[str, Any]) -> dict[str, Any]:
     if method == "initialize":
-        return {"protocolVersion": params.get("protocolVersion", "2025-06-18"),
-                "capabilities": {"tools": {}}, "serverInfo": {"name": "lookup", "version": "1.0"}}
+        return {
+            "protocolVersion": params.get("protocolVersion", "2025-06-18"),
+            "capabilities": {"tools": {}},
+            "serverInfo": {"name": "lookup", "version": "1.0"},
+        }
     if method == "tools/list":
         return {"tools": [TOOL]}
     if method == "tools/call":
@@ -40,11 +46,17 @@ def main() -> None:
         if "id" not in message:
             continue  # a notification
         try:
-            reply = {"jsonrpc": "2.0", "id": message["id"],
-                     "result": answer(message.get("method", ""), message.get("params") or {})}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "result": answer(message.get("method", ""), message.get("params") or {}),
+            }
         except KeyError:
-            reply = {"jsonrpc": "2.0", "id": message["id"],
-                     "error": {"code": -32601, "message": "method not found"}}
+            reply = {
+                "jsonrpc": "2.0",
+                "id": message["id"],
+                "error": {"code": -32601, "message": "method not found"},
+            }
         sys.stdout.write(json.dumps(reply) + "\n")
         sys.stdout.flush()
 

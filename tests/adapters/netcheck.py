@@ -31,7 +31,7 @@ def _qname(packet: bytes) -> tuple[str, int]:
     labels, i = [], 12
     while i < len(packet) and packet[i]:
         n = packet[i]
-        labels.append(packet[i + 1:i + 1 + n].decode("ascii", "replace"))
+        labels.append(packet[i + 1 : i + 1 + n].decode("ascii", "replace"))
         i += 1 + n
     return ".".join(labels), i + 5
 
@@ -42,7 +42,7 @@ def dns_sinkhole(log: list[str]) -> None:
     while True:
         packet, peer = sock.recvfrom(4096)
         name, end = _qname(packet)
-        qtype = int.from_bytes(packet[end - 4:end - 2], "big")
+        qtype = int.from_bytes(packet[end - 4 : end - 2], "big")
         log.append(name)
         header = packet[:2] + b"\x81\x80" + packet[4:6] + (b"\x00\x01" if qtype == 1 else b"\x00\x00")
         answer = b"\xc0\x0c\x00\x01\x00\x01\x00\x00\x00\x3c\x00\x04\x7f\x00\x00\x01" if qtype == 1 else b""
@@ -62,8 +62,10 @@ def listener(port: int, log: list[str]) -> None:
         except OSError:
             first = b""
         text = first.decode("latin-1")
-        host = next((line.split(":", 1)[1].strip() for line in text.splitlines()
-                     if line.lower().startswith("host:")), "")
+        host = next(
+            (line.split(":", 1)[1].strip() for line in text.splitlines() if line.lower().startswith("host:")),
+            "",
+        )
         names = re.findall(r"[a-z0-9-]+(?:\.[a-z0-9-]+)+", text) if port == 443 else []
         sni = names[-1] if names else ""
         log.append(f"{port} {host or sni}")
@@ -85,15 +87,27 @@ def main(spec_path: str) -> int:
         with socket.create_connection((spec["probe"], 443), timeout=5):
             pass
     with ScriptedModelServer(Script.model_validate(spec["script"])) as server:
-        trial = run_adapter(spec["adapter"], workspace=Path(spec["workspace"]),
-                            run_dir=Path(spec["run_dir"]), prompt=spec["prompt"],
-                            args={"base_url": server.url, **spec.get("args", {})})
+        trial = run_adapter(
+            spec["adapter"],
+            workspace=Path(spec["workspace"]),
+            run_dir=Path(spec["run_dir"]),
+            prompt=spec["prompt"],
+            args={"base_url": server.url, **spec.get("args", {})},
+        )
         records = [r.model_dump() for r in server.records()]
     if spec.get("linger"):  # background traffic (telemetry flushes) may come after the answer
         threading.Event().wait(float(spec["linger"]))
-    Path(spec["out"]).write_text(json.dumps({"returncode": trial.returncode, "stderr": trial.stderr,
-                                             "dns": dns, "connections": connections,
-                                             "records": records}))
+    Path(spec["out"]).write_text(
+        json.dumps(
+            {
+                "returncode": trial.returncode,
+                "stderr": trial.stderr,
+                "dns": dns,
+                "connections": connections,
+                "records": records,
+            }
+        )
+    )
     return 0
 
 

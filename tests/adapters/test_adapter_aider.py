@@ -15,7 +15,7 @@ from tests.adapters.helpers import require_cli, run_adapter, server_totals, tota
 pytestmark = pytest.mark.agents
 Serve = Callable[[dict[str, Any]], ScriptedModelServer]
 
-EDIT = '''app.py
+EDIT = """app.py
 ```python
 <<<<<<< SEARCH
     return "hello"
@@ -31,20 +31,24 @@ hello.txt
 hi
 >>>>>>> REPLACE
 ```
-'''
+"""
 SCRIPT = {"step_mode": "echo", "tools_required": False, "steps": [{"text": EDIT}]}
 
 
 def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
     require_cli("aider-chat", "aider")
     args = {"base_url": server.url, "max_retries": 1, "files": ["app.py"], **kw.pop("args", {})}
-    return run_adapter("aider", workspace=workspace, run_dir=tmp_path / "run",
-                       prompt="Create hello.txt containing hi and make greet return hi.",
-                       args=args, **kw)
+    return run_adapter(
+        "aider",
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="Create hello.txt containing hi and make greet return hi.",
+        args=args,
+        **kw,
+    )
 
 
-def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path,
-                                                tmp_path: Path) -> None:
+def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     server = model_server(SCRIPT)
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -53,8 +57,9 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
     usage = result.usage()
     assert len(usage) == len(server.records()) == 1
     assert totals(usage) == server_totals(server.records())
-    status = subprocess.run(["git", "status", "--porcelain"], cwd=workspace, capture_output=True,
-                            text=True, check=True).stdout
+    status = subprocess.run(
+        ["git", "status", "--porcelain"], cwd=workspace, capture_output=True, text=True, check=True
+    ).stdout
     assert {line[3:] for line in status.splitlines()} == {"app.py", "hello.txt"}  # no .aider* droppings
     edits = [e.input for e in result.transcript() if e.type == "tool_call"]
     assert edits == [{"path": "app.py"}, {"path": "hello.txt"}]
@@ -65,8 +70,13 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
 
 def test_reflection_round(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     wrong = EDIT.replace('return "hello"', 'return "nope"', 1).split("\nhello.txt")[0]
-    server = model_server({"step_mode": "echo", "tools_required": False,
-                           "steps": [{"text": "First try.\n" + wrong}, {"text": "Second try.\n" + EDIT}]})
+    server = model_server(
+        {
+            "step_mode": "echo",
+            "tools_required": False,
+            "steps": [{"text": "First try.\n" + wrong}, {"text": "Second try.\n" + EDIT}],
+        }
+    )
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr
     assert 'return "hi"' in (workspace / "app.py").read_text()
@@ -75,18 +85,23 @@ def test_reflection_round(model_server: Serve, workspace: Path, tmp_path: Path) 
 
 
 @pytest.mark.parametrize("status", [529, 500])
-def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path,
-                                 status: int) -> None:
-    server = model_server({"step_mode": "echo", "tools_required": False,
-                           "steps": [{"error": {"status": status, "message": "Overloaded"}}]})
+def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path, status: int) -> None:
+    server = model_server(
+        {
+            "step_mode": "echo",
+            "tools_required": False,
+            "steps": [{"error": {"status": status, "message": "Overloaded"}}],
+        }
+    )
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 75, result.stderr
     assert "retries" in (result.info().infra_failure or "")
 
 
 def test_giving_up_is_an_ordinary_result(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
-    server = model_server({"step_mode": "echo", "tools_required": False,
-                           "steps": [{"text": "I won't change anything."}]})
+    server = model_server(
+        {"step_mode": "echo", "tools_required": False, "steps": [{"text": "I won't change anything."}]}
+    )
     result = trial(server, workspace, tmp_path)
     assert result.returncode in (0, 1)
     assert not (workspace / "hello.txt").exists()

@@ -16,26 +16,42 @@ from tests.adapters.helpers import require_cli, run_adapter, server_totals, tota
 pytestmark = pytest.mark.agents
 Serve = Callable[[dict[str, Any]], ScriptedModelServer]
 
-WRITE_THEN_BASH = {"steps": [
-    {"text": "I'll create hello.txt.", "tool_calls": [
-        {"name": "Write", "arguments": {"file_path": "{{cwd}}/hello.txt", "content": "hi\n"}}]},
-    {"text": "Now the greeting.", "tool_calls": [
-        {"name": "Bash", "arguments": {"command": "sed -i 's/hello/hi/' app.py",
-                                       "description": "edit"}}]},
-    {"text": "Created hello.txt and changed greet()."},
-]}
+WRITE_THEN_BASH = {
+    "steps": [
+        {
+            "text": "I'll create hello.txt.",
+            "tool_calls": [
+                {"name": "Write", "arguments": {"file_path": "{{cwd}}/hello.txt", "content": "hi\n"}}
+            ],
+        },
+        {
+            "text": "Now the greeting.",
+            "tool_calls": [
+                {
+                    "name": "Bash",
+                    "arguments": {"command": "sed -i 's/hello/hi/' app.py", "description": "edit"},
+                }
+            ],
+        },
+        {"text": "Created hello.txt and changed greet()."},
+    ]
+}
 
 
 def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
     require_cli("@anthropic-ai/claude-code", "claude")
     args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
-    return run_adapter("claude_code", workspace=workspace, run_dir=tmp_path / "run",
-                       prompt="Create hello.txt containing hi and make greet return hi.",
-                       args=args, **kw)
+    return run_adapter(
+        "claude_code",
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="Create hello.txt containing hi and make greet return hi.",
+        args=args,
+        **kw,
+    )
 
 
-def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path,
-                                                tmp_path: Path) -> None:
+def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     server = model_server(WRITE_THEN_BASH)
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -56,10 +72,10 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
 
 
 @pytest.mark.parametrize("status", [529, 500])
-def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path,
-                                 status: int) -> None:
-    server = model_server({"steps": [{"error": {"status": status, "type": "overloaded_error",
-                                                "message": "Overloaded"}}]})
+def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path, status: int) -> None:
+    server = model_server(
+        {"steps": [{"error": {"status": status, "type": "overloaded_error", "message": "Overloaded"}}]}
+    )
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 75, result.stderr
     assert f"{status}" in (result.info().infra_failure or "")
@@ -89,17 +105,28 @@ def test_skill_dir_mcp_and_web_treatments(model_server: Serve, workspace: Path, 
     assert "WebFetch" not in init["tools"]
 
 
-def test_mcp_server_from_the_cell_is_started_and_used(model_server: Serve, workspace: Path,
-                                                      tmp_path: Path) -> None:
+def test_mcp_server_from_the_cell_is_started_and_used(
+    model_server: Serve, workspace: Path, tmp_path: Path
+) -> None:
     mcp_log = tmp_path / "mcp.jsonl"
     server_cmd = [sys.executable, str(Path(__file__).with_name("mcp_lookup.py"))]
     servers = {"docs": {"command": server_cmd, "env": {"MCP_LOG": str(mcp_log)}}}
-    server = model_server({"steps": [
-        {"text": "Looking it up.", "tool_calls": [{"name": "mcp__docs__lookup", "arguments": {"q": "greet"}}]},
-        {"text": "Found it."}]})
+    server = model_server(
+        {
+            "steps": [
+                {
+                    "text": "Looking it up.",
+                    "tool_calls": [{"name": "mcp__docs__lookup", "arguments": {"q": "greet"}}],
+                },
+                {"text": "Found it."},
+            ]
+        }
+    )
     result = trial(server, workspace, tmp_path, extra_env={"BENCH_MCP_SERVERS": json.dumps(servers)})
     assert result.returncode == 0, result.stderr
     outputs = [e.output for e in result.transcript() if e.type == "tool_result"]
     assert outputs == ["ANSWER-42 for greet"]
-    assert ("mcp_server", "docs", "treatment") in [(i.kind, i.name, i.source) for i in result.context().loaded]
+    assert ("mcp_server", "docs", "treatment") in [
+        (i.kind, i.name, i.source) for i in result.context().loaded
+    ]
     assert "tools/call" in mcp_log.read_text()

@@ -17,25 +17,35 @@ pytestmark = pytest.mark.agents
 
 Serve = Callable[..., ScriptedModelServer]
 
-SCRIPT = {"steps": [
-    {"text": "Creating hello.txt.", "tool_calls": [
-        {"name": "exec_command", "arguments": {"cmd": "printf 'hi\\n' > hello.txt"}}]},
-    {"text": "Editing app.py.", "tool_calls": [
-        {"name": "exec_command", "arguments": {"cmd": "sed -i 's/hello/hi/' app.py"}}]},
-    {"text": "Done: hello.txt created and greet() returns hi."},
-]}
+SCRIPT = {
+    "steps": [
+        {
+            "text": "Creating hello.txt.",
+            "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "printf 'hi\\n' > hello.txt"}}],
+        },
+        {
+            "text": "Editing app.py.",
+            "tool_calls": [{"name": "exec_command", "arguments": {"cmd": "sed -i 's/hello/hi/' app.py"}}],
+        },
+        {"text": "Done: hello.txt created and greet() returns hi."},
+    ]
+}
 
 
 def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
     require_cli("@openai/codex", "codex")
     args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
-    return run_adapter("codex", workspace=workspace, run_dir=tmp_path / "run",
-                       prompt="Create hello.txt containing hi and make greet return hi.",
-                       args=args, **kw)
+    return run_adapter(
+        "codex",
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="Create hello.txt containing hi and make greet return hi.",
+        args=args,
+        **kw,
+    )
 
 
-def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path,
-                                                tmp_path: Path) -> None:
+def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     server = model_server(SCRIPT)
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -57,8 +67,7 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
 
 
 @pytest.mark.parametrize("status", [529, 500])
-def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path,
-                                 status: int) -> None:
+def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path, status: int) -> None:
     server = model_server({"steps": [{"error": {"status": status, "message": "overloaded"}}]})
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 75, (result.stderr, result.info())
@@ -86,15 +95,23 @@ def test_skill_dir_becomes_agents_md(model_server: Serve, workspace: Path, tmp_p
     assert any("Always run the linter." in p.read_text() for p in rollouts)  # it reached the model
 
 
-def test_mcp_server_from_the_cell_is_started_and_used(model_server: Serve, workspace: Path,
-                                                      tmp_path: Path) -> None:
+def test_mcp_server_from_the_cell_is_started_and_used(
+    model_server: Serve, workspace: Path, tmp_path: Path
+) -> None:
     mcp_log = tmp_path / "mcp.jsonl"
     server_cmd = [sys.executable, str(Path(__file__).with_name("mcp_lookup.py"))]
     servers = {"docs": {"command": server_cmd, "env": {"MCP_LOG": str(mcp_log)}}}
-    server = model_server({"steps": [
-        {"text": "Looking it up.", "tool_calls": [
-            {"name": "lookup", "namespace": "mcp__docs", "arguments": {"q": "greet"}}]},
-        {"text": "Found it."}]})
+    server = model_server(
+        {
+            "steps": [
+                {
+                    "text": "Looking it up.",
+                    "tool_calls": [{"name": "lookup", "namespace": "mcp__docs", "arguments": {"q": "greet"}}],
+                },
+                {"text": "Found it."},
+            ]
+        }
+    )
     result = trial(server, workspace, tmp_path, extra_env={"BENCH_MCP_SERVERS": json.dumps(servers)})
     assert result.returncode == 0, result.stderr
     assert "tools/call" in mcp_log.read_text()
@@ -103,8 +120,9 @@ def test_mcp_server_from_the_cell_is_started_and_used(model_server: Serve, works
 
 
 @pytest.mark.parametrize(("knowledge", "offered"), [("none", False), ("web", True)])
-def test_web_search_tool_follows_the_knowledge_level(model_server: Serve, workspace: Path, tmp_path: Path,
-                                                     knowledge: str, offered: bool) -> None:
+def test_web_search_tool_follows_the_knowledge_level(
+    model_server: Serve, workspace: Path, tmp_path: Path, knowledge: str, offered: bool
+) -> None:
     server = model_server({"steps": [{"text": "ok"}]}, log_bodies=True)
     result = trial(server, workspace, tmp_path, levels={"knowledge": knowledge})
     assert result.returncode == 0, result.stderr

@@ -25,13 +25,23 @@ from tests.adapters.helpers import ROOT
 
 
 def bench_env(tmp_path: Path, **extra: str) -> dict[str, str]:
-    return {"BENCH_RUN_DIR": str(tmp_path / "run"), "BENCH_KNOWLEDGE": "web", "BENCH_TOOL": "bin",
-            "BENCH_CELL": "bin/web/off", "BENCH_TRIAL": "1", "BENCH_HOST_PATH": "/usr/bin:/bin", **extra}
+    return {
+        "BENCH_RUN_DIR": str(tmp_path / "run"),
+        "BENCH_KNOWLEDGE": "web",
+        "BENCH_TOOL": "bin",
+        "BENCH_CELL": "bin/web/off",
+        "BENCH_TRIAL": "1",
+        "BENCH_HOST_PATH": "/usr/bin:/bin",
+        **extra,
+    }
 
 
 def test_read_bench_levels_args_and_web(tmp_path: Path) -> None:
-    env = bench_env(tmp_path, BENCH_AGENT_ARGS='{"model": "m1", "web": false}',
-                    BENCH_MCP_SERVERS='{"docs": {"command": ["srv", "--stdio"]}}')
+    env = bench_env(
+        tmp_path,
+        BENCH_AGENT_ARGS='{"model": "m1", "web": false}',
+        BENCH_MCP_SERVERS='{"docs": {"command": ["srv", "--stdio"]}}',
+    )
     bench = read_bench(env, prompt="do it")
     assert bench.levels == {"knowledge": "web", "tool": "bin"}  # runner bookkeeping is not a factor
     args = bench.args(AgentArgs)
@@ -89,31 +99,57 @@ def test_run_cli_stop_when_kills_the_whole_tree(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
     script = f"sleep 60 & echo $! > {pid_file}; echo 'Retrying in 1 seconds'; echo again >&2; wait"
     begin = time.monotonic()
-    done = run_cli(["sh", "-c", script], env=dict(os.environ), cwd=tmp_path, stdin="ignored\n",
-                   log_dir=tmp_path, name="cli", stop_when=lambda line: line.startswith("again"))
+    done = run_cli(
+        ["sh", "-c", script],
+        env=dict(os.environ),
+        cwd=tmp_path,
+        stdin="ignored\n",
+        log_dir=tmp_path,
+        name="cli",
+        stop_when=lambda line: line.startswith("again"),
+    )
     assert time.monotonic() - begin < 30
     assert done.returncode != 0
     assert [line for _, line in done.lines] == ["Retrying in 1 seconds"]
     assert (tmp_path / "cli.stderr").read_text() == "again\n"
     grandchild = int(pid_file.read_text())
     for _ in range(50):
-        if not Path(f"/proc/{grandchild}").exists() or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]:
+        if (
+            not Path(f"/proc/{grandchild}").exists()
+            or "Z" in Path(f"/proc/{grandchild}/stat").read_text().split()[2]
+        ):
             break
         time.sleep(0.1)
     else:
         pytest.fail("the grandchild survived")
 
 
-def run_module(name: str, tmp_path: Path, args: dict[str, object], **env: str) -> subprocess.CompletedProcess[str]:
+def run_module(
+    name: str, tmp_path: Path, args: dict[str, object], **env: str
+) -> subprocess.CompletedProcess[str]:
     workspace = tmp_path / "ws"
     workspace.mkdir(exist_ok=True)
-    full = {**{k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}, "PYTHONPATH": str(ROOT),
-            **bench_env(tmp_path), "BENCH_AGENT_ARGS": json.dumps(args), **env}
-    return subprocess.run([sys.executable, "-m", f"adapters.{name}"], input="task", text=True, cwd=workspace,
-                          env=full, capture_output=True, timeout=60)
+    full = {
+        **{k: v for k, v in os.environ.items() if not k.startswith("BENCH_")},
+        "PYTHONPATH": str(ROOT),
+        **bench_env(tmp_path),
+        "BENCH_AGENT_ARGS": json.dumps(args),
+        **env,
+    }
+    return subprocess.run(
+        [sys.executable, "-m", f"adapters.{name}"],
+        input="task",
+        text=True,
+        cwd=workspace,
+        env=full,
+        capture_output=True,
+        timeout=60,
+    )
 
 
-@pytest.mark.parametrize("name", ["claude_code", "codex", "mini_swe_agent", "aider", "gemini_cli", "opencode"])
+@pytest.mark.parametrize(
+    "name", ["claude_code", "codex", "mini_swe_agent", "aider", "gemini_cli", "opencode"]
+)
 def test_missing_api_key_is_an_infrastructure_failure(name: str, tmp_path: Path) -> None:
     done = run_module(name, tmp_path, {"bin": "/bin/true", "api_key_env": "ASSAY_NO_SUCH_KEY"})
     assert done.returncode == 75, done.stderr
@@ -121,7 +157,9 @@ def test_missing_api_key_is_an_infrastructure_failure(name: str, tmp_path: Path)
     assert "ASSAY_NO_SUCH_KEY" in (info.infra_failure or "")
 
 
-@pytest.mark.parametrize("name", ["claude_code", "codex", "mini_swe_agent", "aider", "gemini_cli", "opencode"])
+@pytest.mark.parametrize(
+    "name", ["claude_code", "codex", "mini_swe_agent", "aider", "gemini_cli", "opencode"]
+)
 def test_bad_arguments_exit_2(name: str, tmp_path: Path) -> None:
     done = run_module(name, tmp_path, {"no_such_key": 1})
     assert done.returncode == 2

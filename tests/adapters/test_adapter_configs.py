@@ -17,20 +17,37 @@ def bench(tmp_path: Path, knowledge: str = "none", **env: str) -> Bench:
     skill = tmp_path / "guide"
     skill.mkdir(exist_ok=True)
     (skill / "guide.md").write_text("Use the tool.\n")
-    return read_bench({"BENCH_RUN_DIR": str(tmp_path / "run"), "BENCH_KNOWLEDGE": knowledge,
-                       "BENCH_SKILL_DIR": str(skill), "BENCH_MCP_SERVERS": MCP, **env}, prompt="p")
+    return read_bench(
+        {
+            "BENCH_RUN_DIR": str(tmp_path / "run"),
+            "BENCH_KNOWLEDGE": knowledge,
+            "BENCH_SKILL_DIR": str(skill),
+            "BENCH_MCP_SERVERS": MCP,
+            **env,
+        },
+        prompt="p",
+    )
 
 
 def test_codex_config(tmp_path: Path) -> None:
     b = bench(tmp_path)
-    config = tomllib.loads(codex.config_toml(b, codex.CodexArgs(base_url="http://127.0.0.1:5/", max_retries=1)))
+    config = tomllib.loads(
+        codex.config_toml(b, codex.CodexArgs(base_url="http://127.0.0.1:5/", max_retries=1))
+    )
     assert config["model_provider"] == "assay"
     provider = config["model_providers"]["assay"]
     assert (provider["base_url"], provider["wire_api"], provider["request_max_retries"]) == (
-        "http://127.0.0.1:5/v1", "responses", 1)
+        "http://127.0.0.1:5/v1",
+        "responses",
+        1,
+    )
     assert config["analytics"] == {"enabled": False} and config["features"] == {"plugins": False}
     assert config["web_search"] == "disabled"
-    assert config["mcp_servers"]["docs"] == {"command": "docs-server", "args": ["--stdio"], "env": {"TOKEN": "t"}}
+    assert config["mcp_servers"]["docs"] == {
+        "command": "docs-server",
+        "args": ["--stdio"],
+        "env": {"TOKEN": "t"},
+    }
     web = tomllib.loads(codex.config_toml(bench(tmp_path, "web"), codex.CodexArgs()))
     assert web["web_search"] == "live" and "model_providers" not in web
 
@@ -40,17 +57,26 @@ def test_claude_code_argv(tmp_path: Path) -> None:
     home = tmp_path / "home"
     home.mkdir()
     argv = claude_code.build_argv(Path("/bin/claude"), b, claude_code.ClaudeArgs(max_turns=7), home)
-    assert argv[argv.index("--disallowedTools") + 1:argv.index("--disallowedTools") + 3] == ["WebFetch", "WebSearch"]
+    assert argv[argv.index("--disallowedTools") + 1 : argv.index("--disallowedTools") + 3] == [
+        "WebFetch",
+        "WebSearch",
+    ]
     assert argv[argv.index("--max-turns") + 1] == "7"
     config = json.loads(Path(argv[argv.index("--mcp-config") + 1]).read_text())
-    assert config["mcpServers"]["docs"] == {"type": "stdio", "command": "docs-server", "args": ["--stdio"],
-                                            "env": {"TOKEN": "t"}}
+    assert config["mcpServers"]["docs"] == {
+        "type": "stdio",
+        "command": "docs-server",
+        "args": ["--stdio"],
+        "env": {"TOKEN": "t"},
+    }
     assert "--strict-mcp-config" in argv
     web = claude_code.build_argv(Path("/bin/claude"), bench(tmp_path, "web"), claude_code.ClaudeArgs(), home)
     assert "--disallowedTools" not in web
     env = claude_code.build_env(b, claude_code.ClaudeArgs(base_url="http://h:1", auth_token=True), home)
     assert env["ANTHROPIC_AUTH_TOKEN"] == "sk-ant-scripted" and "ANTHROPIC_API_KEY" not in env
-    assert env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and env["ANTHROPIC_BASE_URL"] == "http://h:1"
+    assert (
+        env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and env["ANTHROPIC_BASE_URL"] == "http://h:1"
+    )
     assert not [k for k in env if k.startswith("BENCH_")]
 
 
@@ -60,7 +86,9 @@ def test_gemini_settings(tmp_path: Path) -> None:
     assert data["tools"] == {"exclude": gemini_cli.WEB_TOOLS}
     assert data["mcpServers"]["docs"]["command"] == "docs-server"
     assert "tools" not in gemini_cli.settings(bench(tmp_path, "web"), AgentArgs())
-    assert "tools" not in gemini_cli.settings(bench(tmp_path, BENCH_ADAPTER_OPTIONS='{"web": true}'), AgentArgs())
+    assert "tools" not in gemini_cli.settings(
+        bench(tmp_path, BENCH_ADAPTER_OPTIONS='{"web": true}'), AgentArgs()
+    )
 
 
 def test_opencode_config(tmp_path: Path) -> None:
@@ -70,6 +98,10 @@ def test_opencode_config(tmp_path: Path) -> None:
     assert provider["options"] == {"baseURL": "http://127.0.0.1:5/v1", "apiKey": "key"}
     assert data["model"] == "assay/m1" and "m1" in provider["models"]
     assert data["permission"]["webfetch"] == "deny"
-    assert data["mcp"]["docs"] == {"type": "local", "command": ["docs-server", "--stdio"],
-                                   "environment": {"TOKEN": "t"}, "enabled": True}
+    assert data["mcp"]["docs"] == {
+        "type": "local",
+        "command": ["docs-server", "--stdio"],
+        "environment": {"TOKEN": "t"},
+        "enabled": True,
+    }
     assert data["instructions"] == [str(tmp_path / "guide" / "guide.md")]

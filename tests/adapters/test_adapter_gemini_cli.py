@@ -19,22 +19,29 @@ def shell(text: str, command: str) -> dict[str, Any]:
     return {"text": text, "tool_calls": [{"name": "run_shell_command", "arguments": {"command": command}}]}
 
 
-SCRIPT = {"steps": [
-    shell("Creating hello.txt.", "printf 'hi\\n' > hello.txt"),
-    shell("Editing app.py.", "sed -i 's/hello/hi/' app.py"),
-    {"text": "Done: hello.txt created and greet() returns hi."},
-]}
+SCRIPT = {
+    "steps": [
+        shell("Creating hello.txt.", "printf 'hi\\n' > hello.txt"),
+        shell("Editing app.py.", "sed -i 's/hello/hi/' app.py"),
+        {"text": "Done: hello.txt created and greet() returns hi."},
+    ]
+}
 
 
 def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
     require_cli("@google/gemini-cli", "gemini")
     args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
-    return run_adapter("gemini_cli", workspace=workspace, run_dir=tmp_path / "run",
-                       prompt="Create hello.txt containing hi and make greet return hi.", args=args, **kw)
+    return run_adapter(
+        "gemini_cli",
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="Create hello.txt containing hi and make greet return hi.",
+        args=args,
+        **kw,
+    )
 
 
-def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path,
-                                                tmp_path: Path) -> None:
+def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     server = model_server(SCRIPT)
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr

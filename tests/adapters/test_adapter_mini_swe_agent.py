@@ -19,23 +19,29 @@ def bash(text: str, command: str) -> dict[str, Any]:
     return {"text": text, "tool_calls": [{"name": "bash", "arguments": {"command": command}}]}
 
 
-SCRIPT = {"steps": [
-    bash("Creating hello.txt.", "printf 'hi\\n' > hello.txt"),
-    bash("Editing app.py.", "sed -i 's/hello/hi/' app.py"),
-    bash("Submitting.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
-]}
+SCRIPT = {
+    "steps": [
+        bash("Creating hello.txt.", "printf 'hi\\n' > hello.txt"),
+        bash("Editing app.py.", "sed -i 's/hello/hi/' app.py"),
+        bash("Submitting.", "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"),
+    ]
+}
 
 
 def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
     require_cli("mini-swe-agent", "mini")
     args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
-    return run_adapter("mini_swe_agent", workspace=workspace, run_dir=tmp_path / "run",
-                       prompt="Create hello.txt containing hi and make greet return hi.",
-                       args=args, **kw)
+    return run_adapter(
+        "mini_swe_agent",
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="Create hello.txt containing hi and make greet return hi.",
+        args=args,
+        **kw,
+    )
 
 
-def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path,
-                                                tmp_path: Path) -> None:
+def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     server = model_server(SCRIPT)
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -45,8 +51,7 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
     assert len(usage) == 3
     assert totals(usage) == server_totals(server.records())
     events = result.transcript()
-    assert next(e.input for e in events if e.type == "tool_call") == {
-        "command": "printf 'hi\\n' > hello.txt"}
+    assert next(e.input for e in events if e.type == "tool_call") == {"command": "printf 'hi\\n' > hello.txt"}
     assert [e.exit_code for e in events if e.type == "tool_result"][:2] == [0, 0]
     info = result.info()
     assert (info.agent, info.infra_failure, info.version) == ("mini_swe_agent", None, info.version)
@@ -55,9 +60,15 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
 
 def test_text_mode(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     fence = "```mswea_bash_command\n{}\n```"
-    server = model_server({"tools_required": False, "steps": [
-        {"text": "Creating.\n" + fence.format("printf 'hi\\n' > hello.txt")},
-        {"text": "Done.\n" + fence.format("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")}]})
+    server = model_server(
+        {
+            "tools_required": False,
+            "steps": [
+                {"text": "Creating.\n" + fence.format("printf 'hi\\n' > hello.txt")},
+                {"text": "Done.\n" + fence.format("echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT")},
+            ],
+        }
+    )
     result = trial(server, workspace, tmp_path, args={"text_mode": True})
     assert result.returncode == 0, result.stderr
     assert (workspace / "hello.txt").read_text() == "hi\n"
@@ -65,8 +76,7 @@ def test_text_mode(model_server: Serve, workspace: Path, tmp_path: Path) -> None
 
 
 @pytest.mark.parametrize("status", [529, 500])
-def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path,
-                                 status: int) -> None:
+def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path, status: int) -> None:
     server = model_server({"steps": [{"error": {"status": status, "message": "overloaded"}}]})
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 75, (result.stderr, (tmp_path / "run/mini.stdout").read_text()[-2000:])

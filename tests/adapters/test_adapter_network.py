@@ -47,12 +47,30 @@ def run_in_netns(adapter: str, workspace: Path, tmp_path: Path, **extra: Any) ->
     require_cli(package, name)
     if not _netns_ok():
         pytest.skip("unshare --net --mount is not permitted here (needs root or user namespaces)")
-    spec = {"adapter": adapter, "script": script, "args": {"max_retries": 0, **args},
-            "workspace": str(workspace), "run_dir": str(tmp_path / "run"), "out": str(tmp_path / "net.json"),
-            "prompt": "Create hello.txt containing hi and make greet return hi.", **extra}
+    spec = {
+        "adapter": adapter,
+        "script": script,
+        "args": {"max_retries": 0, **args},
+        "workspace": str(workspace),
+        "run_dir": str(tmp_path / "run"),
+        "out": str(tmp_path / "net.json"),
+        "prompt": "Create hello.txt containing hi and make greet return hi.",
+        **extra,
+    }
     (tmp_path / "spec.json").write_text(json.dumps(spec))
-    done = subprocess.run(["unshare", "--net", "--mount", sys.executable, str(HERE / "netcheck.py"),
-                           str(tmp_path / "spec.json")], capture_output=True, text=True, timeout=300)
+    done = subprocess.run(
+        [
+            "unshare",
+            "--net",
+            "--mount",
+            sys.executable,
+            str(HERE / "netcheck.py"),
+            str(tmp_path / "spec.json"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert done.returncode == 0, done.stderr
     result: dict[str, Any] = json.loads((tmp_path / "net.json").read_text())
     return result
@@ -67,8 +85,13 @@ def test_recorders_see_lookups_and_connections(workspace: Path, tmp_path: Path) 
 def test_claude_without_the_traffic_switch_is_caught(workspace: Path, tmp_path: Path) -> None:
     """Negative control: with CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC unset, the recorders see
     Claude Code reach for its vendor's hosts (answered by the sinkhole, never leaving the box)."""
-    result = run_in_netns("claude_code", workspace, tmp_path, linger=3,
-                          args={"max_retries": 0, "env": {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}})
+    result = run_in_netns(
+        "claude_code",
+        workspace,
+        tmp_path,
+        linger=3,
+        args={"max_retries": 0, "env": {"CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": ""}},
+    )
     assert result["dns"] or result["connections"]
 
 

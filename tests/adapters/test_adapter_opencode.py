@@ -16,26 +16,35 @@ Serve = Callable[[dict[str, Any]], ScriptedModelServer]
 
 
 def bash(text: str, command: str) -> dict[str, Any]:
-    return {"text": text, "tool_calls": [{"name": "bash", "arguments": {"command": command,
-                                                                         "description": "run"}}]}
+    return {
+        "text": text,
+        "tool_calls": [{"name": "bash", "arguments": {"command": command, "description": "run"}}],
+    }
 
 
-SCRIPT = {"steps": [
-    bash("Creating hello.txt.", "printf 'hi\\n' > hello.txt"),
-    bash("Editing app.py.", "sed -i 's/hello/hi/' app.py"),
-    {"text": "Done: hello.txt created and greet() returns hi."},
-]}
+SCRIPT = {
+    "steps": [
+        bash("Creating hello.txt.", "printf 'hi\\n' > hello.txt"),
+        bash("Editing app.py.", "sed -i 's/hello/hi/' app.py"),
+        {"text": "Done: hello.txt created and greet() returns hi."},
+    ]
+}
 
 
 def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
     require_cli("opencode-ai", "opencode")
     args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
-    return run_adapter("opencode", workspace=workspace, run_dir=tmp_path / "run",
-                       prompt="Create hello.txt containing hi and make greet return hi.", args=args, **kw)
+    return run_adapter(
+        "opencode",
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="Create hello.txt containing hi and make greet return hi.",
+        args=args,
+        **kw,
+    )
 
 
-def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path,
-                                                tmp_path: Path) -> None:
+def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:
     server = model_server(SCRIPT)
     result = trial(server, workspace, tmp_path)
     assert result.returncode == 0, result.stderr
@@ -56,7 +65,10 @@ def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: 
 def test_provider_error_exits_75(model_server: Serve, workspace: Path, tmp_path: Path, status: int) -> None:
     server = model_server({"steps": [{"error": {"status": status, "message": "overloaded"}}]})
     result = trial(server, workspace, tmp_path)
-    assert result.returncode == 75, (result.stderr[-1500:], (tmp_path / "run/opencode.stdout").read_text()[-1500:])
+    assert result.returncode == 75, (
+        result.stderr[-1500:],
+        (tmp_path / "run/opencode.stdout").read_text()[-1500:],
+    )
 
 
 def test_giving_up_is_an_ordinary_result(model_server: Serve, workspace: Path, tmp_path: Path) -> None:

@@ -33,33 +33,66 @@ AIDER_EDIT = "app/main.py\n```python\n<<<<<<< SEARCH\nimport os\n\n\n=======\n>>
 
 
 def _shell(tool: str, key: str, extra: dict[str, Any] | None = None) -> dict[str, Any]:
-    return {"steps": [
-        {"text": "Removing the unused import.",
-         "tool_calls": [{"name": tool, "arguments": {key: DROP, **(extra or {})}}]},
-        {"text": "Removed the unused import."}]}
+    return {
+        "steps": [
+            {
+                "text": "Removing the unused import.",
+                "tool_calls": [{"name": tool, "arguments": {key: DROP, **(extra or {})}}],
+            },
+            {"text": "Removed the unused import."},
+        ]
+    }
 
 
 CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
-    "claude_code": ("@anthropic-ai/claude-code", "claude", _shell("Bash", "command", {"description": "edit"}), {}),
+    "claude_code": (
+        "@anthropic-ai/claude-code",
+        "claude",
+        _shell("Bash", "command", {"description": "edit"}),
+        {},
+    ),
     "codex": ("@openai/codex", "codex", _shell("exec_command", "cmd"), {}),
-    "mini_swe_agent": ("mini-swe-agent", "mini", {"steps": [
-        {"text": "Removing.", "tool_calls": [{"name": "bash", "arguments": {"command": DROP}}]},
-        {"text": "Submitting.", "tool_calls": [
-            {"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]}]}, {}),
-    "aider": ("aider-chat", "aider", {"step_mode": "echo", "tools_required": False,
-                                      "steps": [{"text": AIDER_EDIT}]}, {"files": ["app/main.py"]}),
+    "mini_swe_agent": (
+        "mini-swe-agent",
+        "mini",
+        {
+            "steps": [
+                {"text": "Removing.", "tool_calls": [{"name": "bash", "arguments": {"command": DROP}}]},
+                {
+                    "text": "Submitting.",
+                    "tool_calls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
+                        }
+                    ],
+                },
+            ]
+        },
+        {},
+    ),
+    "aider": (
+        "aider-chat",
+        "aider",
+        {"step_mode": "echo", "tools_required": False, "steps": [{"text": AIDER_EDIT}]},
+        {"files": ["app/main.py"]},
+    ),
     "gemini_cli": ("@google/gemini-cli", "gemini", _shell("run_shell_command", "command"), {}),
     "opencode": ("opencode-ai", "opencode", _shell("bash", "command", {"description": "edit"}), {}),
 }
 CHECKS = (
     CheckSpec(id="compiles", kind="command", params={"run": "python3 -m py_compile app/main.py"}),
-    CheckSpec(id="import-removed", kind="command",
-              params={"run": "python3 -c \"import sys; sys.exit('import os' in open('app/main.py').read())\""}),
+    CheckSpec(
+        id="import-removed",
+        kind="command",
+        params={"run": "python3 -c \"import sys; sys.exit('import os' in open('app/main.py').read())\""},
+    ),
 )
 
 
-def trial(adapter: str, tmp_path: Path, script: dict[str, Any], *,
-          args: dict[str, Any] | None = None) -> tuple[dict[str, Any], dict[str, Any], Path, ScriptedModelServer]:
+def trial(
+    adapter: str, tmp_path: Path, script: dict[str, Any], *, args: dict[str, Any] | None = None
+) -> tuple[dict[str, Any], dict[str, Any], Path, ScriptedModelServer]:
     package, name, _, extra = CASES[adapter]
     require_cli(package, name)
     project = tmp_path / "project"
@@ -67,23 +100,52 @@ def trial(adapter: str, tmp_path: Path, script: dict[str, Any], *,
     (project / ".cache" / "agents").mkdir(parents=True)
     (project / ".cache" / "agents" / adapter).symlink_to(agent_cache().resolve())
     with ScriptedModelServer(Script.model_validate(script), log_path=tmp_path / "model.jsonl") as server:
-        agent = AgentSpec(id=adapter, adapter=adapter, model="scripted-model",
-                          args={"base_url": server.url, "max_retries": 0, **extra, **(args or {})})
-        job = make_job(agent=agent, options=Options(isolation=os.environ.get("ASSAY_E2E_ISOLATION", "auto"),
-                                                    infra_retries=1), limits=Limits(timeout_s=240))
+        agent = AgentSpec(
+            id=adapter,
+            adapter=adapter,
+            model="scripted-model",
+            args={"base_url": server.url, "max_retries": 0, **extra, **(args or {})},
+        )
+        job = make_job(
+            agent=agent,
+            options=Options(isolation=os.environ.get("ASSAY_E2E_ISOLATION", "auto"), infra_retries=1),
+            limits=Limits(timeout_s=240),
+        )
         job = job.model_copy(update={"scenario": job.scenario.model_copy(update={"checks": CHECKS})})
         job_file = tmp_path / "job.json"
         job_file.write_text(job.model_dump_json())
         # short: the gateway's Unix socket lives in the run dir (AF_UNIX paths stop at 107 bytes)
         runs = Path(tempfile.mkdtemp(prefix="ae", dir="/tmp"))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
-        done = subprocess.run([sys.executable, "-m", "harness", "--project", str(project), "run", "--runs",
-                               str(runs), "--job-file", str(job_file)], capture_output=True, text=True,
-                              env=env, timeout=600, cwd=ROOT)
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "--project",
+                str(project),
+                "run",
+                "--runs",
+                str(runs),
+                "--job-file",
+                str(job_file),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            timeout=600,
+            cwd=ROOT,
+        )
         assert done.returncode == 0, done.stderr[-3000:]
     (run_json,) = runs.rglob("run.json")
-    subprocess.run([sys.executable, "-m", "harness", "grade", str(run_json.parent)], capture_output=True,
-                   text=True, env=env, timeout=300, cwd=ROOT)
+    subprocess.run(
+        [sys.executable, "-m", "harness", "grade", str(run_json.parent)],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+        cwd=ROOT,
+    )
     record = json.loads(run_json.read_text())
     grade = json.loads((run_json.parent / "grade.json").read_text())
     kept = tmp_path / "run"
@@ -113,7 +175,12 @@ def test_trial_passes_and_usage_matches_the_server(adapter: str, tmp_path: Path)
 @pytest.mark.parametrize("adapter", ["claude_code", "codex"])
 def test_overloaded_once_is_retried_by_the_runner(adapter: str, tmp_path: Path) -> None:
     script = json.loads(json.dumps(CASES[adapter][2]))
-    script["steps"][0]["error"] = {"status": 529, "type": "overloaded_error", "message": "Overloaded", "times": 1}
+    script["steps"][0]["error"] = {
+        "status": 529,
+        "type": "overloaded_error",
+        "message": "Overloaded",
+        "times": 1,
+    }
     record, grade, _, server = trial(adapter, tmp_path, script)
     assert record["infra_retries"] == 1
     assert record["exit_code"] == 0

@@ -34,13 +34,20 @@ def tool_names(adapter: str, body: dict[str, Any]) -> set[str]:
 
 @pytest.mark.parametrize("knowledge", ["none", "web"])
 @pytest.mark.parametrize("adapter", sorted(CLIS))
-def test_web_tools_follow_the_knowledge_level(adapter: str, knowledge: str, model_server: Serve,
-                                              workspace: Path, tmp_path: Path) -> None:
+def test_web_tools_follow_the_knowledge_level(
+    adapter: str, knowledge: str, model_server: Serve, workspace: Path, tmp_path: Path
+) -> None:
     package, name, web_tools = CLIS[adapter]
     require_cli(package, name)
     server = model_server({"steps": [{"text": "ok"}]}, log_bodies=True)
-    result = run_adapter(adapter, workspace=workspace, run_dir=tmp_path / "run", prompt="say ok",
-                         args={"base_url": server.url, "max_retries": 0}, levels={"knowledge": knowledge})
+    result = run_adapter(
+        adapter,
+        workspace=workspace,
+        run_dir=tmp_path / "run",
+        prompt="say ok",
+        args={"base_url": server.url, "max_retries": 0},
+        levels={"knowledge": knowledge},
+    )
     assert result.returncode == 0, result.stderr
     (body,) = [json.loads(r.body or "{}") for r in server.records() if r.kind == "main"]
     offered = tool_names(adapter, body) & web_tools

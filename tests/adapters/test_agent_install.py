@@ -14,7 +14,12 @@ from tests.adapters.helpers import agent_cache
 def test_package_for_defaults_and_overrides() -> None:
     assert package_for("claude_code", {}) == KNOWN["claude_code"]
     custom = package_for("aider", {"version": "0.80.0"})
-    assert (custom.manager, custom.package, custom.version, custom.bin) == ("pip", "aider-chat", "0.80.0", "aider")
+    assert (custom.manager, custom.package, custom.version, custom.bin) == (
+        "pip",
+        "aider-chat",
+        "0.80.0",
+        "aider",
+    )
     other = package_for("command", {"package": "@x/y", "version": "1", "installer": "npm", "bin_name": "y"})
     assert (other.package, other.bin) == ("@x/y", "y")
 

@@ -20,12 +20,19 @@ def test_compile_emits_manifest_and_jobs(valid_project: Path, tmp_path: Path) ->
     manifest = load_manifest(tmp_path / "gen")
     assert manifest.default_matrix == "default"
     assert manifest.factor_order == ("tool", "knowledge", "network")
-    assert [s.name for s in manifest.sessions] == ["bench-none-none-off", "bench-bin-none-off", "bench-bin-skill-none-off"]
+    assert [s.name for s in manifest.sessions] == [
+        "bench-none-none-off",
+        "bench-bin-none-off",
+        "bench-bin-skill-none-off",
+    ]
     jobs = list(iter_jobs(tmp_path / "gen"))
     assert len(jobs) == 18 == len({j.id for j in jobs})
     assert len(list(iter_jobs(tmp_path / "gen", matrix="default"))) == 16
     smoke = [j.id for j in iter_jobs(tmp_path / "gen", matrix="smoke")]
-    assert smoke == ["smoke/none/none/off/scripted-good/sum-answer/t01", "smoke/bin/none/off/scripted-good/sum-answer/t01"]
+    assert smoke == [
+        "smoke/none/none/off/scripted-good/sum-answer/t01",
+        "smoke/bin/none/off/scripted-good/sum-answer/t01",
+    ]
     assert manifest.matrices["smoke"].seed == 7 and not manifest.matrices["smoke"].default
     for job in jobs:
         assert load_job(tmp_path / "gen", job.id) == job
@@ -115,19 +122,30 @@ def test_version_comparison_jobs(valid_project: Path, tmp_path: Path) -> None:
     shutil.copytree(valid_project, proj)
     (proj / "specs/matrices/compare.yaml").write_text(
         "kind: matrix\nid: compare\nagents: [scripted-good]\nfactors: { tool: [none, bin], knowledge: [none], network: [off] }\n"
-        "scenarios: [sum-answer]\nversions:\n  baseline: { label: v1, path: ../../builds/v1/bin }\n  candidate: { label: v2 }\n")
+        "scenarios: [sum-answer]\nversions:\n  baseline: { label: v1, path: ../../builds/v1/bin }\n  candidate: { label: v2 }\n"
+    )
     compile_project(proj)
     gen = proj / "generated"
     manifest = load_manifest(gen)
     assert sorted(k for k in manifest.matrices if k.startswith("compare")) == ["compare@v1", "compare@v2"]
-    assert manifest.matrices["compare@v1"].matrix == "compare" and manifest.matrices["compare@v1"].version == "v1"
+    assert (
+        manifest.matrices["compare@v1"].matrix == "compare"
+        and manifest.matrices["compare@v1"].version == "v1"
+    )
     ids = [j.id for j in iter_jobs(gen, matrix="compare")]
-    assert ids == ["compare@v1/none/none/off/scripted-good/sum-answer/t01", "compare@v1/bin/none/off/scripted-good/sum-answer/t01",
-                   "compare@v2/none/none/off/scripted-good/sum-answer/t01", "compare@v2/bin/none/off/scripted-good/sum-answer/t01"]
+    assert ids == [
+        "compare@v1/none/none/off/scripted-good/sum-answer/t01",
+        "compare@v1/bin/none/off/scripted-good/sum-answer/t01",
+        "compare@v2/none/none/off/scripted-good/sum-answer/t01",
+        "compare@v2/bin/none/off/scripted-good/sum-answer/t01",
+    ]
     v1 = load_job(gen, "compare@v1/bin/none/off/scripted-good/sum-answer/t01")
     v2 = load_job(gen, "compare@v2/bin/none/off/scripted-good/sum-answer/t01")
     assert (v1.matrix, v1.version, v2.version) == ("compare", "v1", "v2")
-    assert v1.cell.provisions.path == ("builds/v1/bin", "specs/tools/bin") and v2.cell.provisions.path == ("specs/tools/bin",)
+    assert v1.cell.provisions.path == ("builds/v1/bin", "specs/tools/bin") and v2.cell.provisions.path == (
+        "specs/tools/bin",
+    )
     assert v1.hash != v2.hash
     assert [j.id for j in iter_jobs(gen, matrix="compare@v2", cells=["none/none/off"])] == [
-        "compare@v2/none/none/off/scripted-good/sum-answer/t01"]
+        "compare@v2/none/none/off/scripted-good/sum-answer/t01"
+    ]

@@ -33,6 +33,11 @@ def test_runtime_imports_only_the_contract() -> None:
             rel = path.relative_to(ROOT).as_posix()
             if rel == "harness/cli.py" or rel.startswith("harness/commands/"):
                 continue  # the CLI is the composition root
-            bad = {m for m in _imports(path) if m.split(".")[0] == "compiler"
-                   and m not in allowed and not m.startswith("compiler.contract.")}
+            bad = {
+                m
+                for m in _imports(path)
+                if m.split(".")[0] == "compiler"
+                and m not in allowed
+                and not m.startswith("compiler.contract.")
+            }
             assert not bad, f"{rel} imports {sorted(bad)}"

@@ -15,7 +15,9 @@ from compiler.pipeline import build
 
 INVALID = Path(__file__).resolve().parents[1] / "fixtures" / "specs" / "invalid"
 CASES = sorted(p.name for p in INVALID.iterdir() if p.is_dir())
-LINE = re.compile(r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<path>[^:]+?): (?P<msg>.+)$")
+LINE = re.compile(
+    r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<path>[^:]+?): (?P<msg>.+)$"
+)
 
 
 def test_corpus_is_large_enough() -> None:
@@ -40,8 +42,13 @@ def test_invalid_case(case: str) -> None:
 
 def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     root = Path(__file__).resolve().parents[2]
-    return subprocess.run([sys.executable, "-m", "harness", "--project", str(project), *args], cwd=root,
-                          capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-m", "harness", "--project", str(project), *args],
+        cwd=root,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_cli_exit_2_and_formats(tmp_path: Path) -> None:
@@ -66,8 +73,14 @@ def test_cli_check_json_and_schema_drift(tmp_path: Path) -> None:
     assert check.returncode == 0 and "specs are valid (2 scenarios, 18 trials)" in check.stdout
     done = _assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g"))
     summary = json.loads(done.stdout)
-    assert (summary["up_to_date"], summary["trials"], summary["matrices"]) == (False, 18, {"default": 16, "smoke": 2})
-    assert json.loads(_assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g")).stdout)["up_to_date"]
+    assert (summary["up_to_date"], summary["trials"], summary["matrices"]) == (
+        False,
+        18,
+        {"default": 16, "smoke": 2},
+    )
+    assert json.loads(_assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g")).stdout)[
+        "up_to_date"
+    ]
     out = tmp_path / "schema"
     assert _assay(valid, "schema", "--out", str(out)).returncode == 0
     assert _assay(valid, "schema", "--check", "--out", str(out)).returncode == 0

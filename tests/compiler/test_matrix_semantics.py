@@ -30,7 +30,10 @@ def test_include_extends_and_appends() -> None:
 def test_exclude_partial_match() -> None:
     got = expand(
         {"os": ["macos", "windows"], "version": [12, 14, 16], "environment": ["staging", "production"]},
-        exclude=[{"os": "macos", "version": 12, "environment": "production"}, {"os": "windows", "version": 16}],
+        exclude=[
+            {"os": "macos", "version": 12, "environment": "production"},
+            {"os": "windows", "version": 16},
+        ],
     )
     assert len(got.combos) == 9
     assert {"os": "macos", "version": 12, "environment": "production"} not in got.combos
@@ -38,7 +41,9 @@ def test_exclude_partial_match() -> None:
 
 
 def test_include_adds_key_to_one_combination() -> None:
-    got = expand({"os": ["windows", "ubuntu"], "node": [14, 16]}, include=[{"os": "windows", "node": 16, "npm": 6}])
+    got = expand(
+        {"os": ["windows", "ubuntu"], "node": [14, 16]}, include=[{"os": "windows", "node": 16, "npm": 6}]
+    )
     assert got.combos == [
         {"os": "windows", "node": 14},
         {"os": "windows", "node": 16, "npm": 6},
@@ -48,7 +53,9 @@ def test_include_adds_key_to_one_combination() -> None:
 
 
 def test_exclude_runs_before_include_and_include_never_overwrites_originals() -> None:
-    got = expand({"a": [1, 2]}, exclude=[{"a": 2}], include=[{"a": 2, "b": "x"}, {"a": 1, "b": "y"}, {"b": "z"}])
+    got = expand(
+        {"a": [1, 2]}, exclude=[{"a": 2}], include=[{"a": 2, "b": "x"}, {"a": 1, "b": "y"}, {"b": "z"}]
+    )
     # a=2 was excluded, so that include fits no original combination and is appended;
     # b is not an original key, so later includes may overwrite what earlier ones added.
     assert got.combos == [{"a": 1, "b": "z"}, {"a": 2, "b": "x"}]

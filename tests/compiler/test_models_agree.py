@@ -61,8 +61,26 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("matrix", {"kind": "matrix", "id": "m", "limits": {"timeout_s": 5}, "options": {"env_pass": ["A"]}}),
     ("matrix", {"kind": "matrix", "id": "m", "limits": {"timeout_s": "5"}}),
     ("matrix", {"kind": "matrix", "id": "m", "trials": True}),
-    ("project", {"kind": "project", "spec_version": 1, "name": "p", "factors": {"t": {"none": None, "b": {"network": True}}}, "control": "none"}),
-    ("project", {"kind": "project", "spec_version": 1, "name": "p", "factors": {"t": {"b": {"network": "off"}}}, "control": "b"}),
+    (
+        "project",
+        {
+            "kind": "project",
+            "spec_version": 1,
+            "name": "p",
+            "factors": {"t": {"none": None, "b": {"network": True}}},
+            "control": "none",
+        },
+    ),
+    (
+        "project",
+        {
+            "kind": "project",
+            "spec_version": 1,
+            "name": "p",
+            "factors": {"t": {"b": {"network": "off"}}},
+            "control": "b",
+        },
+    ),
     ("project", {"kind": "project", "spec_version": 1, "name": "p", "control": "b"}),
     ("scenario", {"kind": "scenario", "id": "s", "entry": ["a", "b"], "checks": [{"id": "c"}]}),
     ("scenario", {"kind": "scenario", "id": "s", "entry": 3}),

@@ -25,7 +25,9 @@ def _project(valid_project: Path, tmp_path: Path) -> Path:
 
 
 def _list(proj: Path) -> list[str]:
-    done = subprocess.run([sys.executable, "-m", "nox", "-l"], cwd=proj, capture_output=True, text=True, timeout=120)
+    done = subprocess.run(
+        [sys.executable, "-m", "nox", "-l"], cwd=proj, capture_output=True, text=True, timeout=120
+    )
     assert done.returncode == 0, done.stderr
     return [line.split()[1] for line in done.stdout.splitlines() if line[:2] in ("* ", "- ")]
 
@@ -35,8 +37,18 @@ def test_lists_bench_sessions_and_recompiles_when_stale(valid_project: Path, tmp
     assert not (proj / "generated/manifest.json").exists()
     names = _list(proj)
     assert (proj / "generated/manifest.json").exists()
-    for name in ("compile", "validate", "tests", "lint", "schema-drift", "bench", "bench-compile",
-                 "bench-none-none-off", "bench-bin-none-off", "bench-bin-skill-none-off"):
+    for name in (
+        "compile",
+        "validate",
+        "tests",
+        "lint",
+        "schema-drift",
+        "bench",
+        "bench-compile",
+        "bench-none-none-off",
+        "bench-bin-none-off",
+        "bench-bin-skill-none-off",
+    ):
         assert name in names
     manifest = proj / "generated/manifest.json"
     past = time.time() - 60  # the edit below is then newer whatever the filesystem's mtime granularity

@@ -13,7 +13,7 @@ from compiler.pipeline import plan_of
 
 FILES = {
     "specs/project.yaml": b"kind: project\nspec_version: 1\nname: mem\nlanguages: [python]\n"
-                          b"factors:\n  tool: { none: {}, bin: { path: [tools] } }\ncontrol: none\n",
+    b"factors:\n  tool: { none: {}, bin: { path: [tools] } }\ncontrol: none\n",
     "specs/agent.yaml": b"kind: agent\nid: a\nadapter: noop\n",
     "specs/m.yaml": b"kind: matrix\nid: m\nagents: [a]\ntrials: 3\n",
     "scenarios/s/scenario.yaml": b"kind: scenario\nid: s\nchecks: [{ id: c, kind: file-exists, path: out.txt }]\n",
@@ -41,4 +41,5 @@ def test_errors_from_memory() -> None:
     with pytest.raises(SpecErrors) as info:
         plan_of(inputs_of(Path("/nonexistent"), files))
     assert [e.text().splitlines()[0] for e in info.value.errors] == [
-        "specs/m.yaml:3:10: error[E222]: agents[0]: unknown agent 'b'"]
+        "specs/m.yaml:3:10: error[E222]: agents[0]: unknown agent 'b'"
+    ]

@@ -18,7 +18,9 @@ SCHEMA_DIR = Path(__file__).resolve().parents[2] / "generated" / "schema"
 def test_committed_schema_is_current(name: str) -> None:
     wanted = dumps({**spec_schemas(), **artifact_schemas()}[name])
     path = SCHEMA_DIR / f"{name}.json"
-    assert path.is_file() and path.read_text(encoding="utf-8") == wanted, f"{path} is stale: run `assay schema`"
+    assert path.is_file() and path.read_text(encoding="utf-8") == wanted, (
+        f"{path} is stale: run `assay schema`"
+    )
 
 
 def test_scenario_schema_spells_out_check_kinds() -> None:

@@ -13,8 +13,10 @@ from compiler.render import TemplateError, render
 
 
 def test_sandbox_and_strict_undefined() -> None:
-    assert render("python -m py_compile {{ scenario.entry[0] }}", {"scenario": {"entry": ["a.py"]}}) == \
-        "python -m py_compile a.py"
+    assert (
+        render("python -m py_compile {{ scenario.entry[0] }}", {"scenario": {"entry": ["a.py"]}})
+        == "python -m py_compile a.py"
+    )
     with pytest.raises(TemplateError, match="undefined"):
         render("{{ nope }}", {})
     with pytest.raises(TemplateError):
@@ -33,9 +35,13 @@ def _project(valid_project: Path, tmp_path: Path, checks: str) -> Path:
 
 
 def test_non_template_fields_stay_literal(valid_project: Path, tmp_path: Path) -> None:
-    proj = _project(valid_project, tmp_path, "checks:\n"
-                    "  - { id: compiles, kind: command, run: 'echo {{ scenario.id }}' }\n"
-                    "  - { id: keeps-api, kind: contains, file: app/main.py, text: ['{{ not rendered }}', '{#'] }\n")
+    proj = _project(
+        valid_project,
+        tmp_path,
+        "checks:\n"
+        "  - { id: compiles, kind: command, run: 'echo {{ scenario.id }}' }\n"
+        "  - { id: keeps-api, kind: contains, file: app/main.py, text: ['{{ not rendered }}', '{#'] }\n",
+    )
     plan = build(proj)
     checks = plan.validated.scenarios["fix-unused-import"].job.checks
     assert checks[0].params["run"] == "echo fix-unused-import"
@@ -43,10 +49,19 @@ def test_non_template_fields_stay_literal(valid_project: Path, tmp_path: Path) -
 
 
 def test_sandbox_violation_is_a_spec_error(valid_project: Path, tmp_path: Path) -> None:
-    proj = _project(valid_project, tmp_path, "checks:\n"
-                    "  - { id: compiles, kind: command, run: \"{{ ''.__class__.__mro__[1].__subclasses__() }}\" }\n"
-                    "  - { id: keeps-api, kind: contains, file: app/main.py, text: x }\n")
+    proj = _project(
+        valid_project,
+        tmp_path,
+        "checks:\n"
+        "  - { id: compiles, kind: command, run: \"{{ ''.__class__.__mro__[1].__subclasses__() }}\" }\n"
+        "  - { id: keeps-api, kind: contains, file: app/main.py, text: x }\n",
+    )
     with pytest.raises(SpecErrors) as info:
         build(proj)
     [err] = info.value.errors
-    assert (err.code, err.path, err.file, err.line) == ("E301", "checks[0].run", "scenarios/fix-unused-import/scenario.yaml", 10)
+    assert (err.code, err.path, err.file, err.line) == (
+        "E301",
+        "checks[0].run",
+        "scenarios/fix-unused-import/scenario.yaml",
+        10,
+    )

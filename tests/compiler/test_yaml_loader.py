@@ -7,11 +7,29 @@ from compiler.yamlio import dotted, parse
 
 
 def test_yaml12_scalars() -> None:
-    doc, errors = parse("a.yaml", "a: off\nb: on\nc: yes\nd: no\ne: true\nf: False\ng: ~\nh:\ni: 010\nj: 0o10\nk: 0x1F\n"
-                                  "l: 1.5e3\nm: '1'\nn: .inf\no: 1_000\n")
+    doc, errors = parse(
+        "a.yaml",
+        "a: off\nb: on\nc: yes\nd: no\ne: true\nf: False\ng: ~\nh:\ni: 010\nj: 0o10\nk: 0x1F\n"
+        "l: 1.5e3\nm: '1'\nn: .inf\no: 1_000\n",
+    )
     assert errors == []
-    assert doc.data == {"a": "off", "b": "on", "c": "yes", "d": "no", "e": True, "f": False, "g": None, "h": None,
-                        "i": 10, "j": 8, "k": 31, "l": 1500.0, "m": "1", "n": float("inf"), "o": "1_000"}
+    assert doc.data == {
+        "a": "off",
+        "b": "on",
+        "c": "yes",
+        "d": "no",
+        "e": True,
+        "f": False,
+        "g": None,
+        "h": None,
+        "i": 10,
+        "j": 8,
+        "k": 31,
+        "l": 1500.0,
+        "m": "1",
+        "n": float("inf"),
+        "o": "1_000",
+    }
 
 
 def test_positions_of_keys_and_values() -> None:
@@ -25,7 +43,10 @@ def test_positions_of_keys_and_values() -> None:
 def test_duplicate_merge_tag_errors_all_reported() -> None:
     doc, errors = parse("a.yaml", "a: 1\nb: !custom 2\nc:\n  <<: {x: 1}\na: 3\n")
     assert [(e.line, e.col, e.code, e.path) for e in errors] == [
-        (2, 4, "E002", "b"), (4, 3, "E004", "c.<<"), (5, 1, "E005", "a")]
+        (2, 4, "E002", "b"),
+        (4, 3, "E004", "c.<<"),
+        (5, 1, "E005", "a"),
+    ]
     assert doc.data["a"] == 1
 
 
@@ -47,8 +68,10 @@ def test_json_is_read_with_positions() -> None:
 
 def test_alias_bomb_is_refused() -> None:
     lines = ["a0: &a0 [x, x, x, x, x, x, x, x, x, x]"]
-    lines += [f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]"
-              for i in range(1, 9)]
+    lines += [
+        f"a{i}: &a{i} [*a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}, *a{i - 1}]"
+        for i in range(1, 9)
+    ]
     doc, errors = parse("bomb.yaml", "\n".join(lines) + "\n")
     assert [e.code for e in errors] == ["E007"] and doc.data is None
 

@@ -282,8 +282,16 @@ def on_cluster(
     project: Path, cluster: Cluster, *flags: str, runs: Path, jobs: Path, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """`assay matrix --executor dask` of the job files against the cluster, waited for."""
-    argv = assay(project, "--executor", "dask", "--scheduler-file", str(cluster.scheduler_file), *flags,
-                 runs=runs, jobs=jobs)
+    argv = assay(
+        project,
+        "--executor",
+        "dask",
+        "--scheduler-file",
+        str(cluster.scheduler_file),
+        *flags,
+        runs=runs,
+        jobs=jobs,
+    )
     return subprocess.run(argv, env=child_env(), capture_output=True, text=True, timeout=timeout)
 
 
@@ -297,4 +305,3 @@ def wait_for(condition: object, what: str, seconds: float = 120.0) -> None:
         if time.monotonic() > deadline:
             raise AssertionError(f"timed out waiting for {what}")
         time.sleep(0.05)
-

@@ -152,5 +152,3 @@ def test_demo_matrix_survives_a_killed_worker_and_client_then_resumes_every_tria
         assert (run_dir / RUN_FILE).read_bytes() == data, f"{run_dir} was run twice"
     assert not list(runs.rglob(".trial-*")), "no leftovers of an install"
     assert _verdicts(runs) == local
-
-

@@ -16,10 +16,13 @@ import pytest
 from harness.gateway import PLACEHOLDER_KEY, Gateway, Route, read_log, usage_totals
 from harness.modelserver import Script, ScriptedModelServer
 
-SCRIPT = {"model": "m1", "steps": [
-    {"text": "Creating it.", "tool_calls": [{"name": "Bash", "arguments": {"command": "echo hi > a"}}]},
-    {"text": "Done."},
-]}
+SCRIPT = {
+    "model": "m1",
+    "steps": [
+        {"text": "Creating it.", "tool_calls": [{"name": "Bash", "arguments": {"command": "echo hi > a"}}]},
+        {"text": "Done."},
+    ],
+}
 TOOL = {"name": "Bash", "description": "run", "input_schema": {"type": "object"}}
 FN = {"type": "function", "function": {"name": "bash", "parameters": {"type": "object"}}}
 
@@ -36,8 +39,13 @@ class UnixHTTPConnection(http.client.HTTPConnection):
         self.sock.connect(self._path)
 
 
-def call(gw: Gateway, method: str, path: str, body: dict[str, Any] | None = None,
-         headers: dict[str, str] | None = None) -> tuple[int, bytes]:
+def call(
+    gw: Gateway,
+    method: str,
+    path: str,
+    body: dict[str, Any] | None = None,
+    headers: dict[str, str] | None = None,
+) -> tuple[int, bytes]:
     conn = UnixHTTPConnection(gw.socket_path)
     payload = json.dumps(body).encode() if body is not None else None
     conn.request(method, path, body=payload, headers={"Content-Type": "application/json", **(headers or {})})
@@ -61,9 +69,16 @@ def gateway(tmp_path: Path, model: ScriptedModelServer) -> Iterator[Gateway]:
 
 
 @pytest.mark.parametrize("stream", [False, True])
-def test_anthropic_usage_is_recorded_exactly(gateway: Gateway, model: ScriptedModelServer, stream: bool) -> None:
-    body = {"model": "claude-x", "max_tokens": 50, "tools": [TOOL], "stream": stream,
-            "messages": [{"role": "user", "content": "go"}]}
+def test_anthropic_usage_is_recorded_exactly(
+    gateway: Gateway, model: ScriptedModelServer, stream: bool
+) -> None:
+    body = {
+        "model": "claude-x",
+        "max_tokens": 50,
+        "tools": [TOOL],
+        "stream": stream,
+        "messages": [{"role": "user", "content": "go"}],
+    }
     status, raw = call(gateway, "POST", "/anthropic/v1/messages?beta=true", body)
     assert status == 200
     if stream:
@@ -79,13 +94,24 @@ def test_anthropic_usage_is_recorded_exactly(gateway: Gateway, model: ScriptedMo
 
 @pytest.mark.parametrize("path", ["/openai/v1/chat/completions", "/openai/v1/responses"])
 @pytest.mark.parametrize("stream", [False, True])
-def test_openai_usage_is_recorded_exactly(gateway: Gateway, model: ScriptedModelServer, path: str, stream: bool) -> None:
+def test_openai_usage_is_recorded_exactly(
+    gateway: Gateway, model: ScriptedModelServer, path: str, stream: bool
+) -> None:
     if "responses" in path:
-        body: dict[str, Any] = {"model": "gpt-x", "input": "go", "stream": stream,
-                                "tools": [{"type": "function", "name": "bash", "parameters": {"type": "object"}}]}
+        body: dict[str, Any] = {
+            "model": "gpt-x",
+            "input": "go",
+            "stream": stream,
+            "tools": [{"type": "function", "name": "bash", "parameters": {"type": "object"}}],
+        }
     else:
-        body = {"model": "gpt-x", "messages": [{"role": "user", "content": "go"}], "tools": [FN], "stream": stream,
-                "stream_options": {"include_usage": True}}
+        body = {
+            "model": "gpt-x",
+            "messages": [{"role": "user", "content": "go"}],
+            "tools": [FN],
+            "stream": stream,
+            "stream_options": {"include_usage": True},
+        }
     status, _ = call(gateway, "POST", path, body)
     assert status == 200
     (served,) = model.records()
@@ -131,11 +157,19 @@ def test_key_is_injected_by_the_gateway_not_the_agent(tmp_path: Path) -> None:
     upstream = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Echo)
     threading.Thread(target=upstream.serve_forever, daemon=True).start()
     try:
-        route = Route("anthropic", f"http://127.0.0.1:{upstream.server_address[1]}",
-                      headers={"x-api-key": "real-secret"})
+        route = Route(
+            "anthropic",
+            f"http://127.0.0.1:{upstream.server_address[1]}",
+            headers={"x-api-key": "real-secret"},
+        )
         with Gateway(tmp_path / "gw", [route], log_path=tmp_path / "g.jsonl") as gw:
-            status, _ = call(gw, "POST", "/anthropic/v1/messages", {"model": "m"},
-                             headers={"x-api-key": PLACEHOLDER_KEY, "Authorization": "Bearer agent-guess"})
+            status, _ = call(
+                gw,
+                "POST",
+                "/anthropic/v1/messages",
+                {"model": "m"},
+                headers={"x-api-key": PLACEHOLDER_KEY, "Authorization": "Bearer agent-guess"},
+            )
     finally:
         upstream.shutdown()
         upstream.server_close()
@@ -149,7 +183,9 @@ def test_upstream_down_is_a_502_not_a_crash(tmp_path: Path) -> None:
     with socket.socket() as probe:
         probe.bind(("127.0.0.1", 0))
         port = probe.getsockname()[1]
-    with Gateway(tmp_path / "gw", [Route("m", f"http://127.0.0.1:{port}")], log_path=tmp_path / "g.jsonl") as gw:
+    with Gateway(
+        tmp_path / "gw", [Route("m", f"http://127.0.0.1:{port}")], log_path=tmp_path / "g.jsonl"
+    ) as gw:
         assert call(gw, "POST", "/m/v1/messages", {"model": "x"})[0] == 502
     (record,) = read_log(tmp_path / "g.jsonl")
     assert record.status == 502 and record.reason.startswith("upstream")

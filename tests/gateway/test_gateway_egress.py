@@ -20,8 +20,14 @@ class _Web(http.server.BaseHTTPRequestHandler):
 
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers["Content-Length"]))
-        reply = b"got " + body + b" for " + self.path.encode() + b" proxy-header=" + str(
-            "Proxy-Connection" in self.headers).encode()
+        reply = (
+            b"got "
+            + body
+            + b" for "
+            + self.path.encode()
+            + b" proxy-header="
+            + str("Proxy-Connection" in self.headers).encode()
+        )
         self.send_response(201)
         self.send_header("Content-Length", str(len(reply)))
         self.end_headers()
@@ -74,14 +80,21 @@ def _exchange(gw: Gateway, raw: bytes, then: bytes = b"") -> bytes:
 def test_tunnel_and_request(tmp_path: Path, servers: tuple[int, int], open_network: bool) -> None:
     web, echo = servers
     with Gateway(tmp_path / "gw", [], log_path=tmp_path / "gateway.jsonl", open_network=open_network) as gw:
-        tunnel = _exchange(gw, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % echo, then=b"tunnelled bytes")
-        request = _exchange(gw, b"POST http://127.0.0.1:%d/p?q=1 HTTP/1.1\r\nHost: x\r\nProxy-Connection: close\r\n"
-                                b"Connection: close\r\nContent-Length: 4\r\n\r\nbody" % web)
+        tunnel = _exchange(
+            gw, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\nHost: x\r\n\r\n" % echo, then=b"tunnelled bytes"
+        )
+        request = _exchange(
+            gw,
+            b"POST http://127.0.0.1:%d/p?q=1 HTTP/1.1\r\nHost: x\r\nProxy-Connection: close\r\n"
+            b"Connection: close\r\nContent-Length: 4\r\n\r\nbody" % web,
+        )
         records = gw.records()
     rows = [(r.method, r.host, r.port, r.allowed, r.status) for r in records]
     if open_network:
         assert tunnel.endswith(b"\r\n\r\nTUNNELLED BYTES")
-        assert request.startswith(b"HTTP/1.1 201") and request.endswith(b"got body for /p?q=1 proxy-header=False")
+        assert request.startswith(b"HTTP/1.1 201") and request.endswith(
+            b"got body for /p?q=1 proxy-header=False"
+        )
         assert rows == [("CONNECT", "127.0.0.1", echo, True, 200), ("POST", "127.0.0.1", web, True, 201)]
         assert (records[0].request_bytes, records[0].response_bytes) == (15, 15)
         assert (records[1].request_bytes, records[1].upstream) == (4, f"http://127.0.0.1:{web}/p?q=1")
@@ -100,8 +113,11 @@ def test_unreachable_target_and_https_request_are_logged(tmp_path: Path) -> None
         dead = probe.getsockname()[1]
     with Gateway(tmp_path / "gw", [], log_path=tmp_path / "gateway.jsonl", open_network=True) as gw:
         assert _exchange(gw, b"CONNECT 127.0.0.1:%d HTTP/1.1\r\n\r\n" % dead).startswith(b"HTTP/1.1 502")
-        assert _exchange(gw, b"GET https://127.0.0.1:%d/ HTTP/1.1\r\nConnection: close\r\n\r\n" % dead).startswith(
-            b"HTTP/1.1 400")
+        assert _exchange(
+            gw, b"GET https://127.0.0.1:%d/ HTTP/1.1\r\nConnection: close\r\n\r\n" % dead
+        ).startswith(b"HTTP/1.1 400")
         records = gw.records()
-    assert [(r.method, r.port, r.allowed, r.status) for r in records] == [("CONNECT", dead, False, 502),
-                                                                         ("GET", dead, False, 400)]
+    assert [(r.method, r.port, r.allowed, r.status) for r in records] == [
+        ("CONNECT", dead, False, 502),
+        ("GET", dead, False, 400),
+    ]

@@ -16,20 +16,25 @@ from tests.runner.conftest import make_job
 
 
 def _job(adapter: str = "claude_code", network: bool = False) -> Job:
-    cell = Cell(name="c", levels={"network": "on" if network else "off"}, provisions=Provisions(network=network))
+    cell = Cell(
+        name="c", levels={"network": "on" if network else "off"}, provisions=Provisions(network=network)
+    )
     return make_job(agent=AgentSpec(id="a", adapter=adapter), cell=cell)
 
 
 def test_no_gateway_without_endpoint_or_isolation(tmp_path: Path) -> None:
     with for_trial(_job(), {"model": "m"}, run_dir=tmp_path, isolation=BwrapIsolation()) as gw:
         assert gw is None
-    with for_trial(_job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=select("none")) as gw:
+    with for_trial(
+        _job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=select("none")
+    ) as gw:
         assert gw is None
 
 
 @pytest.mark.parametrize(("adapter", "header"), [("claude_code", "x-api-key"), ("codex", "Authorization")])
-def test_key_moves_from_sandbox_to_gateway(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
-                                           adapter: str, header: str) -> None:
+def test_key_moves_from_sandbox_to_gateway(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, adapter: str, header: str
+) -> None:
     monkeypatch.setenv("PROVIDER_KEY", "real-key")
     args = {"base_url": "https://provider.invalid/v1", "api_key_env": "PROVIDER_KEY"}
     with for_trial(_job(adapter), args, run_dir=tmp_path, isolation=BwrapIsolation()) as gw:
@@ -48,8 +53,9 @@ def test_key_moves_from_sandbox_to_gateway(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_network_on_opens_the_allowlist_and_the_proxy(tmp_path: Path) -> None:
-    with for_trial(_job(network=True), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path,
-                   isolation=BwrapIsolation()) as gw:
+    with for_trial(
+        _job(network=True), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=BwrapIsolation()
+    ) as gw:
         assert gw is not None
         assert gw.gateway.routes["model"].paths is None
         assert gw.port == 8765 and gw.carries_network  # the sandbox's own loopback, as under off
@@ -69,13 +75,17 @@ def test_network_on_has_a_gateway_even_without_a_model(tmp_path: Path) -> None:
 
 
 def test_network_off_sets_no_proxy_variables(tmp_path: Path) -> None:
-    with for_trial(_job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=BwrapIsolation()) as gw:
+    with for_trial(
+        _job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=BwrapIsolation()
+    ) as gw:
         assert gw is not None and not gw.carries_network
         assert not any("proxy" in k.lower() for k in gw.scrub({"PATH": "/bin"}))
 
 
 def test_network_off_allows_only_model_paths(tmp_path: Path) -> None:
-    with for_trial(_job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=BwrapIsolation()) as gw:
+    with for_trial(
+        _job(), {"base_url": "http://127.0.0.1:1"}, run_dir=tmp_path, isolation=BwrapIsolation()
+    ) as gw:
         assert gw is not None
         proxy = Proxy(gw.gateway.routes, tmp_path / "x.jsonl")
         assert proxy.match("POST", "/model/v1/messages")[2] == ""

@@ -64,7 +64,9 @@ def test_misconfigured_judge_stops_the_matrix_before_any_trial(tmp_path: Path) -
 
 def test_the_projects_judge_grades_the_matrix(tmp_path: Path) -> None:
     answer = json.dumps({"passed": True, "reason": "It says handler now adds one."})
-    script = Script.model_validate({"step_mode": "counter", "tools_required": False, "steps": [{"text": answer}]})
+    script = Script.model_validate(
+        {"step_mode": "counter", "tools_required": False, "steps": [{"text": answer}]}
+    )
     with ScriptedModelServer(script, log_path=tmp_path / "judge.jsonl") as server:
         judges = (
             "judges:\n"

@@ -59,21 +59,43 @@ class Trial:
         self.workspace.mkdir(parents=True)
         self.home.mkdir(parents=True)
 
-    def spec(self, argv: Sequence[str], *, network: bool = False, limits: SandboxLimits | None = None,
-             env: dict[str, str] | None = None, mounts: tuple[Mount, ...] = ()) -> SandboxSpec:
+    def spec(
+        self,
+        argv: Sequence[str],
+        *,
+        network: bool = False,
+        limits: SandboxLimits | None = None,
+        env: dict[str, str] | None = None,
+        mounts: tuple[Mount, ...] = (),
+    ) -> SandboxSpec:
         base_env = {"HOME": str(self.home), "PATH": "/usr/local/bin:/usr/bin:/bin", "LANG": "C.UTF-8"}
         return SandboxSpec(
-            argv=list(argv), cwd=self.workspace, env={**base_env, **(env or {})}, home=self.home,
-            mounts=(Mount(self.workspace, self.workspace, writable=True), Mount(self.home, self.home, writable=True),
-                    *mounts),
-            network=network, limits=limits or SandboxLimits(),
+            argv=list(argv),
+            cwd=self.workspace,
+            env={**base_env, **(env or {})},
+            home=self.home,
+            mounts=(
+                Mount(self.workspace, self.workspace, writable=True),
+                Mount(self.home, self.home, writable=True),
+                *mounts,
+            ),
+            network=network,
+            limits=limits or SandboxLimits(),
         )
 
     def run(self, spec: SandboxSpec, *, timeout: float = 30.0) -> Outcome:
         """Run like the runner: own session, exact env, tree killed on timeout."""
         with confine(self.iso, spec, label="test", watch=(self.workspace,)) as box:
-            proc = subprocess.Popen(box.argv, env=dict(spec.env), cwd=spec.cwd, stdout=subprocess.PIPE,
-                                    stderr=subprocess.PIPE, text=True, errors="replace", start_new_session=True)
+            proc = subprocess.Popen(
+                box.argv,
+                env=dict(spec.env),
+                cwd=spec.cwd,
+                stdout=subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                text=True,
+                errors="replace",
+                start_new_session=True,
+            )
             timed_out = False
             try:
                 out, err = proc.communicate(timeout=timeout)

@@ -30,13 +30,20 @@ def test_checks_run_confined(tmp_path: Path, name: str) -> None:
         CheckSpec(id="runs", kind="command", params={"run": "python3 app.py && touch made.txt"}),
         CheckSpec(id="subdir", kind="command", params={"run": "test -f marker", "cwd": "sub"}),
         CheckSpec(id="no_secret", kind="command", params={"run": f"cat {secret}", "exit": 1}),
-        CheckSpec(id="no_net", kind="command",
-                  params={"run": "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\"",
-                          "exit": 1}),
+        CheckSpec(
+            id="no_net",
+            kind="command",
+            params={
+                "run": "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\"",
+                "exit": 1,
+            },
+        ),
         CheckSpec(id="home", kind="command", params={"run": f'test "$HOME" = "{tmp_path}/scratch/home"'}),
     )
     outcomes = run_checks(checks, ws, CheckContext(env={"PATH": "/usr/bin:/bin"}, wrap=wrap))
-    assert {o.id: o.outcome for o in outcomes} == {k.id: "pass" for k in checks}, [o.message for o in outcomes]
+    assert {o.id: o.outcome for o in outcomes} == {k.id: "pass" for k in checks}, [
+        o.message for o in outcomes
+    ]
     assert (ws / "made.txt").exists()
 
 

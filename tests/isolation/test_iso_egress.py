@@ -96,7 +96,9 @@ def host_servers() -> Iterator[tuple[int, int]]:
             server.server_close()
 
 
-def _run(trial: Trial, ports: tuple[int, int], *, open_network: bool, curl: bool = False) -> tuple[dict[str, object], list[GatewayRecord]]:
+def _run(
+    trial: Trial, ports: tuple[int, int], *, open_network: bool, curl: bool = False
+) -> tuple[dict[str, object], list[GatewayRecord]]:
     gw_dir = trial.root / "gw"
     log = trial.root / "run" / "gateway.jsonl"
     env = {**proxy_env(DEFAULT_PORT), "WEB_PORT": str(ports[0]), "ECHO_PORT": str(ports[1])}
@@ -114,35 +116,50 @@ def _rows(records: list[GatewayRecord]) -> list[tuple[str, str | None, int | Non
     return [(r.method, r.host, r.port, r.allowed, r.status) for r in records]
 
 
-def test_network_on_reaches_the_host_only_through_the_gateway(trial: Trial, host_servers: tuple[int, int]) -> None:
+def test_network_on_reaches_the_host_only_through_the_gateway(
+    trial: Trial, host_servers: tuple[int, int]
+) -> None:
     web, echo = host_servers
     seen, records = _run(trial, host_servers, open_network=True)
-    assert seen == {"http": [200, "hello from the host /hello"], "connect": 200,
-                    "echo": "ping through the tunnel", "direct": "blocked"}
+    assert seen == {
+        "http": [200, "hello from the host /hello"],
+        "connect": 200,
+        "echo": "ping through the tunnel",
+        "direct": "blocked",
+    }
     assert _rows(records) == [("GET", "127.0.0.1", web, True, 200), ("CONNECT", "127.0.0.1", echo, True, 200)]
     http_row, tunnel = records
     assert http_row.response_bytes == len("hello from the host /hello") and http_row.duration_s >= 0
     assert (tunnel.request_bytes, tunnel.response_bytes) == (len("ping through the tunnel"),) * 2
 
 
-def test_network_off_refuses_the_same_attempts_and_logs_them(trial: Trial, host_servers: tuple[int, int]) -> None:
+def test_network_off_refuses_the_same_attempts_and_logs_them(
+    trial: Trial, host_servers: tuple[int, int]
+) -> None:
     web, echo = host_servers
     seen, records = _run(trial, host_servers, open_network=False)
     assert seen == {"http": [403, seen["http"][1]], "connect": 403, "direct": "blocked"}  # type: ignore[index]
     assert "refused" in str(seen["http"])
-    assert _rows(records) == [("GET", "127.0.0.1", web, False, 403), ("CONNECT", "127.0.0.1", echo, False, 403)]
+    assert _rows(records) == [
+        ("GET", "127.0.0.1", web, False, 403),
+        ("CONNECT", "127.0.0.1", echo, False, 403),
+    ]
     assert all(r.reason for r in records)
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="curl is not installed")
 @pytest.mark.parametrize("open_network", [True, False])
-def test_curl_uses_the_proxy_environment(trial: Trial, host_servers: tuple[int, int], open_network: bool) -> None:
+def test_curl_uses_the_proxy_environment(
+    trial: Trial, host_servers: tuple[int, int], open_network: bool
+) -> None:
     seen, records = _run(trial, host_servers, open_network=open_network, curl=True)
     if open_network:
         assert seen["curl"] == "hello from the host /by-curl"
     else:
         assert "hello" not in str(seen["curl"])
-    assert _rows(records) == [("GET", "127.0.0.1", host_servers[0], open_network, 200 if open_network else 403)]
+    assert _rows(records) == [
+        ("GET", "127.0.0.1", host_servers[0], open_network, 200 if open_network else 403)
+    ]
 
 
 def test_gateway_folder_holds_no_other_socket(tmp_path: Path) -> None:

@@ -42,23 +42,44 @@ def model(tmp_path: Path) -> Iterator[ScriptedModelServer]:
         yield server
 
 
-def test_network_off_reaches_the_model_only_through_the_gateway(trial: Trial, model: ScriptedModelServer) -> None:
+def test_network_off_reaches_the_model_only_through_the_gateway(
+    trial: Trial, model: ScriptedModelServer
+) -> None:
     port = int(model.url.rsplit(":", 1)[1])
     gw_dir = trial.root / "gw"
     log = trial.root / "run" / "gateway.jsonl"
-    with Gateway(gw_dir, [Route("anthropic", model.url, headers={"x-api-key": "real-key"})], log_path=log) as gw:
-        spec = trial.spec(gw.wrap_argv([PYTHON, "-c", CLIENT]), mounts=(gw.mount(),), env={
-            "ANTHROPIC_BASE_URL": gw.base_url("anthropic"), "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
-            "DIRECT_PORT": str(port), "GW_DIR": str(gw_dir)})
+    with Gateway(
+        gw_dir, [Route("anthropic", model.url, headers={"x-api-key": "real-key"})], log_path=log
+    ) as gw:
+        spec = trial.spec(
+            gw.wrap_argv([PYTHON, "-c", CLIENT]),
+            mounts=(gw.mount(),),
+            env={
+                "ANTHROPIC_BASE_URL": gw.base_url("anthropic"),
+                "ANTHROPIC_API_KEY": PLACEHOLDER_KEY,
+                "DIRECT_PORT": str(port),
+                "GW_DIR": str(gw_dir),
+            },
+        )
         out = trial.run(spec)
     assert out.returncode == 0, out.stderr
     seen = json.loads(out.stdout)
-    assert seen == {"model_stream_ok": True, "direct": "blocked", "other": "403",
-                    "sockets": ["forward.py", "gateway.sock"]}
+    assert seen == {
+        "model_stream_ok": True,
+        "direct": "blocked",
+        "other": "403",
+        "sockets": ["forward.py", "gateway.sock"],
+    }
     records = gw.records()
-    assert [(r.path, r.allowed) for r in records] == [("/anthropic/v1/messages", True), ("/anthropic/admin", False)]
+    assert [(r.path, r.allowed) for r in records] == [
+        ("/anthropic/v1/messages", True),
+        ("/anthropic/admin", False),
+    ]
     (served,) = model.records()
     totals = usage_totals(log)
     assert (totals["turns"], totals["input_tokens"], totals["output_tokens"]) == (
-        1, served.input_tokens, served.output_tokens)
+        1,
+        served.input_tokens,
+        served.output_tokens,
+    )
     assert f"{DEFAULT_PORT}" in gw.base_url("anthropic")

@@ -44,8 +44,9 @@ def model(tmp_path: Path) -> Iterator[ScriptedModelServer]:
 
 
 @pytest.mark.parametrize("iso", ["bwrap", "unshare"])
-def test_trial_reaches_model_only_through_gateway(tmp_path: Path, model: ScriptedModelServer, iso: str,
-                                                  monkeypatch: pytest.MonkeyPatch) -> None:
+def test_trial_reaches_model_only_through_gateway(
+    tmp_path: Path, model: ScriptedModelServer, iso: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     require(iso)
     monkeypatch.setenv("MODEL_KEY", "real-secret-key")
     project = tmp_path / "project"
@@ -53,17 +54,31 @@ def test_trial_reaches_model_only_through_gateway(tmp_path: Path, model: Scripte
     (project / "client.py").write_text(CLIENT)
     port = model.url.rsplit(":", 1)[1]
     probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\""
-    cell = Cell(name="none/none/off", levels={"tool": "none", "knowledge": "none", "network": "off"},
-                provisions=Provisions(env={"DIRECT_PORT": port}, files={"client.py": "client.py"},
-                                      canaries=Canaries(must_fail=(probe,))))
-    agent = AgentSpec(id="client", adapter="command", command="python3 client.py",
-                      args={"base_url": model.url, "api_key_env": "MODEL_KEY"})
-    job = make_job(agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0, env_pass=("MODEL_KEY",)),
-                   limits=Limits(timeout_s=60))
+    cell = Cell(
+        name="none/none/off",
+        levels={"tool": "none", "knowledge": "none", "network": "off"},
+        provisions=Provisions(
+            env={"DIRECT_PORT": port}, files={"client.py": "client.py"}, canaries=Canaries(must_fail=(probe,))
+        ),
+    )
+    agent = AgentSpec(
+        id="client",
+        adapter="command",
+        command="python3 client.py",
+        args={"base_url": model.url, "api_key_env": "MODEL_KEY"},
+    )
+    job = make_job(
+        agent=agent,
+        cell=cell,
+        options=Options(isolation=iso, infra_retries=0, env_pass=("MODEL_KEY",)),
+        limits=Limits(timeout_s=60),
+    )
     run_dir = tmp_path / "run"
     record = run_trial(job, project=project, run_dir=run_dir)
     assert record.error is None, record.traceback or record.error
-    assert record.invalid is None and all(c.ok for c in record.canaries)  # the network canary failed, as it must
+    assert record.invalid is None and all(
+        c.ok for c in record.canaries
+    )  # the network canary failed, as it must
     result = json.loads((run_dir / "workspace" / "app" / "result.json").read_text())
     assert result == {"ok": True, "direct": "blocked", "key": PLACEHOLDER_KEY, "secret_in_env": False}
     log = read_log(run_dir / "gateway.jsonl")
@@ -71,7 +86,11 @@ def test_trial_reaches_model_only_through_gateway(tmp_path: Path, model: Scripte
     (served,) = model.records()
     summary = record.extra["gateway"]
     assert (summary["turns"], summary["input_tokens"], summary["output_tokens"], summary["refused"]) == (
-        1, served.input_tokens, served.output_tokens, 0)
+        1,
+        served.input_tokens,
+        served.output_tokens,
+        0,
+    )
     assert not (run_dir / ".gateway" / "gateway.sock").exists()
 
 
@@ -97,8 +116,9 @@ open("app/result.json", "w").write(json.dumps({"ok": ok, "web": web, "direct": d
 
 
 @pytest.mark.parametrize("iso", ["bwrap", "unshare"])
-def test_network_on_trial_goes_out_only_through_the_gateway(tmp_path: Path, model: ScriptedModelServer,
-                                                            iso: str) -> None:
+def test_network_on_trial_goes_out_only_through_the_gateway(
+    tmp_path: Path, model: ScriptedModelServer, iso: str
+) -> None:
     """Under on, the trial keeps its own network namespace: the host's loopback (a stand-in for the
     internet; here the model server, on another port than the model route uses) is reached only as a
     proxy request, a row of gateway.jsonl next to the model's."""
@@ -107,11 +127,22 @@ def test_network_on_trial_goes_out_only_through_the_gateway(tmp_path: Path, mode
     shutil.copytree(FIXTURE, project, symlinks=True)
     (project / "client.py").write_text(ON_CLIENT)
     port = model.url.rsplit(":", 1)[1]
-    cell = Cell(name="none/none/on", levels={"tool": "none", "knowledge": "none", "network": "on"},
-                provisions=Provisions(network=True, env={"WEB_PORT": port}, files={"client.py": "client.py"},
-                                      canaries=Canaries(must_pass=("python3 -c 'import os; os.environ[\"HTTP_PROXY\"]'",))))
-    agent = AgentSpec(id="client", adapter="command", command="python3 client.py", args={"base_url": model.url})
-    job = make_job(agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0), limits=Limits(timeout_s=60))
+    cell = Cell(
+        name="none/none/on",
+        levels={"tool": "none", "knowledge": "none", "network": "on"},
+        provisions=Provisions(
+            network=True,
+            env={"WEB_PORT": port},
+            files={"client.py": "client.py"},
+            canaries=Canaries(must_pass=("python3 -c 'import os; os.environ[\"HTTP_PROXY\"]'",)),
+        ),
+    )
+    agent = AgentSpec(
+        id="client", adapter="command", command="python3 client.py", args={"base_url": model.url}
+    )
+    job = make_job(
+        agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0), limits=Limits(timeout_s=60)
+    )
     run_dir = tmp_path / "run"
     record = run_trial(job, project=project, run_dir=run_dir)
     assert record.error is None, record.traceback or record.error
@@ -120,6 +151,8 @@ def test_network_on_trial_goes_out_only_through_the_gateway(tmp_path: Path, mode
     assert result == {"ok": True, "web": 200, "direct": "blocked"}
     log = read_log(run_dir / "gateway.jsonl")
     assert [(r.method, r.route, r.host, r.allowed, r.status) for r in log] == [
-        ("POST", "model", None, True, 200), ("GET", None, "127.0.0.1", True, 200)]
+        ("POST", "model", None, True, 200),
+        ("GET", None, "127.0.0.1", True, 200),
+    ]
     assert log[0].usage is not None and log[1].usage is None
     assert record.extra["gateway"]["turns"] == 1

@@ -42,12 +42,23 @@ def project(trial: Trial) -> Project:
     scen = trial.root / "project" / "scenarios" / "s1"
     for sub in ("reference", "grader", "negatives/n1"):
         (scen / sub).mkdir(parents=True)
-    p = Project(reference=scen / "reference" / "solution.py", grader=scen / "grader" / "test_hidden.py",
-                negative=scen / "negatives" / "n1" / "broken.py", git=trial.root / "project" / ".git" / "config",
-                run_json=trial.root / "run" / "run.json", grade_json=trial.root / "run" / "grade.json")
+    p = Project(
+        reference=scen / "reference" / "solution.py",
+        grader=scen / "grader" / "test_hidden.py",
+        negative=scen / "negatives" / "n1" / "broken.py",
+        git=trial.root / "project" / ".git" / "config",
+        run_json=trial.root / "run" / "run.json",
+        grade_json=trial.root / "run" / "grade.json",
+    )
     p.git.parent.mkdir(parents=True)
-    for path, text in ((p.reference, "THE ANSWER"), (p.grader, "assert hidden"), (p.negative, "broken"),
-                       (p.git, "[core]"), (p.run_json, '{"exit_code": 0}'), (p.grade_json, '{"passed": false}')):
+    for path, text in (
+        (p.reference, "THE ANSWER"),
+        (p.grader, "assert hidden"),
+        (p.negative, "broken"),
+        (p.git, "[core]"),
+        (p.run_json, '{"exit_code": 0}'),
+        (p.grade_json, '{"passed": false}'),
+    ):
         path.write_text(text)
     return p
 
@@ -98,13 +109,19 @@ def test_attack_edit_hidden_grader_files(trial: Trial, project: Project) -> None
 
 
 def test_attack_escape_writable_through_a_symlink(trial: Trial, project: Project) -> None:
-    links = {"answer.json": project.reference, "run_link": project.run_json, "shadow": Path("/etc/shadow"),
-             "grader_dir": project.grader.parent}
+    links = {
+        "answer.json": project.reference,
+        "run_link": project.run_json,
+        "shadow": Path("/etc/shadow"),
+        "grader_dir": project.grader.parent,
+    }
     script = "; ".join(f"ln -s {target} {name}" for name, target in links.items())
     script += "; echo pwned > run_link; echo pwned > grader_dir/test_hidden.py; cat answer.json shadow; true"
     out = trial.run(trial.spec(["/bin/sh", "-c", script]))
     assert "THE ANSWER" not in out.stdout and "root:" not in out.stdout
-    assert project.run_json.read_text() == '{"exit_code": 0}' and project.grader.read_text() == "assert hidden"
+    assert (
+        project.run_json.read_text() == '{"exit_code": 0}' and project.grader.read_text() == "assert hidden"
+    )
     # After the agent: the harness's own copying and reading never follows those links.
     snapshot = trial.root / "run" / "snapshot"
     copy_tree(trial.workspace, snapshot)
@@ -158,8 +175,12 @@ def test_attack_reach_host_loopback_and_outside_address(trial: Trial) -> None:
         out = trial.py(code)
     finally:
         listener.close()
-    assert json.loads(out.stdout) == {"127.0.0.1": "blocked", "1.1.1.1": "blocked", "8.8.8.8": "blocked",
-                                      "dns": "blocked"}
+    assert json.loads(out.stdout) == {
+        "127.0.0.1": "blocked",
+        "1.1.1.1": "blocked",
+        "8.8.8.8": "blocked",
+        "dns": "blocked",
+    }
 
 
 def test_attack_leave_a_background_process_running(trial: Trial) -> None:
@@ -174,8 +195,13 @@ def test_attack_leave_a_background_process_running(trial: Trial) -> None:
 
 def test_attack_fork_bomb(trial: Trial) -> None:
     started = time.monotonic()
-    out = trial.run(trial.spec(["/bin/sh", "-c", "b() { b | b & }; b; sleep 3; echo done"],
-                               limits=SandboxLimits(pids=64, memory_mb=512)), timeout=20)
+    out = trial.run(
+        trial.spec(
+            ["/bin/sh", "-c", "b() { b | b & }; b; sleep 3; echo done"],
+            limits=SandboxLimits(pids=64, memory_mb=512),
+        ),
+        timeout=20,
+    )
     assert time.monotonic() - started < 20 and not out.timed_out
     assert "pids" in out.limits_hit
 
@@ -232,9 +258,11 @@ def test_attack_kill_the_harness(trial: Trial) -> None:
 
 def test_attack_write_host_sysctl_and_enter_host_namespaces(trial: Trial) -> None:
     before = Path("/proc/sys/kernel/core_pattern").read_text()
-    script = ("echo '|/bin/sh -c id' > /proc/sys/kernel/core_pattern; "
-              "nsenter -t 1 -m -u -n -p true 2>/dev/null && echo entered; "
-              "unshare -U -r true 2>/dev/null && echo userns; true")
+    script = (
+        "echo '|/bin/sh -c id' > /proc/sys/kernel/core_pattern; "
+        "nsenter -t 1 -m -u -n -p true 2>/dev/null && echo entered; "
+        "unshare -U -r true 2>/dev/null && echo userns; true"
+    )
     out = trial.run(trial.spec(["/bin/sh", "-c", script]))
     assert Path("/proc/sys/kernel/core_pattern").read_text() == before
     assert "entered" not in out.stdout

@@ -14,16 +14,23 @@ pytestmark = pytest.mark.isolation
 
 
 def _cgroups_available() -> bool:
-    return Path("/sys/fs/cgroup/memory/cgroup.procs").exists() and Path("/sys/fs/cgroup/pids/cgroup.procs").exists()
+    return (
+        Path("/sys/fs/cgroup/memory/cgroup.procs").exists()
+        and Path("/sys/fs/cgroup/pids/cgroup.procs").exists()
+    )
 
 
-needs_cgroup = pytest.mark.skipif(not _cgroups_available(), reason="cgroup v1 memory/pids controllers not mounted")
+needs_cgroup = pytest.mark.skipif(
+    not _cgroups_available(), reason="cgroup v1 memory/pids controllers not mounted"
+)
 
 
 @needs_cgroup
 def test_memory_limit_is_hit_and_recorded(trial: Trial) -> None:
-    out = trial.py("x = bytearray(400 * 1024 * 1024); x[::4096] = b'1' * len(x[::4096]); print('survived')",
-                   limits=SandboxLimits(memory_mb=64))
+    out = trial.py(
+        "x = bytearray(400 * 1024 * 1024); x[::4096] = b'1' * len(x[::4096]); print('survived')",
+        limits=SandboxLimits(memory_mb=64),
+    )
     assert "survived" not in out.stdout
     assert "memory" in out.limits_hit
 
@@ -41,8 +48,11 @@ def test_fork_bomb_is_capped_and_recorded(trial: Trial) -> None:
 
 
 def test_file_size_limit_is_hit_and_recorded(trial: Trial) -> None:
-    out = trial.run(trial.spec(["/bin/sh", "-c", "head -c 5000000 /dev/zero > big.bin"],
-                               limits=SandboxLimits(file_size_mb=1)))
+    out = trial.run(
+        trial.spec(
+            ["/bin/sh", "-c", "head -c 5000000 /dev/zero > big.bin"], limits=SandboxLimits(file_size_mb=1)
+        )
+    )
     assert out.returncode != 0
     assert (trial.workspace / "big.bin").stat().st_size == 1024 * 1024
     assert "file_size" in out.limits_hit

@@ -31,8 +31,15 @@ def test_registry_lists_all_three_and_auto_prefers_bwrap() -> None:
 def test_bwrap_argv_carries_the_safe_flags() -> None:
     spec = SandboxSpec(argv=["true"], cwd=Path("/w"), env={"SECRET": "s3cret"}, home=Path("/h"))
     argv = BwrapIsolation().wrap(spec)
-    for flag in ("--unshare-all", "--unshare-user", "--cap-drop", "--disable-userns", "--new-session",
-                 "--die-with-parent", "--uid"):
+    for flag in (
+        "--unshare-all",
+        "--unshare-user",
+        "--cap-drop",
+        "--disable-userns",
+        "--new-session",
+        "--die-with-parent",
+        "--uid",
+    ):
         assert flag in argv
     assert "--share-net" not in argv
     assert "s3cret" not in " ".join(argv), "environment must not travel on the command line"
@@ -56,7 +63,9 @@ def test_sees_only_its_workspace_and_toolchain(trial: Trial) -> None:
 
 
 def test_writes_land_in_workspace_and_toolchain_is_read_only(trial: Trial) -> None:
-    out = trial.run(trial.spec(["/bin/sh", "-c", "echo hi > out.txt && (echo x > /usr/evil 2>/dev/null; echo $?)"]))
+    out = trial.run(
+        trial.spec(["/bin/sh", "-c", "echo hi > out.txt && (echo x > /usr/evil 2>/dev/null; echo $?)"])
+    )
     assert out.returncode == 0, out.stderr
     assert out.stdout.strip() != "0"
     assert (trial.workspace / "out.txt").read_text() == "hi\n"
@@ -67,7 +76,9 @@ def test_private_tmp(trial: Trial, tmp_path: Path) -> None:
     marker = Path("/tmp") / f"assay-host-marker-{os.getpid()}"
     marker.write_text("host")
     try:
-        out = trial.py(f"import os; print(os.path.exists({str(marker)!r})); open('/tmp/inside','w').write('x')")
+        out = trial.py(
+            f"import os; print(os.path.exists({str(marker)!r})); open('/tmp/inside','w').write('x')"
+        )
     finally:
         marker.unlink()
     assert out.stdout.strip() == "False", out.stderr
@@ -133,7 +144,9 @@ def test_background_process_dies_with_the_sandbox(trial: Trial) -> None:
 
 
 def test_cannot_see_or_signal_host_processes(trial: Trial) -> None:
-    out = trial.py(f"import os\ntry:\n    os.kill({os.getpid()}, 0); print('visible')\nexcept OSError:\n    print('hidden')")
+    out = trial.py(
+        f"import os\ntry:\n    os.kill({os.getpid()}, 0); print('visible')\nexcept OSError:\n    print('hidden')"
+    )
     assert out.stdout.strip() == "hidden"
     out = trial.py("import os; print(len([p for p in os.listdir('/proc') if p.isdigit()]))")
     assert int(out.stdout) <= 3
@@ -156,7 +169,9 @@ def test_overlay_leaves_the_seed_untouched(trial: Trial, tmp_path: Path) -> None
     assert (upper / "a.txt").read_text() == "new\n" and (upper / "sub" / "b.txt").exists()
 
 
-def test_socket_in_bound_folder_is_reachable_so_only_gateway_dirs_are_bound(trial: Trial, tmp_path: Path) -> None:
+def test_socket_in_bound_folder_is_reachable_so_only_gateway_dirs_are_bound(
+    trial: Trial, tmp_path: Path
+) -> None:
     # The fact behind the rule: a Unix socket in a bound folder crosses --unshare-net.
     sock_dir = tmp_path / "gw"
     sock_dir.mkdir()
@@ -164,8 +179,10 @@ def test_socket_in_bound_folder_is_reachable_so_only_gateway_dirs_are_bound(tria
     listener.bind(str(sock_dir / "s"))
     listener.listen(1)
     try:
-        out = trial.py(f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(sock_dir / 's')!r}); print('ok')",
-                       mounts=(Mount(sock_dir, sock_dir),))
+        out = trial.py(
+            f"import socket; s = socket.socket(socket.AF_UNIX); s.connect({str(sock_dir / 's')!r}); print('ok')",
+            mounts=(Mount(sock_dir, sock_dir),),
+        )
     finally:
         listener.close()
     assert out.stdout.strip() == "ok", out.stderr
@@ -182,7 +199,9 @@ def test_overlay_changes_and_materialize(trial: Trial, tmp_path: Path) -> None:
     (seed / "keep" / "k.txt").write_text("k")
     (seed / "gone" / "g.txt").write_text("g")
     ov = overlay.prepare(seed, tmp_path / "scratch", trial.root / "run" / "ws2")
-    spec = trial.spec(["/bin/sh", "-c", f"cd {ov.dest} && echo A > a.txt && rm b.txt && rm -r gone && echo n > keep/n.txt"])
+    spec = trial.spec(
+        ["/bin/sh", "-c", f"cd {ov.dest} && echo A > a.txt && rm b.txt && rm -r gone && echo n > keep/n.txt"]
+    )
     out = trial.run(SandboxSpec(**{**spec.__dict__, "overlays": (ov,)}))
     assert out.returncode == 0, out.stderr
     found = overlay.changes(ov.upper)

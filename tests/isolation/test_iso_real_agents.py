@@ -25,26 +25,74 @@ pytestmark = [pytest.mark.isolation, pytest.mark.agents]
 
 PROBE = "curl -s -m 2 http://example.com || echo offline > app/net.txt"
 AGENTS = {
-    "claude_code": ("@anthropic-ai/claude-code", "claude", "/model/v1/messages", {"steps": [
-        {"text": "I'll create hello.txt.", "tool_calls": [
-            {"name": "Write", "arguments": {"file_path": "{{cwd}}/app/hello.txt", "content": "hi\n"}}]},
-        {"text": "Now a command.", "tool_calls": [
-            {"name": "Bash", "arguments": {"command": PROBE, "description": "probe"}}]},
-        {"text": "Created app/hello.txt."},
-    ]}),
-    "codex": ("@openai/codex", "codex", "/model/v1/responses", {"steps": [
-        {"text": "Creating hello.txt.", "tool_calls": [
-            {"name": "exec_command", "arguments": {"cmd": "printf 'hi\\n' > app/hello.txt"}}]},
-        {"text": "Now a command.", "tool_calls": [{"name": "exec_command", "arguments": {"cmd": PROBE}}]},
-        {"text": "Created app/hello.txt."},
-    ]}),
-    "mini_swe_agent": ("mini-swe-agent", "mini", "/model/v1/chat/completions", {"steps": [
-        {"text": "Creating hello.txt.", "tool_calls": [
-            {"name": "bash", "arguments": {"command": "printf 'hi\\n' > app/hello.txt"}}]},
-        {"text": "Now a command.", "tool_calls": [{"name": "bash", "arguments": {"command": PROBE}}]},
-        {"text": "Submitting.", "tool_calls": [
-            {"name": "bash", "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"}}]},
-    ]}),
+    "claude_code": (
+        "@anthropic-ai/claude-code",
+        "claude",
+        "/model/v1/messages",
+        {
+            "steps": [
+                {
+                    "text": "I'll create hello.txt.",
+                    "tool_calls": [
+                        {
+                            "name": "Write",
+                            "arguments": {"file_path": "{{cwd}}/app/hello.txt", "content": "hi\n"},
+                        }
+                    ],
+                },
+                {
+                    "text": "Now a command.",
+                    "tool_calls": [{"name": "Bash", "arguments": {"command": PROBE, "description": "probe"}}],
+                },
+                {"text": "Created app/hello.txt."},
+            ]
+        },
+    ),
+    "codex": (
+        "@openai/codex",
+        "codex",
+        "/model/v1/responses",
+        {
+            "steps": [
+                {
+                    "text": "Creating hello.txt.",
+                    "tool_calls": [
+                        {"name": "exec_command", "arguments": {"cmd": "printf 'hi\\n' > app/hello.txt"}}
+                    ],
+                },
+                {
+                    "text": "Now a command.",
+                    "tool_calls": [{"name": "exec_command", "arguments": {"cmd": PROBE}}],
+                },
+                {"text": "Created app/hello.txt."},
+            ]
+        },
+    ),
+    "mini_swe_agent": (
+        "mini-swe-agent",
+        "mini",
+        "/model/v1/chat/completions",
+        {
+            "steps": [
+                {
+                    "text": "Creating hello.txt.",
+                    "tool_calls": [
+                        {"name": "bash", "arguments": {"command": "printf 'hi\\n' > app/hello.txt"}}
+                    ],
+                },
+                {"text": "Now a command.", "tool_calls": [{"name": "bash", "arguments": {"command": PROBE}}]},
+                {
+                    "text": "Submitting.",
+                    "tool_calls": [
+                        {
+                            "name": "bash",
+                            "arguments": {"command": "echo COMPLETE_TASK_AND_SUBMIT_FINAL_OUTPUT"},
+                        }
+                    ],
+                },
+            ]
+        },
+    ),
 }
 
 
@@ -63,7 +111,9 @@ def model(tmp_path: Path, adapter: str) -> Iterator[ScriptedModelServer]:
 
 
 @pytest.mark.parametrize("iso", ["bwrap", "unshare"])
-def test_agent_trial_behind_the_gateway(tmp_path: Path, model: ScriptedModelServer, adapter: str, iso: str) -> None:
+def test_agent_trial_behind_the_gateway(
+    tmp_path: Path, model: ScriptedModelServer, adapter: str, iso: str
+) -> None:
     require(iso)
     project = tmp_path / "project"
     shutil.copytree(FIXTURE, project, symlinks=True)
@@ -71,12 +121,17 @@ def test_agent_trial_behind_the_gateway(tmp_path: Path, model: ScriptedModelServ
     (project / ".cache" / "agents" / adapter).symlink_to(agent_cache().resolve())
     port = model.url.rsplit(":", 1)[1]
     canary = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\""
-    cell = Cell(name="none/none/off", levels={"tool": "none", "knowledge": "none", "network": "off"},
-                provisions=Provisions(canaries=Canaries(must_fail=(canary,))))
-    agent = AgentSpec(id=adapter, adapter=adapter, model="scripted-model",
-                      args={"base_url": model.url, "max_retries": 0})
-    job = make_job(agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0),
-                   limits=Limits(timeout_s=180))
+    cell = Cell(
+        name="none/none/off",
+        levels={"tool": "none", "knowledge": "none", "network": "off"},
+        provisions=Provisions(canaries=Canaries(must_fail=(canary,))),
+    )
+    agent = AgentSpec(
+        id=adapter, adapter=adapter, model="scripted-model", args={"base_url": model.url, "max_retries": 0}
+    )
+    job = make_job(
+        agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0), limits=Limits(timeout_s=180)
+    )
     run_dir = tmp_path / "run"
     record = run_trial(job, project=project, run_dir=run_dir)
     log_tail = (run_dir / "agent.log").read_text(errors="replace")[-3000:]

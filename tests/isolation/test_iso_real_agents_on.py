@@ -55,19 +55,33 @@ def test_agent_trial_network_on(tmp_path: Path, web: int, adapter: str) -> None:
     require_cli(package, name)
     require("bwrap")
     probe = f"curl -s -m 5 --noproxy '' http://127.0.0.1:{web}/page > app/net.txt"
-    script = json.loads(json.dumps(steps).replace(
-        json.dumps("curl -s -m 2 http://example.com || echo offline > app/net.txt")[1:-1], probe))
+    script = json.loads(
+        json.dumps(steps).replace(
+            json.dumps("curl -s -m 2 http://example.com || echo offline > app/net.txt")[1:-1], probe
+        )
+    )
     with ScriptedModelServer(Script.model_validate(script), log_path=tmp_path / "model.jsonl") as model:
         project = tmp_path / "project"
         shutil.copytree(FIXTURE, project, symlinks=True)
         (project / ".cache" / "agents").mkdir(parents=True)
         (project / ".cache" / "agents" / adapter).symlink_to(agent_cache().resolve())
-        cell = Cell(name="none/none/on", levels={"tool": "none", "knowledge": "none", "network": "on"},
-                    provisions=Provisions(network=True))
-        agent = AgentSpec(id=adapter, adapter=adapter, model="scripted-model",
-                          args={"base_url": model.url, "max_retries": 0})
-        job = make_job(agent=agent, cell=cell, options=Options(isolation="bwrap", infra_retries=0),
-                       limits=Limits(timeout_s=180))
+        cell = Cell(
+            name="none/none/on",
+            levels={"tool": "none", "knowledge": "none", "network": "on"},
+            provisions=Provisions(network=True),
+        )
+        agent = AgentSpec(
+            id=adapter,
+            adapter=adapter,
+            model="scripted-model",
+            args={"base_url": model.url, "max_retries": 0},
+        )
+        job = make_job(
+            agent=agent,
+            cell=cell,
+            options=Options(isolation="bwrap", infra_retries=0),
+            limits=Limits(timeout_s=180),
+        )
         run_dir = tmp_path / "run"
         record = run_trial(job, project=project, run_dir=run_dir)
         served = model.records()

@@ -46,10 +46,23 @@ def project(tmp_path: Path) -> Path:
     return dest
 
 
-def trial(project: Path, run_dir: Path, iso: str, command: str, *, limits: Limits | None = None,
-          cell: Cell | None = None, writable: tuple[str, ...] = ("app/**",)) -> RunRecord:
-    job = make_job(agent=command_agent(command), options=Options(isolation=iso, infra_retries=0),
-                   limits=limits or Limits(timeout_s=60), cell=cell, writable=writable)
+def trial(
+    project: Path,
+    run_dir: Path,
+    iso: str,
+    command: str,
+    *,
+    limits: Limits | None = None,
+    cell: Cell | None = None,
+    writable: tuple[str, ...] = ("app/**",),
+) -> RunRecord:
+    job = make_job(
+        agent=command_agent(command),
+        options=Options(isolation=iso, infra_retries=0),
+        limits=limits or Limits(timeout_s=60),
+        cell=cell,
+        writable=writable,
+    )
     return run_trial(job, project=project, run_dir=run_dir)
 
 
@@ -60,8 +73,10 @@ def _artifacts(run_dir: Path) -> bytes:
 
 def test_attack_e2e_read_reference_grader_and_git(project: Path, tmp_path: Path, iso: str) -> None:
     scen = project / "scenarios" / "fix"
-    cmd = (f"cat {scen}/reference/SECRET.txt {scen}/grader/test_hidden.py {project}/.git/config > app/stolen.txt 2>&1; "
-           f"cp -r {scen}/reference app/ref 2>>app/stolen.txt; exit 0")
+    cmd = (
+        f"cat {scen}/reference/SECRET.txt {scen}/grader/test_hidden.py {project}/.git/config > app/stolen.txt 2>&1; "
+        f"cp -r {scen}/reference app/ref 2>>app/stolen.txt; exit 0"
+    )
     record = trial(project, tmp_path / "run", iso, cmd)
     assert record.error is None and record.isolation == iso
     assert SECRET.encode() not in _artifacts(tmp_path / "run")
@@ -69,9 +84,11 @@ def test_attack_e2e_read_reference_grader_and_git(project: Path, tmp_path: Path,
 
 
 def test_attack_e2e_forge_run_and_grade_records(project: Path, tmp_path: Path, iso: str) -> None:
-    cmd = ('cat $BENCH_RUN_DIR/job.json > app/job_copy.json 2>/dev/null; '
-           'echo \'{"passed": true}\' > $BENCH_RUN_DIR/grade.json; echo forged > $BENCH_RUN_DIR/run.json; '
-           'mkdir -p $BENCH_RUN_DIR/snapshots; echo x > $BENCH_RUN_DIR/snapshots/fake; exit 0')
+    cmd = (
+        "cat $BENCH_RUN_DIR/job.json > app/job_copy.json 2>/dev/null; "
+        "echo '{\"passed\": true}' > $BENCH_RUN_DIR/grade.json; echo forged > $BENCH_RUN_DIR/run.json; "
+        "mkdir -p $BENCH_RUN_DIR/snapshots; echo x > $BENCH_RUN_DIR/snapshots/fake; exit 0"
+    )
     run_dir = tmp_path / "run"
     record = trial(project, run_dir, iso, cmd)
     assert not (run_dir / "grade.json").exists()
@@ -90,9 +107,11 @@ def test_attack_e2e_edit_hidden_grader_files(project: Path, tmp_path: Path, iso:
 
 def test_attack_e2e_escape_writable_through_symlinks(project: Path, tmp_path: Path, iso: str) -> None:
     ref = project / "scenarios" / "fix" / "reference" / "SECRET.txt"
-    cmd = (f"ln -s {ref} app/answer.txt; ln -s /etc/shadow app/shadow; ln -s ../README.md app/readme; "
-           f"rm app/main.py; ln -s {ref} app/main.py; sleep 0.5; "  # the watched entry file: snapshots
-           "echo pwned > app/readme; ln -s $BENCH_RUN_DIR/../ app/up; ln -s /etc $BENCH_RUN_DIR/steps; exit 0")
+    cmd = (
+        f"ln -s {ref} app/answer.txt; ln -s /etc/shadow app/shadow; ln -s ../README.md app/readme; "
+        f"rm app/main.py; ln -s {ref} app/main.py; sleep 0.5; "  # the watched entry file: snapshots
+        "echo pwned > app/readme; ln -s $BENCH_RUN_DIR/../ app/up; ln -s /etc $BENCH_RUN_DIR/steps; exit 0"
+    )
     run_dir = tmp_path / "run"
     record = trial(project, run_dir, iso, cmd)
     assert "README.md" in record.unsafe_edits  # written through a link inside the workspace: still caught
@@ -102,8 +121,9 @@ def test_attack_e2e_escape_writable_through_symlinks(project: Path, tmp_path: Pa
     assert not (run_dir / "steps").is_symlink()
 
 
-def test_attack_e2e_read_host_environment(project: Path, tmp_path: Path, iso: str,
-                                          monkeypatch: pytest.MonkeyPatch) -> None:
+def test_attack_e2e_read_host_environment(
+    project: Path, tmp_path: Path, iso: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     monkeypatch.setenv("ASSAY_HARNESS_SECRET", "harness-secret-value")
     cmd = "(env; cat /proc/*/environ; ls -a /root /home) > app/env.txt 2>&1; exit 0"
     record = trial(project, tmp_path / "run", iso, cmd)
@@ -118,11 +138,19 @@ def test_attack_e2e_network_off(project: Path, tmp_path: Path, iso: str) -> None
     listener.listen(1)
     port = listener.getsockname()[1]
     probe = f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), timeout=2)\""
-    cell = Cell(name="none/none/off", levels={"tool": "none", "knowledge": "none", "network": "off"},
-                provisions=Provisions(canaries=Canaries(must_fail=(probe,))))
+    cell = Cell(
+        name="none/none/off",
+        levels={"tool": "none", "knowledge": "none", "network": "off"},
+        provisions=Provisions(canaries=Canaries(must_fail=(probe,))),
+    )
     try:
-        record = trial(project, tmp_path / "run", iso,
-                       f"{probe} && echo reached > app/net.txt || echo blocked > app/net.txt; exit 0", cell=cell)
+        record = trial(
+            project,
+            tmp_path / "run",
+            iso,
+            f"{probe} && echo reached > app/net.txt || echo blocked > app/net.txt; exit 0",
+            cell=cell,
+        )
     finally:
         listener.close()
     assert record.invalid is None and all(c.ok for c in record.canaries)
@@ -138,25 +166,42 @@ def test_attack_e2e_background_process(project: Path, tmp_path: Path, iso: str) 
 
 
 def test_attack_e2e_fork_bomb(project: Path, tmp_path: Path, iso: str) -> None:
-    record = trial(project, tmp_path / "run", iso, "b() { b | b & }; b; sleep 2; exit 0",
-                   limits=Limits(timeout_s=30, pids=64))
+    record = trial(
+        project,
+        tmp_path / "run",
+        iso,
+        "b() { b | b & }; b; sleep 2; exit 0",
+        limits=Limits(timeout_s=30, pids=64),
+    )
     assert "pids" in record.limits_hit and record.error is not None and "pids" in record.error
 
 
 def test_attack_e2e_memory_hog(project: Path, tmp_path: Path, iso: str) -> None:
-    record = trial(project, tmp_path / "run", iso, "python3 -c \"x = bytearray(512 * 1024 * 1024)\"; exit 0",
-                   limits=Limits(timeout_s=30, memory_mb=64))
+    record = trial(
+        project,
+        tmp_path / "run",
+        iso,
+        'python3 -c "x = bytearray(512 * 1024 * 1024)"; exit 0',
+        limits=Limits(timeout_s=30, memory_mb=64),
+    )
     assert "memory" in record.limits_hit
 
 
 def test_attack_e2e_fill_the_disk(project: Path, tmp_path: Path, iso: str) -> None:
-    record = trial(project, tmp_path / "run", iso, "i=0; while true; do head -c 4000000 /dev/zero > app/f$i; i=$((i+1)); done",
-                   limits=Limits(timeout_s=30, workspace_mb=30, file_size_mb=8))
+    record = trial(
+        project,
+        tmp_path / "run",
+        iso,
+        "i=0; while true; do head -c 4000000 /dev/zero > app/f$i; i=$((i+1)); done",
+        limits=Limits(timeout_s=30, workspace_mb=30, file_size_mb=8),
+    )
     assert "workspace" in record.limits_hit and not record.timed_out
 
 
 def test_attack_e2e_flood_stdout(project: Path, tmp_path: Path, iso: str) -> None:
-    record = trial(project, tmp_path / "run", iso, "yes flood", limits=Limits(timeout_s=30, output_bytes=200_000))
+    record = trial(
+        project, tmp_path / "run", iso, "yes flood", limits=Limits(timeout_s=30, output_bytes=200_000)
+    )
     assert "output" in record.limits_hit
     assert (tmp_path / "run" / "agent.log").stat().st_size <= 200_000
 
@@ -164,7 +209,9 @@ def test_attack_e2e_flood_stdout(project: Path, tmp_path: Path, iso: str) -> Non
 def test_attack_e2e_kill_the_harness(project: Path, tmp_path: Path, iso: str) -> None:
     bystander = subprocess.Popen(["sleep", "30"])
     try:
-        record = trial(project, tmp_path / "run", iso, f"kill -9 {os.getpid()} {bystander.pid}; kill -9 -1; exit 0")
+        record = trial(
+            project, tmp_path / "run", iso, f"kill -9 {os.getpid()} {bystander.pid}; kill -9 -1; exit 0"
+        )
         assert bystander.poll() is None
         assert (tmp_path / "run" / "run.json").exists() and record.job_id
     finally:
@@ -173,8 +220,9 @@ def test_attack_e2e_kill_the_harness(project: Path, tmp_path: Path, iso: str) ->
 
 
 def test_matrix_goes_on_after_hostile_trials(project: Path, tmp_path: Path, iso: str) -> None:
-    hostile = trial(project, tmp_path / "bomb", iso, "b() { b | b & }; b; sleep 1",
-                    limits=Limits(timeout_s=20, pids=64))
+    hostile = trial(
+        project, tmp_path / "bomb", iso, "b() { b | b & }; b; sleep 1", limits=Limits(timeout_s=20, pids=64)
+    )
     benign = trial(project, tmp_path / "ok", iso, "sed -i '/^import os$/d' app/main.py")
     assert hostile.limits_hit and hostile.error
     assert benign.error is None and benign.exit_code == 0 and benign.limits_hit == ()
@@ -189,10 +237,16 @@ def test_attack_e2e_redirect_next_steps_evidence(project: Path, tmp_path: Path, 
     host_dir.mkdir()
     # step one plants links where step two's evidence will be written (a folder and a file)
     cmd = f"[ -e notes ] || ln -s {host_dir} notes; [ -e clue.txt ] || ln -s {host_dir}/clue2.txt clue.txt; exit 0"
-    job = make_job(agent=command_agent(cmd), options=Options(isolation=iso, infra_retries=0),
-                   limits=Limits(timeout_s=60), writable=("**",))
-    steps = (Step(name="one", prompt="first"),
-             Step(name="two", prompt="second", evidence={"notes/clue.txt": "evidence.txt"}))
+    job = make_job(
+        agent=command_agent(cmd),
+        options=Options(isolation=iso, infra_retries=0),
+        limits=Limits(timeout_s=60),
+        writable=("**",),
+    )
+    steps = (
+        Step(name="one", prompt="first"),
+        Step(name="two", prompt="second", evidence={"notes/clue.txt": "evidence.txt"}),
+    )
     job = job.model_copy(update={"scenario": job.scenario.model_copy(update={"steps": steps})})
     record = run_trial(job, project=project, run_dir=tmp_path / "run")
     assert list(host_dir.iterdir()) == []

@@ -19,8 +19,9 @@ Serve = Callable[[dict[str, Any]], ScriptedModelServer]
 
 
 def chat(server: ScriptedModelServer, messages: list[dict[str, Any]], **extra: Any) -> tuple[int, Any]:
-    status, raw = post(server.url + "/v1/chat/completions",
-                       {"model": "m", "messages": messages, "tools": [FN], **extra})
+    status, raw = post(
+        server.url + "/v1/chat/completions", {"model": "m", "messages": messages, "tools": [FN], **extra}
+    )
     return status, json.loads(raw)
 
 
@@ -32,8 +33,13 @@ USER = {"role": "user", "content": "task"}
 
 
 def test_side_requests_do_not_consume_steps(serve: Serve) -> None:
-    server = serve({"side_text": "feat: commit", "side_if_system_contains": ["Git commit messages"],
-                    "steps": [{"text": "first"}, {"text": "second"}]})
+    server = serve(
+        {
+            "side_text": "feat: commit",
+            "side_if_system_contains": ["Git commit messages"],
+            "steps": [{"text": "first"}, {"text": "second"}],
+        }
+    )
     _, raw = post(server.url + "/v1/messages", {"messages": [USER], "max_tokens": 5})
     assert json.loads(raw)["content"][0]["text"] == "feat: commit"
     _, answer = chat(server, [{"role": "system", "content": "You write Git commit messages."}, USER])
@@ -44,16 +50,31 @@ def test_side_requests_do_not_consume_steps(serve: Serve) -> None:
 
 
 def test_error_status_shapes_and_times(serve: Serve) -> None:
-    server = serve({"steps": [{"text": "recovered",
-                               "error": {"status": 529, "type": "overloaded_error",
-                                         "message": "Overloaded", "times": 2, "retry_after": 0}}]})
+    server = serve(
+        {
+            "steps": [
+                {
+                    "text": "recovered",
+                    "error": {
+                        "status": 529,
+                        "type": "overloaded_error",
+                        "message": "Overloaded",
+                        "times": 2,
+                        "retry_after": 0,
+                    },
+                }
+            ]
+        }
+    )
     tool = {"name": "Bash", "input_schema": {}}
     body = {"messages": [USER], "tools": [tool], "max_tokens": 5, "stream": True}
     for _ in range(2):
         status, raw = post(server.url + "/v1/messages", body)
         assert status == 529
-        assert json.loads(raw) == {"type": "error",
-                                   "error": {"type": "overloaded_error", "message": "Overloaded"}}
+        assert json.loads(raw) == {
+            "type": "error",
+            "error": {"type": "overloaded_error", "message": "Overloaded"},
+        }
     status, raw = post(server.url + "/v1/messages", body)
     assert status == 200
     assert any(e.get("delta", {}).get("text") == "recovered" for e in sse_events(raw))
@@ -82,8 +103,12 @@ def test_exhausted_script_ends_without_tools(serve: Serve) -> None:
 def test_echo_mode_ignores_padding_turns(serve: Serve) -> None:
     steps = [{"text": "app.py\n<<<<<<< SEARCH first edit"}, {"text": "second reply text"}]
     server = serve({"step_mode": "echo", "tools_required": False, "steps": steps})
-    padding = [{"role": "user", "content": "example"}, {"role": "assistant", "content": "Ok."},
-               {"role": "user", "content": "files"}, {"role": "assistant", "content": "Ok."}]
+    padding = [
+        {"role": "user", "content": "example"},
+        {"role": "assistant", "content": "Ok."},
+        {"role": "user", "content": "files"},
+        {"role": "assistant", "content": "Ok."},
+    ]
     assert content(chat(server, [*padding, USER])[1]) == steps[0]["text"]
     echoed = {"role": "assistant", "content": steps[0]["text"] + "\nmore"}
     history = [*padding, USER, echoed, {"role": "user", "content": "fix it"}]
@@ -98,8 +123,17 @@ def test_counter_mode_and_reset(serve: Serve) -> None:
 
 
 def test_delay_and_cwd_substitution(serve: Serve) -> None:
-    server = serve({"steps": [{"delay": 0.3, "text": "in {{cwd}}", "tool_calls": [
-        {"name": "Write", "arguments": {"file_path": "{{cwd}}/hello.txt"}}]}]})
+    server = serve(
+        {
+            "steps": [
+                {
+                    "delay": 0.3,
+                    "text": "in {{cwd}}",
+                    "tool_calls": [{"name": "Write", "arguments": {"file_path": "{{cwd}}/hello.txt"}}],
+                }
+            ]
+        }
+    )
     begin = time.monotonic()
     _, answer = chat(server, [{"role": "system", "content": "<cwd>/work/space</cwd>"}, USER])
     assert time.monotonic() - begin >= 0.3
@@ -130,9 +164,23 @@ def test_command_line_prints_url_and_stops_on_sigterm(tmp_path: Path) -> None:
     script = tmp_path / "s.yaml"
     script.write_text("tools_required: false\nsteps:\n  - text: from the cli\n")
     url_file, log = tmp_path / "url", tmp_path / "cli.jsonl"
-    proc = subprocess.Popen([sys.executable, "-m", "harness.modelserver", "--script", str(script),
-                             "--port", "0", "--log", str(log), "--url-file", str(url_file)],
-                            stdout=subprocess.PIPE, text=True)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "harness.modelserver",
+            "--script",
+            str(script),
+            "--port",
+            "0",
+            "--log",
+            str(log),
+            "--url-file",
+            str(url_file),
+        ],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
         assert proc.stdout is not None
         url = proc.stdout.readline().strip()
@@ -151,7 +199,11 @@ def test_command_line_prints_url_and_stops_on_sigterm(tmp_path: Path) -> None:
 def test_command_line_rejects_a_bad_script(tmp_path: Path) -> None:
     script = tmp_path / "bad.yaml"
     script.write_text("steps:\n  - txt: typo\n")
-    done = subprocess.run([sys.executable, "-m", "harness.modelserver", "--script", str(script)],
-                          capture_output=True, text=True, timeout=30)
+    done = subprocess.run(
+        [sys.executable, "-m", "harness.modelserver", "--script", str(script)],
+        capture_output=True,
+        text=True,
+        timeout=30,
+    )
     assert done.returncode == 2
     assert "txt" in done.stderr

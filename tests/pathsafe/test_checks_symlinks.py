@@ -31,7 +31,9 @@ def test_symlink_to_the_reference_cannot_pass_a_check(tmp_path: Path) -> None:
         CheckSpec(id="answer_default", kind="answer", params={"key": "value", "equals": 42}),
     )
     outcomes = {o.id: o for o in run_checks(checks, ws, CheckContext())}
-    assert all(o.outcome != "pass" for o in outcomes.values()), {k: (o.outcome, o.message) for k, o in outcomes.items()}
+    assert all(o.outcome != "pass" for o in outcomes.values()), {
+        k: (o.outcome, o.message) for k, o in outcomes.items()
+    }
     assert "symlink out of" in outcomes["solved"].message
     assert "def handler" not in " ".join(o.message for o in outcomes.values())
 

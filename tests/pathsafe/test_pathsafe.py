@@ -115,14 +115,17 @@ def test_walk_does_not_descend_symlinked_folders(layout: tuple[Path, Path]) -> N
     assert names == ["ref", "src", "src/app.py"]
 
 
-@pytest.mark.parametrize(("path", "globs", "expected"), [
-    ("src/app.py", ["src/**"], True),
-    ("src/deep/app.py", ["src/*.py"], False),
-    ("src/deep/app.py", ["**/*.py"], True),
-    ("app.py", ["**/*.py"], True),
-    ("tests/test_x.py", ["src/**", "docs/*.md"], False),
-    ("anything/at/all", ["**"], True),
-])
+@pytest.mark.parametrize(
+    ("path", "globs", "expected"),
+    [
+        ("src/app.py", ["src/**"], True),
+        ("src/deep/app.py", ["src/*.py"], False),
+        ("src/deep/app.py", ["**/*.py"], True),
+        ("app.py", ["**/*.py"], True),
+        ("tests/test_x.py", ["src/**", "docs/*.md"], False),
+        ("anything/at/all", ["**"], True),
+    ],
+)
 def test_writable_globs(path: str, globs: list[str], expected: bool) -> None:
     assert matches(path, globs) is expected
 
@@ -149,6 +152,10 @@ def test_collect_moves_agent_files_and_refuses_forgeries(tmp_path: Path) -> None
     assert (run / "usage.jsonl").read_text() == "{}\n"
     assert (run / "trace.jsonl").read_text() == "one\ntwo\n"
     assert (run / "logs" / "cli.log").read_text() == "log"
-    assert not (run / "grade.json").exists() and not (run / "steps").exists() and not (run / "link.json").exists()
+    assert (
+        not (run / "grade.json").exists()
+        and not (run / "steps").exists()
+        and not (run / "link.json").exists()
+    )
     assert not (run / "logs" / "out").exists()
     assert os.listdir(outbox) == []

@@ -43,7 +43,9 @@ def test_a_version_comparison_across_modes_refuses_duration_deltas(tmp_path: Pat
         for cell in (CONTROL, BIN):
             add_run(tmp_path, scenario="s", cell=cell, trial=t, version="old")
             _concurrent(add_run(tmp_path, scenario="s", cell=cell, trial=t, version="new"))
-    (tmp_path / "versions.json").write_text(json.dumps({"schema_version": 1, "baseline": "old", "candidate": "new"}))
+    (tmp_path / "versions.json").write_text(
+        json.dumps({"schema_version": 1, "baseline": "old", "candidate": "new"})
+    )
     messages = _wallclock(tmp_path)
     assert len(messages) == 2
     assert messages[1] == (

@@ -52,7 +52,11 @@ def test_evidence_never_reaches_a_diff_the_final_tree_or_the_grader(project: Pat
         assert "incident.log" not in text and "unknown refresh token" not in text
     assert "+# looked" in (run / "steps" / "step-01" / "diff.patch").read_text()
     assert not list(run.glob("workspace/**/incident.log"))
-    assert not any("unknown refresh token" in p.read_text(errors="replace") for p in run.rglob("snapshots/**/*") if p.is_file())
+    assert not any(
+        "unknown refresh token" in p.read_text(errors="replace")
+        for p in run.rglob("snapshots/**/*")
+        if p.is_file()
+    )
     # fresh_repo: session A's edits are gone from the final tree, the state carried the diagnosis
     assert not (run / "workspace" / "app" / "notes.txt").exists()
     assert (run / "workspace" / "app" / "fix.txt").read_text().strip() == "1"
@@ -99,9 +103,13 @@ def test_steps_sum_runner_metrics(project: Path, tmp_path: Path) -> None:
 
 
 def test_state_setup_seeds_only_a_state_dir_cell(project: Path, tmp_path: Path) -> None:
-    agent = command_agent('cat "$BENCH_STATE_DIR"/memory.jsonl > app/seen.txt 2>/dev/null || echo none > app/seen.txt')
+    agent = command_agent(
+        'cat "$BENCH_STATE_DIR"/memory.jsonl > app/seen.txt 2>/dev/null || echo none > app/seen.txt'
+    )
     seed = ('echo \'{"key": "lax"}\' > memory.jsonl',)
-    job = make_job(agent=agent, cell=none_cell(state_dir=True, state_setup=('echo level > level.txt',)), writable=("**",))
+    job = make_job(
+        agent=agent, cell=none_cell(state_dir=True, state_setup=("echo level > level.txt",)), writable=("**",)
+    )
     job = job.model_copy(update={"scenario": job.scenario.model_copy(update={"state_setup": seed})})
     run = tmp_path / "treated"
     record = run_trial(job, project=project, run_dir=run)
@@ -131,7 +139,10 @@ def test_an_infra_retry_in_a_later_step_starts_where_that_step_began(project: Pa
         'echo junk > "$BENCH_STATE_DIR/memo"; rm clue.log; exit 75; fi; '
         'cat clue.log > /dev/null && cat "$BENCH_STATE_DIR/memo" > app/seen.txt'
     )
-    steps = (Step(name="one", prompt="one\n"), Step(name="two", prompt="two\n", evidence={"clue.log": "incident.log"}))
+    steps = (
+        Step(name="one", prompt="one\n"),
+        Step(name="two", prompt="two\n", evidence={"clue.log": "incident.log"}),
+    )
     job = _with(make_job(agent=agent, cell=none_cell(state_dir=True), writable=("**",)), steps)
     run = tmp_path / "run"
     record = run_trial(job, project=project, run_dir=run)
@@ -144,7 +155,9 @@ def test_an_infra_retry_in_a_later_step_starts_where_that_step_began(project: Pa
 
 
 def test_events_checks_read_the_preserved_state(project: Path, tmp_path: Path) -> None:
-    agent = command_agent('if grep -q one; then echo \'{"event": "write", "key": "k"}\' >> "$BENCH_STATE_DIR/events.jsonl"; fi')
+    agent = command_agent(
+        'if grep -q one; then echo \'{"event": "write", "key": "k"}\' >> "$BENCH_STATE_DIR/events.jsonl"; fi'
+    )
     steps = (Step(name="one", prompt="one\n"), Step(name="two", prompt="two\n"))
     check = CheckSpec(id="recorded", kind="events", params={"where": {"event": "write"}, "min": 1})
     verdicts = {}

@@ -21,7 +21,12 @@ def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     return subprocess.run(
         [sys.executable, "-m", "harness", "--project", str(project), *args],
-        cwd=project, env=env, capture_output=True, text=True, check=False, timeout=300,
+        cwd=project,
+        env=env,
+        capture_output=True,
+        text=True,
+        check=False,
+        timeout=300,
     )
 
 
@@ -48,17 +53,29 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_demo_versions_builds_nests_records_and_reports(suite: Path) -> None:
     runs = suite / "runs"
-    done = _assay(suite, "matrix", "demo-versions", "--trials", "1", "--scenario", "trap-cookie-samesite", "--runs", str(runs))
+    done = _assay(
+        suite,
+        "matrix",
+        "demo-versions",
+        "--trials",
+        "1",
+        "--scenario",
+        "trap-cookie-samesite",
+        "--runs",
+        str(runs),
+    )
     assert done.returncode == 0, done.stderr
     tree = runs / "demo-versions"
     record = json.loads((tree / "versions.json").read_text())
     assert (record["baseline"], record["candidate"]) == ("memo-2-0", "memo-2-1")
     assert record["versions"]["memo-2-1"]["path"] == "build/memo-2.1"
     # each build exists, and each side ran its own: 2.1 no longer finds the lower-cased word
-    assert "VERSION = \"2.1\"" in (suite / "build" / "memo-2.1" / "memo").read_text()
+    assert 'VERSION = "2.1"' in (suite / "build" / "memo-2.1" / "memo").read_text()
     exits = {}
     for label in ("memo-2-0", "memo-2-1"):
-        trial = tree / label / "trap-cookie-samesite" / "scripted-good" / "none" / "memory" / "off" / "trial-01"
+        trial = (
+            tree / label / "trap-cookie-samesite" / "scripted-good" / "none" / "memory" / "off" / "trial-01"
+        )
         assert json.loads((trial / "run.json").read_text())["version"] == label
         rows = [json.loads(line) for line in (trial / "trace.jsonl").read_text().splitlines()]
         exits[label] = [r["exit"] for r in rows if r["argv"][:2] == ["memo", "search"]]
@@ -91,29 +108,56 @@ def test_a_package_version_is_installed_and_put_on_path(suite: Path, tmp_path: P
     """`package:` (here a local wheel, so no index is needed): pip-installed once, run in the sandbox."""
     done = subprocess.run(
         [sys.executable, "tools/memory/build.py", "--version", "2.1", "--out", "dist", "--wheel"],
-        cwd=suite, capture_output=True, text=True, check=False,
+        cwd=suite,
+        capture_output=True,
+        text=True,
+        check=False,
     )
     assert done.returncode == 0, done.stderr
     spec = suite / "specs" / "matrices" / "demo-versions.yaml"
     original = spec.read_text()
     try:
         candidate = next(line for line in original.splitlines() if line.startswith("  candidate:"))
-        spec.write_text(original.replace(
-            candidate, '  candidate: { label: memo-2-1, package: "dist/memo_tool-2.1-py3-none-any.whl" }'
-        ))
+        spec.write_text(
+            original.replace(
+                candidate, '  candidate: { label: memo-2-1, package: "dist/memo_tool-2.1-py3-none-any.whl" }'
+            )
+        )
         assert _assay(suite, "compile").returncode == 0
         runs = tmp_path / "runs"
-        args = ("matrix", "demo-versions", "--trials", "1", "--scenario", "trap-cookie-samesite",
-                "--cell", "none/memory/off", "--runs", str(runs))
+        args = (
+            "matrix",
+            "demo-versions",
+            "--trials",
+            "1",
+            "--scenario",
+            "trap-cookie-samesite",
+            "--cell",
+            "none/memory/off",
+            "--runs",
+            str(runs),
+        )
         done = _assay(suite, *args)
         assert done.returncode == 0, done.stderr
         installed = suite / ".cache" / "versions" / "memo-2-1"
         assert (installed / ".package").read_text() == "dist/memo_tool-2.1-py3-none-any.whl"
         record = json.loads((runs / "demo-versions" / "versions.json").read_text())
         assert record["versions"]["memo-2-1"]["path"] == ".cache/versions/memo-2-1"
-        trial = runs / "demo-versions" / "memo-2-1" / "trap-cookie-samesite" / "scripted-good" / "none" / "memory" / "off" / "trial-01"
+        trial = (
+            runs
+            / "demo-versions"
+            / "memo-2-1"
+            / "trap-cookie-samesite"
+            / "scripted-good"
+            / "none"
+            / "memory"
+            / "off"
+            / "trial-01"
+        )
         rows = [json.loads(line) for line in (trial / "trace.jsonl").read_text().splitlines()]
-        assert [r["exit"] for r in rows if r["argv"][:2] == ["memo", "search"]] == [1]  # 2.1's search, in the sandbox
+        assert [r["exit"] for r in rows if r["argv"][:2] == ["memo", "search"]] == [
+            1
+        ]  # 2.1's search, in the sandbox
         mtime = (installed / ".package").stat().st_mtime_ns
         assert _assay(suite, *args, "--force").returncode == 0
         assert (installed / ".package").stat().st_mtime_ns == mtime  # installed once, reused

@@ -14,11 +14,15 @@ from compiler.pipeline import build
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tools" / "bin" / "ruff"
 OWN_BIN = Path(sys.executable).parent
-needs_ruff = pytest.mark.skipif(not (OWN_BIN / "ruff").exists(), reason="ruff is not installed beside this Python")
+needs_ruff = pytest.mark.skipif(
+    not (OWN_BIN / "ruff").exists(), reason="ruff is not installed beside this Python"
+)
 
 
 def launch(env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(LAUNCHER), "--version"], env=env, capture_output=True, text=True, timeout=30, check=False)
+    return subprocess.run(
+        [str(LAUNCHER), "--version"], env=env, capture_output=True, text=True, timeout=30, check=False
+    )
 
 
 @needs_ruff

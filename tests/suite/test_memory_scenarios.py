@@ -77,5 +77,7 @@ def test_invisible_infrastructure_needs_the_seeded_memory(all_jobs: dict, tmp_pa
     sid = "stale-assets-cdn"
     treated, passed = _run(all_jobs[("default", sid, "none/memory/off", "scripted-good")], tmp_path, "memory")
     assert passed and "cdn-query-string-blind" in (treated / "state" / "memo.jsonl").read_text()
-    control, control_passed = _run(all_jobs[("default", sid, "none/none/off", "scripted-good")], tmp_path, "control")
+    control, control_passed = _run(
+        all_jobs[("default", sid, "none/none/off", "scripted-good")], tmp_path, "control"
+    )
     assert not control_passed and "?v=" in (control / "workspace" / "shop" / "web.py").read_text()

@@ -49,7 +49,10 @@ def wheel(version: str, out: Path) -> Path:
     scratch = build(version, out / f".memo-{version}")
     source = scratch.read_text(encoding="utf-8")
     shutil.rmtree(scratch.parent)
-    module = source.replace('if __name__ == "__main__":', "def cli() -> None:\n    sys.exit(main(sys.argv[1:]))\n\n\nif __name__ == \"__main__\":")
+    module = source.replace(
+        'if __name__ == "__main__":',
+        'def cli() -> None:\n    sys.exit(main(sys.argv[1:]))\n\n\nif __name__ == "__main__":',
+    )
     dist = f"memo_tool-{version}.dist-info"
     files = {
         "memo_tool.py": module,
@@ -73,6 +76,8 @@ if __name__ == "__main__":
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--version", required=True)
     parser.add_argument("--out", required=True, type=Path)
-    parser.add_argument("--wheel", action="store_true", help="write a pip-installable wheel into --out instead")
+    parser.add_argument(
+        "--wheel", action="store_true", help="write a pip-installable wheel into --out instead"
+    )
     args = parser.parse_args()
     print(wheel(args.version, args.out) if args.wheel else build(args.version, args.out))
