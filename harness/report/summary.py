@@ -14,7 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from harness.records import FutureSchemaError, write_atomic
+from harness.artifacts.store import FutureSchemaError, write_atomic
 
 SUMMARY_SCHEMA = 1
 SUMMARY_FILE = "summary.json"

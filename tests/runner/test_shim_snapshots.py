@@ -6,8 +6,7 @@ import json
 import subprocess
 from pathlib import Path
 
-from harness import shim
-from harness.runner import run_trial
+from harness.trial import run_trial, shim
 from tests.runner.conftest import command_agent, make_job
 
 
@@ -63,7 +62,7 @@ def test_snapshot_time_is_when_the_write_happened_not_when_it_was_seen(tmp_path:
     import os
     import time
 
-    from harness.snapshots import INDEX, Watcher
+    from harness.trial.snapshots import INDEX, Watcher
 
     ws, out = tmp_path / "ws", tmp_path / "snaps"
     ws.mkdir()
