@@ -61,8 +61,34 @@ class RunnerMetrics(Record):
     )
     peak_context: int | None = Field(default=None, description="Largest context of any turn.")
     context_limit: int | None = Field(default=None, description="The model's context limit, when reported.")
-    cost_usd: float | None = Field(default=None, description="Cost from usage and the pinned price table.")
+    cost_usd: float | None = Field(
+        default=None,
+        description="Cost from usage and the pinned price table (the grader's); never the adapter's own figure.",
+    )
     duration_s: float | None = Field(default=None, description="Agent wall-clock seconds, summed over steps.")
+
+
+class UsageCheck(Record):
+    """The adapter's usage report set against the gateway's own account of the same trial.
+
+    Where a gateway carried the model, its account is the one the metrics use: the adapter
+    runs in the sandbox and can write any figure into usage.jsonl.
+    """
+
+    source: Literal["gateway"] = Field(description="The account the run's metrics come from.")
+    gateway: dict[str, int] = Field(description="The gateway's totals: turns and tokens by kind.")
+    adapter: dict[str, int] = Field(description="The adapter's totals over its valid usage rows.")
+    differs: tuple[str, ...] = Field(
+        default=(), description="Totals where the adapter's report differs from the gateway's."
+    )
+    adapter_malformed: int = Field(default=0, description="Usage rows of the adapter that were malformed.")
+
+
+class Omitted(Record):
+    """A changed path diff.patch could not carry."""
+
+    path: str = Field(description="Workspace-relative path, control and non-UTF-8 bytes escaped.")
+    why: str = Field(description="Why: an odd file (fifo, socket, device), too long, or refused by git.")
 
 
 class CanaryResult(Record):
@@ -132,10 +158,17 @@ class RunRecord(Record):
         description="Shared the machine with sibling conditions; wall-clock not comparable to serial runs.",
     )
     unsafe_edits: tuple[str, ...] = Field(default=(), description="Files changed outside writable.")
+    diff_omitted: tuple[Omitted, ...] = Field(
+        default=(), description="Changed paths diff.patch leaves out, with why (the first 200)."
+    )
+    diff_omitted_count: int = Field(default=0, description="How many changed paths diff.patch leaves out.")
     metrics: RunnerMetrics = Field(
         default_factory=RunnerMetrics, description="The runner's half of the metrics."
     )
     steps: tuple[StepRecord, ...] = Field(default=(), description="Per-step records of a multi-step run.")
+    usage_check: UsageCheck | None = Field(
+        default=None, description="Adapter's usage against the gateway's, when a gateway carried the model."
+    )
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Free-form runner details (paths of optional artifacts, notes)."
     )

@@ -30,9 +30,11 @@ from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judging import JudgeConfigError, check_judge_config
 from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
-from harness.sandbox import isolation
+from harness.sandbox import fdtree, isolation
 from harness.sandbox.isolation.checks import check_wrapper
 
+LISTED = 50
+"""Workspace entries the grader's copy left out, listed in grade.json (the count is complete)."""
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
 
@@ -101,7 +103,7 @@ def overlay(src: Path, dst: Path) -> None:
         if target.is_symlink() or target.is_file():
             target.unlink()
         elif target.is_dir():
-            shutil.rmtree(target)
+            fdtree.remove_tree(target)
         shutil.copy2(path, target)
 
 
@@ -214,12 +216,19 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
     scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
     try:
         workspace = scratch / "ws"
-        shutil.copytree(view.workspace, workspace, symlinks=True)
+        # The agent wrote this tree: FIFOs, sockets, devices and paths too long to name stay
+        # behind (a check that needs one fails on its absence) and are listed in the grade.
+        skipped = fdtree.copy_tree(view.workspace, workspace)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
-        return _judge(view, workspace, judge, scenario.notable_exits, project, base)
+        grade = _judge(view, workspace, judge, scenario.notable_exits, project, base)
+        if skipped:
+            listed = [f"{s.path}: {s.why}" for s in skipped[:LISTED]]
+            details = {**grade.details, "workspace_skipped": listed, "workspace_skipped_count": len(skipped)}
+            grade = grade.model_copy(update={"details": details})
+        return grade
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        fdtree.remove_tree(scratch, ignore_errors=True)
 
 
 class _UnusableJudge:
@@ -301,7 +310,7 @@ def _judge(
         expectations=expectations.evaluate(list(view.expectations), ev),
         snapshots=snaps,
         usage=usage_mod.usage(
-            view.turns,
+            usage_mod.account(view),
             malformed=view.usage_malformed,
             first_valid_t=first_t,
             model=model,

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import shutil
 import tempfile
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -21,6 +20,7 @@ from harness.artifacts.records import CheckOutcome
 from harness.checks.base import CheckContext, CheckError
 from harness.grade.derive import scrub_outcome
 from harness.grade.view import RunView
+from harness.sandbox import fdtree
 
 FINAL_OUTCOMES = "final-outcomes"
 """view.cache key: the main pass's outcomes by check id (the final workspace's verdicts)."""
@@ -68,7 +68,7 @@ def validity(
     scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
     try:
         tree = scratch / "ws"
-        shutil.copytree(workspace, tree, symlinks=True)
+        fdtree.copy_tree(workspace, tree)  # the grader's copy: odd files already left out
         state: dict[str, bytes | None] = {}
         for rel in paths:
             seeded = view.seed / rel if view.seed is not None else None
@@ -93,7 +93,7 @@ def validity(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
             )
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        fdtree.remove_tree(scratch, ignore_errors=True)
     result = tuple(verdicts)
     view.cache[key] = result
     return result
@@ -128,7 +128,7 @@ def _materialise(tree: Path, state: Mapping[str, bytes | None]) -> None:
         if target.is_symlink() or target.is_file():
             target.unlink()
         elif target.is_dir():
-            shutil.rmtree(target)
+            fdtree.remove_tree(target)
         if data is not None:
             target.write_bytes(data)
 

@@ -42,7 +42,7 @@ from harness.gateway import trial as gateway_trial
 from harness.sandbox import proc
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, select
 from harness.sandbox.launch import Launcher
-from harness.trial import agent, canaries, capture, provision, workspace
+from harness.trial import agent, canaries, capture, patch, provision, workspace
 from harness.trial import steps as multistep
 from harness.trial.environment import TrialPaths, ancestor_instruction_files, build
 from harness.trial.session import Interrupted, Session, place_evidence, remove_evidence, stash_attempt
@@ -258,7 +258,16 @@ def run_trial(
         # counts every row as the agent's tool use), so their rows are kept aside.
         if paths.trace.is_file():
             paths.trace.replace(paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
-        session = Session(job, launcher, ws, paths, gw.wrap(argv) if gw and not carried else argv, cancel)
+        usage_log = gw.usage_log if gw else None
+        session = Session(
+            job,
+            launcher,
+            ws,
+            paths,
+            gw.wrap(argv) if gw and not carried else argv,
+            cancel,
+            usage_log=usage_log,
+        )
         sessions = multistep.sessions(job)
         for index, spec in enumerate(sessions, start=1):
             if spec.fresh_repo and index > 1:
@@ -291,10 +300,12 @@ def run_trial(
                 break
             if index < len(sessions):
                 stash_attempt(run_dir, step_dir_name(index))
-                (run_dir / step_dir_name(index) / DIFF_FILE).write_bytes(workspace.diff(ws))
+                (run_dir / step_dir_name(index) / DIFF_FILE).write_bytes(patch.diff(ws).data)
                 multistep.end_session(job, paths, index)
         lap("agent")
-        fields["unsafe_edits"] = capture.workspace(ws, job.scenario.writable, run_dir)
+        if usage_log is not None and steps:
+            fields["usage_check"] = capture.usage_check(run_dir, usage_log, since=steps[0].started_at)
+        fields.update(capture.workspace(ws, job.scenario.writable, run_dir))
         lap("capture")
         fields["invalid"] = fields["invalid"] or capture.context_violation(paths)
     except Interrupted:

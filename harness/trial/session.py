@@ -79,6 +79,8 @@ class Session:
         paths: TrialPaths,
         argv: list[str],
         cancel: threading.Event | None,
+        *,
+        usage_log: Path | None = None,
     ) -> None:
         self.job, self.launcher, self.ws, self.paths, self.argv, self.cancel = (
             job,
@@ -88,6 +90,8 @@ class Session:
             argv,
             cancel,
         )
+        self.usage_log = usage_log
+        """The gateway's log when it carries the model: the account of record for usage."""
         self.retries = 0
 
     def run(
@@ -125,7 +129,8 @@ class Session:
             error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
         elif done.limits_hit:  # like a timeout: stopped by the harness, so never graded as a pass
             error = f"agent hit its {', '.join(done.limits_hit)} limit"
-        metrics = capture.metrics(self.paths, duration_s=done.duration_s)
+        window = (self.usage_log, started, time.time()) if self.usage_log is not None else None
+        metrics = capture.metrics(self.paths, duration_s=done.duration_s, gateway=window)
         step = StepRecord(
             name=name,
             started_at=started,
