@@ -88,7 +88,8 @@ def cost(turns: Sequence[Turn], model: str | None, table: PriceTable | None) -> 
         if rates is None:
             return None, f"{table.version}: model {name} is not priced"
         total += sum(
-            getattr(turn, kind) * rates.get(kind, rates.get("input", 0.0) if kind.startswith("cache") else 0.0)
+            getattr(turn, kind)
+            * rates.get(kind, rates.get("input", 0.0) if kind.startswith("cache") else 0.0)
             for kind in _KINDS
         )
     return round(total / 1_000_000, 6), table.version
