@@ -17,7 +17,9 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.errors import UsageError
 from harness.records import FutureSchemaError, write_atomic
 
-SUMMARY_SCHEMA = 2
+SUMMARY_SCHEMA = 3
+"""2: per-test pass rates (`tests`) of checks that run a test suite. 3: one clustered test per uplift
+(`p_value`, `p_adjusted`, `survives`, `df`, `units`) instead of a design effect."""
 SUMMARY_FILE = "summary.json"
 
 
@@ -227,6 +229,17 @@ class ExpectationRow(Model):
     unavailable: int
 
 
+class CaseRow(Model):
+    """One test of a check that runs a suite (`pytest`): its pass rate per scenario and condition."""
+
+    test: str = Field(description="`<check id>::<test id>`.")
+    scenario: str
+    version: str | None
+    agent: str
+    condition: str
+    rate: Rate = Field(description="Graded runs where the test passed (a skipped test counts as passed).")
+
+
 class RunEntry(Model):
     """One run, as the JUnit XML and the HTML links need it."""
 
@@ -276,6 +289,9 @@ class Summary(Model):
     version_deltas: list[VersionDelta]
     control_drift: list[ControlDrift]
     expectations: list[ExpectationRow]
+    tests: list[CaseRow] = Field(
+        default_factory=list, description="Per-test pass rates of suite checks, one row per test and cell."
+    )
     sections: list[SectionRow]
     diagnostics: list[Diagnostic]
     findings: list[Finding]
