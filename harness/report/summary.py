@@ -276,6 +276,10 @@ class Header(Model):
     baseline: str | None
     candidate: str | None
     regraded: bool
+    sanity: dict[str, Literal["pass", "fail"]] = Field(
+        default_factory=dict,
+        description="Sanity agents (agent -> every run should pass / fail): in the rates, in no comparison.",
+    )
 
 
 class Summary(Model):
