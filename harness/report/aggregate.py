@@ -14,6 +14,7 @@ from harness.records import VERSIONS_FILE
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
+from harness.report.headline import headlines
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
@@ -274,6 +275,7 @@ class Aggregator:
         )
         return Summary(
             header=header,
+            headline=headlines(uplifts, groups),
             cells=cells,
             groups=groups,
             uplifts=uplifts,
@@ -281,7 +283,9 @@ class Aggregator:
             control_drift=drift,
             expectations=self.diag.expectation_rows(order),
             tests=self.diag.test_rows(order),
-            sections=self.diag.section_rows(order),
+            sections=self.diag.section_rows(
+                order, {(g.version, g.agent, g.condition): g.counts.graded for g in condition_rows}
+            ),
             diagnostics=self.diag.diagnostics(
                 control=control,
                 control_note=note,

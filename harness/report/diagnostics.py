@@ -151,14 +151,16 @@ class DiagAcc:
             acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
             acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
 
-    def section_rows(self, order: dict[str, int]) -> list[SectionRow]:
-        """Rows by version, agent, condition in reading order, then section and key."""
+    def section_rows(self, order: dict[str, int], graded: dict[CondKey, int]) -> list[SectionRow]:
+        """Rows by version, agent, condition in reading order, then section and key; per run is over
+        every graded run of the condition (`graded`), not only the runs that reported the section."""
         rows = []
         for (version, agent, condition, section, path), (total,) in sorted(
             self.sections.items(),
             key=lambda kv: (str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30), kv[0][3:]),
         ):
             runs = self.section_runs[(version, agent, condition, section)]
+            denominator = max(graded.get((version, agent, condition), 0), runs)
             rows.append(
                 SectionRow(
                     section=section,
@@ -167,8 +169,9 @@ class DiagAcc:
                     agent=agent,
                     condition=condition,
                     runs=runs,
+                    graded=denominator,
                     total=total,
-                    per_run=total / runs if runs else 0.0,
+                    per_run=total / denominator if denominator else 0.0,
                 )
             )
         return rows

@@ -198,7 +198,10 @@ def test_split_family_tables(summary: Summary) -> None:
 def test_sections_and_expectations(summary: Summary) -> None:
     rows = {(r.section, r.key): r for r in summary.sections if r.condition == BIN}
     assert rows[("tool_use", "by_subcommand.mytool check.invocations")].total == 24  # 12 graded runs, 2 each
-    assert rows[("tool_use", "by_subcommand.mytool check.output_bytes")].per_run == 400
+    # Per run is over all 13 graded runs of the condition: trial 7 reported no tool use and counts as 0.
+    out = rows[("tool_use", "by_subcommand.mytool check.output_bytes")]
+    assert (out.runs, out.graded, out.total) == (12, 13, 4800)
+    assert out.per_run == pytest.approx(4800 / 13)
     assert ("tool_use", "present") not in rows
     assert not [r for r in summary.sections if r.condition == CONTROL]  # no trace there: not a zero
     assert rows[("friction", "usage_errors")].total == 3
