@@ -108,7 +108,7 @@ def _from_summary(path: Path, agent: str | None) -> list[tuple[str, float, int]]
     Each agent is planned against its own control: agents differ in skill, and the sanity agents
     (an oracle passing everything, a no-op passing nothing) measure nothing at all.
     """
-    from harness.records import FutureSchemaError
+    from harness.artifacts.store import FutureSchemaError
     from harness.report.summary import read_summary
 
     try:
