@@ -237,8 +237,6 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
 
     for name, ver in (m.spec.versions or {}).items():
         check_slug(c, doc, ("versions", name, "label"), ver.label, "version label")
-    if m.spec.trials is not None and m.spec.trials < 1:
-        c.add(doc.loc(("trials",)), "trials", "E104", "trials must be at least 1")
 
 
 def _families(c: Collector, v: Validated) -> None:

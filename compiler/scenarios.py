@@ -8,6 +8,8 @@ from typing import Any
 from compiler.checks import resolve_check
 from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
+from compiler.expectations import Levels
+from compiler.expectations import entries as expectation_entries
 from compiler.load import Sources
 from compiler.paths import rel_path, ws_path
 from compiler.rawcheck import model_of
@@ -36,38 +38,6 @@ def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, wh
         c.add(doc.loc(path), dotted(path), "E230", f"{what} file '{rel}' not found")
         return None
     return data.decode("utf-8", "replace")
-
-
-def _expectations(
-    c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, dict[str, Any]]
-) -> tuple[dict[str, Any], ...]:
-    """Expectations inline in the job: a name is replaced by its spec (with `id`), so jobs stay self-contained."""
-    out: list[dict[str, Any]] = []
-    for i, entry in enumerate(spec.expectations or ()):
-        name = entry if isinstance(entry, str) else (entry.get("ref") if isinstance(entry, dict) else None)
-        if name is None:
-            if not isinstance(entry, dict):
-                c.add(
-                    doc.loc(("expectations", i)),
-                    f"expectations[{i}]",
-                    "E103",
-                    "an expectation is a name or a map",
-                )
-                continue
-            out.append(dict(entry))
-            continue
-        if name not in library:
-            c.add(
-                doc.loc(("expectations", i)),
-                f"expectations[{i}]",
-                "E242",
-                f"unknown expectation '{name}'",
-                did_you_mean(str(name), library),
-            )
-            continue
-        extra = {k: v for k, v in entry.items() if k != "ref"} if isinstance(entry, dict) else {}
-        out.append({**library[name], **extra})
-    return tuple(out)
 
 
 def _steps(
@@ -233,6 +203,8 @@ def build(
     project: ProjectDoc,
     kinds: dict[str, CheckKindDoc],
     expectations: dict[str, dict[str, Any]] | None = None,
+    levels: Levels | None = None,
+    broken: set[str] | None = None,
 ) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
     spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
@@ -323,7 +295,9 @@ def build(
         prompt=prompt,
         steps=tuple(steps),
         checks=tuple(checks),
-        expectations=_expectations(c, doc, spec, expectations or {}),
+        expectations=expectation_entries(
+            c, doc, list(spec.expectations or ()), expectations or {}, levels or {}, broken or set()
+        ),
         notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
@@ -341,11 +315,13 @@ def build_all(
     project: ProjectDoc,
     kinds: dict[str, CheckKindDoc],
     expectations: dict[str, dict[str, Any]],
+    levels: Levels,
+    broken: set[str],
 ) -> dict[str, ScenarioIn]:
     """Every scenario that has no errors of its own, by id."""
     out: dict[str, ScenarioIn] = {}
     for ident in sorted(docs):
-        built = build(c, docs[ident], src, project, kinds, expectations)
+        built = build(c, docs[ident], src, project, kinds, expectations, levels, broken)
         if built is not None:
             out[ident] = built
     return out

@@ -13,11 +13,12 @@ from typing import Any
 from compiler import rawcheck, rules, scenarios
 from compiler.contract import AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
+from compiler.expectations import library as expectation_library
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
 from compiler.rawcheck import model_of
 from compiler.resolved import MatrixIn, Validated
-from compiler.specs import KINDS, AgentDoc, CheckKindDoc, ExpectationDoc, MatrixDoc, PricesDoc, ProjectDoc
+from compiler.specs import KINDS, AgentDoc, CheckKindDoc, MatrixDoc, PricesDoc, ProjectDoc
 from compiler.specs.base import SLUG
 from compiler.yamlio import Doc, Path_, dotted
 
@@ -281,17 +282,21 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         matrices[ident] = MatrixIn(spec, merged, limits, options)
 
     # Read by the grader at grade time; validated here so a typo is a positioned spec error.
-    expectations: dict[str, dict[str, Any]] = {}
-    for ident, doc in _by_id(c, by_kind["expectation"], "expectation").items():
-        exp = model_of(c, doc, ExpectationDoc)
-        if exp is not None:
-            expectations[ident] = exp.model_dump(by_alias=True, exclude_none=True, exclude={"kind", "meta"})
+    exp_docs = _by_id(c, by_kind["expectation"], "expectation")
+    expectations = expectation_library(c, exp_docs, levels)
     for doc in by_kind["prices"]:
         model_of(c, doc, PricesDoc)
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(
-        c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations
+        c,
+        _resolve_extends(c, scen_docs, "scenario"),
+        src,
+        project,
+        kinds,
+        expectations,
+        levels,
+        set(exp_docs) - set(expectations),
     )
     broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 

@@ -25,7 +25,7 @@ class CountDoc(SpecModel):
     max_param: str | None = Field(
         default=None, description="Name of the parameter holding the limit (user kinds)."
     )
-    max: int | None = Field(default=None, description="The limit itself.")
+    max: int | None = Field(default=None, ge=0, description="The limit itself.")
 
 
 class JsonPathDoc(SpecModel):
@@ -59,7 +59,7 @@ class CheckCommon(SpecModel):
     severity: Literal["error", "warning"] | None = Field(
         default=None, description="error findings make a passing run not usable."
     )
-    timeout_s: float | None = Field(default=None, description="Wall-clock limit of the check.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Wall-clock limit of the check.")
     description: str | None = Field(default=None, description="What the check verifies.")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")
 
@@ -84,8 +84,8 @@ class ContainsCheck(CheckCommon):
     files: str | None = Field(default=None, description="Glob of workspace files to search.")
     text: TextOrList | None = Field(default=None, description="Text, or a list of alternatives.")
     regex: TextOrList | None = Field(default=None, description="Regex, or a list of alternatives.")
-    min: int | None = Field(default=None, description="Minimum occurrences (contains: default 1).")
-    max: int | None = Field(default=None, description="Maximum occurrences.")
+    min: int | None = Field(default=None, ge=0, description="Minimum occurrences (contains: default 1).")
+    max: int | None = Field(default=None, ge=0, description="Maximum occurrences.")
 
 
 class AnswerCheck(CheckCommon):
@@ -114,8 +114,8 @@ class TraceCheck(CheckCommon):
 
     command: str = Field(description="Traced command name.")
     subcommand: str | None = Field(default=None, description="First argument to match.")
-    min: int | None = Field(default=None, description="Minimum invocations.")
-    max: int | None = Field(default=None, description="Maximum invocations.")
+    min: int | None = Field(default=None, ge=0, description="Minimum invocations.")
+    max: int | None = Field(default=None, ge=0, description="Maximum invocations.")
     after_last_write: bool | None = Field(
         default=None, description="Count only invocations after the last write of an entry file."
     )
@@ -127,8 +127,8 @@ class EventsCheck(CheckCommon):
 
     file: str = Field(description="JSONL file in the state dir.")
     where: dict[str, Any] | None = Field(default=None, description="Field -> value filter.")
-    min: int | None = Field(default=None, description="Minimum matching events.")
-    max: int | None = Field(default=None, description="Maximum matching events.")
+    min: int | None = Field(default=None, ge=0, description="Minimum matching events.")
+    max: int | None = Field(default=None, ge=0, description="Maximum matching events.")
 
 
 class TranscriptCheck(CheckCommon):
@@ -148,7 +148,9 @@ class SnapshotCheck(CheckCommon):
         default=None, description="Validity command per snapshot (`{file}` is the snapshot path)."
     )
     final_valid: bool | None = Field(default=None, description="The last snapshot must be valid.")
-    max_regressions: int | None = Field(default=None, description="Allowed valid-to-invalid transitions.")
+    max_regressions: int | None = Field(
+        default=None, ge=0, description="Allowed valid-to-invalid transitions."
+    )
 
 
 class JudgeCheck(CheckCommon):
@@ -218,6 +220,6 @@ class CheckKindDoc(SpecModel):
         default=None, description="Named authority whose validity this kind reports."
     )
     severity: Literal["error", "warning"] | None = Field(default=None, description="Default severity.")
-    timeout_s: float | None = Field(default=None, description="Default wall-clock limit.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Default wall-clock limit.")
     env: dict[str, str] | None = Field(default=None, description="Extra environment of the command.")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")
