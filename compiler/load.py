@@ -140,6 +140,17 @@ def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:
                     table[(*path, new, *p[n:])] = table.pop(p)
 
 
+def not_utf8(rel: str, data: bytes, exc: UnicodeDecodeError) -> SpecError:
+    """Where the first byte that is not UTF-8 sits: its line and column (in characters)."""
+    start = data.rfind(b"\n", 0, exc.start) + 1
+    line = data.count(b"\n", 0, exc.start) + 1
+    col = len(data[start : exc.start].decode("utf-8", "replace")) + 1
+    bad = data[exc.start : exc.end].hex(" ")
+    return SpecError.at(
+        Loc(rel, line, col), "", "E001", f"not UTF-8: byte(s) {bad} ({exc.reason})", "save the file as UTF-8"
+    )
+
+
 def parse_sources(inputs: Inputs) -> Sources:
     """Parse every spec file and scenario file; syntax errors are collected, not raised."""
     src = Sources(inputs)
@@ -162,7 +173,7 @@ def parse_sources(inputs: Inputs) -> Sources:
         try:
             text = inputs.data[rel].decode("utf-8")
         except UnicodeDecodeError as exc:
-            src.errors.append(SpecError.at(Loc(rel, 1, 1), "", "E001", f"not UTF-8: {exc}"))
+            src.errors.append(not_utf8(rel, inputs.data[rel], exc))
             continue
         doc, errors = parse(rel, text)
         src.errors.extend(errors)

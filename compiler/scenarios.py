@@ -10,7 +10,7 @@ from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
 from compiler.expectations import Levels
 from compiler.expectations import entries as expectation_entries
-from compiler.load import Sources
+from compiler.load import Sources, not_utf8
 from compiler.paths import rel_path, ws_path
 from compiler.rawcheck import model_of
 from compiler.render import render_field
@@ -37,7 +37,11 @@ def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, wh
     if data is None:
         c.add(doc.loc(path), dotted(path), "E230", f"{what} file '{rel}' not found")
         return None
-    return data.decode("utf-8", "replace")
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        c.extend([not_utf8(rel, data, exc)])
+        return None
 
 
 def _steps(
@@ -86,13 +90,14 @@ def _checks(
     kinds: dict[str, CheckKindDoc],
     ctx: dict[str, Any],
     project: ProjectDoc,
+    kind_docs: dict[str, Doc] | None = None,
 ) -> tuple[list[CheckSpec], list[Path_], dict[str, int]]:
     """Checks resolved to built-in kinds, their key paths, and check id -> index."""
     checks: list[CheckSpec] = []
     paths: list[Path_] = []
     seen: dict[str, int] = {}
     for i, check_raw in enumerate(spec.checks or []):
-        chk = resolve_check(c, doc, i, check_raw, kinds, ctx)
+        chk = resolve_check(c, doc, i, check_raw, kinds, ctx, kind_docs)
         if chk is None:
             continue
         if chk.id in seen:
@@ -115,9 +120,13 @@ def _checks(
         seen[chk.id] = i
         checks.append(chk)
         paths.append(("checks", i))
-    if not spec.checks:
+    if not spec.checks:  # `checks: []` is reported at its key, a missing `checks:` at the document
         c.add(
-            doc.loc(()), "checks", "E250", "the scenario has no checks", "a scenario needs at least one check"
+            doc.loc(("checks",), key=True),
+            "checks",
+            "E250",
+            "the scenario has no checks",
+            "a scenario needs at least one check",
         )
     return checks, paths, seen
 
@@ -205,6 +214,7 @@ def build(
     expectations: dict[str, dict[str, Any]] | None = None,
     levels: Levels | None = None,
     broken: set[str] | None = None,
+    kind_docs: dict[str, Doc] | None = None,
 ) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
     spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
@@ -273,7 +283,7 @@ def build(
     ):
         for j, v in enumerate(values):
             ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
-    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project)
+    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project, kind_docs)
     negatives = _negatives(c, doc, spec, src, folder, own, seen)
     job = ScenarioJob(
         id=spec.id,
@@ -317,11 +327,12 @@ def build_all(
     expectations: dict[str, dict[str, Any]],
     levels: Levels,
     broken: set[str],
+    kind_docs: dict[str, Doc],
 ) -> dict[str, ScenarioIn]:
     """Every scenario that has no errors of its own, by id."""
     out: dict[str, ScenarioIn] = {}
     for ident in sorted(docs):
-        built = build(c, docs[ident], src, project, kinds, expectations, levels, broken)
+        built = build(c, docs[ident], src, project, kinds, expectations, levels, broken, kind_docs)
         if built is not None:
             out[ident] = built
     return out

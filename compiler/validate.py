@@ -24,6 +24,7 @@ from compiler.yamlio import Doc, Path_, dotted
 
 _SLUG = re.compile(SLUG)
 INHERITABLE = ("agent", "matrix", "scenario")
+PROJECT_FILE = "specs/project.yaml"
 NOT_INHERITED = ("id", "extends", "default", "kind")
 
 
@@ -198,22 +199,28 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     projects = by_kind["project"]
     if not projects:
         c.add(
-            Loc("specs/project.yaml", 1, 1),
+            Loc(PROJECT_FILE, 1, 1),
             "",
             "E131",
             "no project spec",
             "create specs/project.yaml with `kind: project`",
         )
         c.raise_if_any()
-    for extra in projects[1:]:
-        first = projects[0].file
+    if len(projects) > 1:
+        # Which one is meant is unknowable: validating the others against either would blame the
+        # wrong files, so this is the one error (with the files' own syntax errors).
+        canonical = [d for d in projects if d.file == PROJECT_FILE]
+        blamed = next(d for d in projects if d not in canonical)
         c.add(
-            extra.loc(("kind",)),
+            blamed.loc(("kind",)),
             "kind",
             "E132",
-            "a second project spec",
-            f"the project is defined in {first}",
+            f"{len(projects)} project specs: {', '.join(d.file for d in projects)}",
+            f"a project has exactly one; keep {PROJECT_FILE} and change the other's `kind:`"
+            if canonical
+            else "a project has exactly one; keep one and change the others' `kind:`",
         )
+        c.raise_if_any()
     pdoc = projects[0]
     project: ProjectDoc | None = model_of(c, pdoc, ProjectDoc)
     if project is None:
@@ -297,6 +304,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         expectations,
         levels,
         set(exp_docs) - set(expectations),
+        kind_docs,
     )
     broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 
