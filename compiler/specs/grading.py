@@ -7,65 +7,14 @@ pinned by its version, recorded with every cost computed from it.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import Field
 
 from compiler.specs.base import SpecModel
+from compiler.specs.checks import Count, EventsParams, SnapshotParams, TraceParams, TranscriptParams
 
 PREDICATES = ("trace", "transcript", "events", "snapshot", "friction", "all", "any", "not")
-Count = Annotated[int, Field(ge=0)]
-TextOrList = str | list[str]
-
-
-class TracePredicate(SpecModel):
-    """What the agent ran of a traced tool (the `trace` check's parameters)."""
-
-    command: str | None = Field(default=None, description="Traced command name (default: any).")
-    subcommand: str | list[str] | None = Field(default=None, description="First argument(s) to match.")
-    exit: int | list[int] | None = Field(default=None, description="Count only invocations with these exits.")
-    after_last_write: bool | None = Field(
-        default=None, description="Count only invocations after the last write of an entry file."
-    )
-    min: Count | None = Field(default=None, description="Minimum invocations (default 1).")
-    max: Count | None = Field(default=None, description="Maximum invocations.")
-
-
-class TranscriptPredicate(SpecModel):
-    """What the normalized transcript holds (the `transcript` check's parameters)."""
-
-    contains: TextOrList | None = Field(default=None, description="Text or alternatives that must appear.")
-    absent: TextOrList | None = Field(default=None, description="Text or alternatives that must not appear.")
-    regex: bool | None = Field(default=None, description="Treat contains/absent as regexes.")
-    role: str | None = Field(default=None, description="Only events of this role.")
-    tool: str | None = Field(default=None, description="Only events of this tool.")
-    min: Count | None = Field(default=None, description="Minimum matching rows (default 1).")
-    max: Count | None = Field(default=None, description="Maximum matching rows.")
-
-
-class EventsPredicate(SpecModel):
-    """Events a treatment logged (the `events` check's parameters)."""
-
-    file: str | None = Field(default=None, description="JSONL file in the state dir (default events.jsonl).")
-    where: dict[str, Any] | None = Field(default=None, description="Field -> value filter.")
-    min: Count | None = Field(default=None, description="Minimum matching events (default 1).")
-    max: Count | None = Field(default=None, description="Maximum matching events.")
-
-
-class SnapshotPredicate(SpecModel):
-    """Validity of the entry over time (the `snapshot` check's parameters)."""
-
-    authority: str | None = Field(default=None, description="Authority whose checks judge each snapshot.")
-    run: str | None = Field(default=None, description="Validity command per snapshot (exit 0 = valid).")
-    exit: int | None = Field(default=None, description="Exit status of `run` that means valid (default 0).")
-    timeout_s: float | None = Field(default=None, gt=0, description="Wall-clock limit of `run`.")
-    final_valid: bool | None = Field(
-        default=None, description="The last snapshot must be valid (default true)."
-    )
-    max_regressions: Count | None = Field(default=None, description="Allowed valid-to-invalid transitions.")
-    first_valid_within: Count | None = Field(
-        default=None, description="The first valid snapshot's index must be at most this."
-    )
 
 
 class BoundDoc(SpecModel):
@@ -103,10 +52,10 @@ class FrictionDoc(SpecModel):
 class PredicateDoc(SpecModel):
     """A predicate: exactly one of its fields (the compiler checks it, E243)."""
 
-    trace: TracePredicate | None = Field(default=None, description="What the agent ran of a traced tool.")
-    transcript: TranscriptPredicate | None = Field(default=None, description="What the transcript holds.")
-    events: EventsPredicate | None = Field(default=None, description="Events a treatment logged.")
-    snapshot: SnapshotPredicate | None = Field(default=None, description="Validity of the entry over time.")
+    trace: TraceParams | None = Field(default=None, description="What the agent ran of a traced tool.")
+    transcript: TranscriptParams | None = Field(default=None, description="What the transcript holds.")
+    events: EventsParams | None = Field(default=None, description="Events a treatment logged.")
+    snapshot: SnapshotParams | None = Field(default=None, description="Validity of the entry over time.")
     friction: FrictionDoc | None = Field(default=None, description="Friction bounds.")
     all: list[PredicateDoc] | None = Field(default=None, description="Every predicate holds.")
     any: list[PredicateDoc] | None = Field(default=None, description="At least one predicate holds.")
