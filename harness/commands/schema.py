@@ -25,7 +25,7 @@ def schemas(project: Path) -> dict[str, str]:
     """File name -> content of every schema: spec kinds (with the project's own check kinds),
     compiler artifacts, run-time records."""
     from compiler.schemas import artifact_schemas, dumps, project_kinds, spec_schemas
-    from harness.records import Grade, RunRecord
+    from harness.artifacts.records import Grade, RunRecord
     from harness.report.summary import Summary
 
     specs = spec_schemas(project_kinds(project))
