@@ -124,6 +124,6 @@ def test_malformed_library_expectation_is_unavailable_not_a_crash(tmp_path: Path
 def test_compiler_knows_every_friction_field() -> None:
     """The compiler types friction bounds by the grade's own field names (it cannot import harness)."""
     from compiler.specs.grading import FrictionDoc
-    from harness.gradeschema import Friction
+    from harness.artifacts.grade_sections import Friction
 
     assert list(FrictionDoc.model_fields) == list(Friction.model_fields)
