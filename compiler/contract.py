@@ -141,6 +141,11 @@ class AgentSpec(Frozen):
     requires: tuple[str, ...] = Field(
         default=(), description="Executables/resources a worker must have to run this agent."
     )
+    sanity: Literal["pass", "fail"] | None = Field(
+        default=None,
+        description="A sanity agent (oracle: pass, no-op: fail): how the report reads its runs, not what runs "
+        "(outside the job hash).",
+    )
 
 
 class CheckSpec(Frozen):

@@ -271,6 +271,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             version=spec.version,
             env=spec.env or {},
             requires=tuple(spec.requires or ()),
+            sanity=spec.sanity,
         )
         agent_docs[ident] = doc
         flags[ident] = (spec.runnable is not False, spec.reason or "")
