@@ -11,24 +11,11 @@ import pytest
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
 from tests.grade.project import HIDDEN, SCENARIO, compile_project, run_assay
+from tests.grade.project import PROJECT as BASE_PROJECT
 
-PROJECT = """\
-kind: project
-spec_version: 1
-name: headline
-languages: [python]
-authorities:
-  python: { description: the interpreter's own compiler }
-factors:
-  tool:
-    none: {}
-    hint: {}
-  knowledge:
-    none: {}
-  network:
-    off: { network: false }
-control: none/none/off
-"""
+# The grader tests' small project with a second tool level, "hint", which the scripted agent reads.
+PROJECT = BASE_PROJECT.replace("  tool:\n    none: {}\n", "  tool:\n    none: {}\n    hint: {}\n")
+assert "hint: {}" in PROJECT
 SCRIPT = """\
 seed: 3
 steps:
