@@ -235,16 +235,20 @@ class Turn:
     reasoning: int
     context: int | None
     context_limit: int | None
+    model: str | None = None
+    """The model the row says answered (UsageRow.model); priced only when the run names none."""
 
 
 def usage_turn(row: dict[str, Any]) -> Turn:
     """One usage row as a `Turn`; raises `Malformed` for a field outside the contract."""
     counts = {key: count(row.get(key)) for key in TOKEN_KINDS}
+    model = row.get("model")
     return Turn(
         t=_time(row),
         **{key: value or 0 for key, value in counts.items()},
         context=count(row.get("context")),
         context_limit=count(row.get("context_limit")),
+        model=model if isinstance(model, str) and 0 < len(model) <= 200 else None,
     )
 
 

@@ -95,6 +95,7 @@ def gateway_turns(path: Path) -> list[Turn]:
                     reasoning=usage.reasoning_tokens,
                     context=prompt,
                     context_limit=None,
+                    model=record.model,
                 )
             )
     return turns
