@@ -84,6 +84,23 @@ class UsageCheck(Record):
     adapter_malformed: int = Field(default=0, description="Usage rows of the adapter that were malformed.")
 
 
+class TraceChannel(Record):
+    """How tool-use rows reached trace.jsonl: only through the collector (harness.trial.tracing)."""
+
+    launches: int = Field(default=0, description="Sandboxed commands started under the tool runner.")
+    registered: int = Field(default=0, description="Runners that registered with their one-time token.")
+    unguarded: int = Field(
+        default=0, description="Runners that could not make themselves undumpable (rows then advisory)."
+    )
+    refused: int = Field(
+        default=0, description="Registrations refused: a token never armed or already used (forgery)."
+    )
+    rows: int = Field(default=0, description="Rows of the agent's tool use received (trace.jsonl).")
+    late: int = Field(
+        default=0, description="Commands whose runner had not hung up in time (rows may be missing)."
+    )
+
+
 class Omitted(Record):
     """A changed path diff.patch could not carry."""
 
@@ -170,6 +187,9 @@ class RunRecord(Record):
         default_factory=RunnerMetrics, description="The runner's half of the metrics."
     )
     steps: tuple[StepRecord, ...] = Field(default=(), description="Per-step records of a multi-step run.")
+    trace_channel: TraceChannel | None = Field(
+        default=None, description="How tool-use rows were collected, when the cell traces a tool."
+    )
     usage_check: UsageCheck | None = Field(
         default=None, description="Adapter's usage against the gateway's, when a gateway carried the model."
     )

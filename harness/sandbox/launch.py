@@ -11,11 +11,24 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.sandbox import proc
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.pathsafe import collect
+
+
+class CommandHook(Protocol):
+    """Wraps each command of a trial and hears when it ended (the tool-use collector)."""
+
+    def wrap(self, argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The command's argv and environment for this one launch."""
+        ...
+
+    def done(self) -> None:
+        """The launch is over (its processes are gone)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -40,13 +53,16 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    hook: CommandHook | None = None
+    """Wraps every command inside the prefix (the tool runner of `harness.trial.tracing`)."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
-        """What `argv` may see and do."""
+        """What `argv` may see and do (a hook, when set, wraps it anew for each call)."""
+        inner, env = self.hook.wrap(argv, self.env) if self.hook else (list(argv), dict(self.env))
         return SandboxSpec(
-            argv=[*self.prefix, *argv],
+            argv=[*self.prefix, *inner],
             cwd=self.cwd,
-            env=dict(self.env),
+            env=env,
             home=self.home,
             mounts=self.mounts,
             network=self.network,
@@ -69,16 +85,22 @@ class Launcher:
         cancel: threading.Event | None = None,
     ) -> proc.ProcResult:
         """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
-        with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
-            done = self._run(
-                box.argv,
-                stdin=stdin,
-                timeout_s=timeout_s,
-                log=log,
-                output_cap=output_cap,
-                capture=capture,
-                cancel=cancel,
-            )
+        spec = self.spec(argv)
+        with confine(self.isolation, spec, label=self.label, watch=self.watch) as box:
+            try:
+                done = self._run(
+                    box.argv,
+                    env=spec.env,
+                    stdin=stdin,
+                    timeout_s=timeout_s,
+                    log=log,
+                    output_cap=output_cap,
+                    capture=capture,
+                    cancel=cancel,
+                )
+            finally:
+                if self.hook is not None:
+                    self.hook.done()
             hits = box.limits_hit(done.exit_code)
         if self.outbox is not None:
             self.refused.extend(collect(*self.outbox))
@@ -88,6 +110,7 @@ class Launcher:
         self,
         argv: Sequence[str],
         *,
+        env: Mapping[str, str],
         stdin: bytes | None,
         timeout_s: float | None,
         log: Path | None,
@@ -98,7 +121,7 @@ class Launcher:
         return proc.run(
             argv,
             cwd=self.cwd,
-            env=self.env,
+            env=env,
             stdin=stdin,
             timeout_s=timeout_s,
             log=log,

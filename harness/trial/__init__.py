@@ -32,6 +32,7 @@ from harness.artifacts.names import (
     SKILL_DIR,
     STATE_DIR,
     TMP_DIR,
+    TRACE_FILE,
     WORKSPACE_DIR,
     step_dir_name,
 )
@@ -42,10 +43,11 @@ from harness.gateway import trial as gateway_trial
 from harness.sandbox import proc
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, select
 from harness.sandbox.launch import Launcher
-from harness.trial import agent, canaries, capture, patch, provision, workspace
+from harness.trial import agent, canaries, capture, patch, provision, tracing, workspace
 from harness.trial import steps as multistep
-from harness.trial.environment import TrialPaths, ancestor_instruction_files, build
+from harness.trial.environment import TRACE_VAR, TrialPaths, ancestor_instruction_files, build
 from harness.trial.session import Interrupted, Session, place_evidence, remove_evidence, stash_attempt
+from harness.trial.shim import TOOLS_FILE
 
 
 def _paths(job: Job, run_dir: Path, project: Path) -> TrialPaths:
@@ -70,6 +72,7 @@ def _launcher(
     iso: Isolation,
     extra: tuple[Mount, ...] = (),
     prefix: tuple[str, ...] = (),
+    hook: tracing.Collector | None = None,
 ) -> Launcher:
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
@@ -112,6 +115,7 @@ def _launcher(
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
         prefix=prefix,
+        hook=hook,
         watch=(paths.workspace, paths.home, paths.tmp, paths.state),
         label=job.id,
     )
@@ -216,6 +220,7 @@ def run_trial(
     argv: list[str] = []
     gateways = contextlib.ExitStack()  # the model gateway, when the agent has one (closed in finally)
     gw: gateway_trial.TrialGateway | None = None
+    tracer: tracing.Collector | None = None
     timings: dict[str, float] = {}
     clock = [time.perf_counter()]
 
@@ -238,14 +243,20 @@ def run_trial(
         env = build(job, paths, agent_args=gw.args if gw else args)
         env = gw.scrub(env) if gw else env
         carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
+        tracer = gateways.enter_context(
+            tracing.for_trial(paths.shim_bin.parent / TOOLS_FILE, provided.shimmed)
+        )
+        if tracer is not None:
+            env[TRACE_VAR] = str(tracer.mirror)  # what it ran, readable; trace.jsonl is the harness's
         launcher = _launcher(
             job,
             paths,
             env,
             provided,
             iso,
-            extra=(gw.mount(),) if gw else (),
+            extra=(*((gw.mount(),) if gw else ()), *((tracer.mount(),) if tracer else ())),
             prefix=tuple(gw.wrap([])) if gw and carried else (),
+            hook=tracer,
         )
         _setup(job, launcher, paths)
         multistep.seed_state(job, launcher, paths)
@@ -256,8 +267,8 @@ def run_trial(
         fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
         # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
         # counts every row as the agent's tool use), so their rows are kept aside.
-        if paths.trace.is_file():
-            paths.trace.replace(paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
+        if tracer is not None:
+            tracing.keep_aside(tracer.take(), paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
         usage_log = gw.usage_log if gw else None
         session = Session(
             job,
@@ -317,6 +328,9 @@ def run_trial(
         fields["error"] = f"{type(exc).__name__}: {exc}"
         fields["traceback"] = traceback.format_exc()
     finally:
+        if tracer is not None:
+            tracer.write(run_dir / TRACE_FILE)
+            fields["trace_channel"] = tracer.report()
         gateway_summary = gw.summary() if gw else None
         gateways.close()
     # The agent could write into its run dir; a verdict there is never its own to write.

@@ -27,6 +27,8 @@ from harness.artifacts.names import (
 )
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+TRACE_VAR = "BENCH_TRACE"
+"""Where the agent may read what it ran (a mirror the collector keeps; never the graded trace)."""
 
 
 @dataclass(frozen=True)
@@ -114,7 +116,7 @@ def build(
             "BENCH_USAGE": str(paths.usage),
             "BENCH_TRANSCRIPT": str(paths.transcript),
             "BENCH_CONTEXT": str(paths.context),
-            "BENCH_TRACE": str(paths.trace),
+            TRACE_VAR: str(paths.trace),
             "BENCH_ANSWER": str(paths.workspace / ANSWER_FILE),
             "BENCH_STATE_DIR": str(paths.state),
             "BENCH_NETWORK_ALLOWED": "1" if prov.network else "0",

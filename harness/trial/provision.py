@@ -97,7 +97,6 @@ def apply(job: Job, *, project: Path, paths: TrialPaths) -> Provided:
         path_dirs=path_dirs,
         trace_names=prov.trace,
         serve=prov.serve,
-        trace_file=paths.trace,
         search_path=SYSTEM_PATH,
     )
     mounts.extend(Mount(src=real.parent, dest=real.parent, writable=False) for real in set(shimmed.values()))
