@@ -52,6 +52,8 @@ def kind_of(mode: int) -> str:
 def printable(rel: bytes) -> str:
     """A relative path for messages and records: control bytes and non-UTF-8 bytes escaped."""
     text = rel.decode("utf-8", errors="backslashreplace")
+    if text.isprintable():
+        return text
     return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
 
 
@@ -235,19 +237,18 @@ def _copy_fd(src: int, dst: int) -> None:
 def mkdirs(root_fd: int, rel: bytes, made: set[bytes] | None = None) -> None:
     """Create the folders of `rel` (relative to `root_fd`), parents first; existing ones kept.
 
-    `made` remembers folders already there, across calls (one mkdir per folder, not per file).
+    `made` remembers folders already there, across calls: one mkdir per new folder, however
+    deep (a walk creates each folder right after its parent).
     """
-    if made is not None and rel in made:
-        return
-    parts = rel.split(b"/")
-    for i in range(1, len(parts) + 1):
-        prefix = b"/".join(parts[:i])
-        if made is not None and prefix in made:
-            continue
+    missing = []
+    while rel and (made is None or rel not in made):
+        missing.append(rel)
+        rel = rel.rpartition(b"/")[0]
+    for folder in reversed(missing):
         with contextlib.suppress(FileExistsError):
-            os.mkdir(prefix, 0o755, dir_fd=root_fd)
+            os.mkdir(folder, 0o755, dir_fd=root_fd)
         if made is not None:
-            made.add(prefix)
+            made.add(folder)
 
 
 def put(
@@ -302,11 +303,15 @@ def copy_tree(src: Path, dest: Path, *, limit: int = MAX_REL) -> list[Skipped]:
     made: set[bytes] = set()
     dest.mkdir(parents=True, exist_ok=True)
     dst_fd = os.open(dest, _DIR)
+    pruned: bytes | None = None  # a folder left out: nothing below it is listed again
     try:
         for entry in walk(src):
             kind = entry.kind
+            if pruned is not None and entry.rel.startswith(pruned):
+                continue
             if len(entry.rel) > limit:
                 skipped.append(Skipped(printable(entry.rel), f"path longer than {limit} bytes"))
+                pruned = entry.rel + b"/"
                 continue
             if kind not in ("dir", "file", "symlink"):
                 skipped.append(Skipped(printable(entry.rel), kind))

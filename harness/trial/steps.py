@@ -18,13 +18,15 @@ command that changes the working tree is an error of the run, never a silent pro
 
 from __future__ import annotations
 
+import contextlib
 import os
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 from compiler.contract import Job, Step
 from harness.artifacts.names import META_DIR, SETUP_LOG, STATE_DIR, step_dir_name
-from harness.sandbox import pathsafe
+from harness.sandbox import fdtree
 from harness.sandbox.launch import Launcher
 from harness.trial import workspace
 from harness.trial.environment import TrialPaths
@@ -128,37 +130,41 @@ class StepStart:
     def __init__(self, ws: workspace.Workspace, paths: TrialPaths) -> None:
         self.ws, self.paths = ws, paths
         self.dir = paths.run_dir / META_DIR / "step-start"
-        shutil.rmtree(self.dir, ignore_errors=True)
+        fdtree.remove_tree(self.dir, ignore_errors=True)
+        (self.dir / "tree").mkdir(parents=True)
         self.changed = workspace.changes(ws)
-        for rel in self.changed:
-            source = ws.root / rel
-            if source.is_file() or source.is_symlink():
-                target = self.dir / "tree" / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, target, follow_symlinks=False)
+        with _folders(ws.root, self.dir / "tree") as (src, dst):
+            for rel in self.changed:
+                # An odd file or a path too long to name cannot be kept: a retry starts without it.
+                with contextlib.suppress(OSError):
+                    fdtree.put(src, os.fsencode(rel), dst, os.fsencode(rel), link=False)
         if paths.state.is_dir():
-            shutil.copytree(paths.state, self.dir / STATE_DIR, symlinks=True)
+            fdtree.copy_tree(paths.state, self.dir / STATE_DIR)
 
     def restore(self) -> None:
         """Put the tree and the state directory back as the step found them."""
         workspace.reset(self.ws)
-        for rel in self.changed:
-            saved = self.dir / "tree" / rel
-            target = pathsafe.resolve_inside(self.ws.root, rel, allow_final_symlink=True)
-            if target.is_symlink() or target.is_file():
-                target.unlink()
-            if saved.is_file() or saved.is_symlink():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(saved, target, follow_symlinks=False)
+        with _folders(self.dir / "tree", self.ws.root) as (saved, tree):
+            for rel in map(os.fsencode, self.changed):
+                with contextlib.suppress(OSError):
+                    fdtree.remove_tree(rel, dir_fd=tree)
+                with contextlib.suppress(OSError):
+                    fdtree.put(saved, rel, tree, rel, link=False)
         if (self.dir / STATE_DIR).is_dir():
             for entry in list(self.paths.state.iterdir()):
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-            for entry in (self.dir / STATE_DIR).iterdir():
-                dest = self.paths.state / entry.name
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.copytree(entry, dest, symlinks=True)
-                else:
-                    shutil.copy2(entry, dest, follow_symlinks=False)
+                fdtree.remove_tree(entry)
+            fdtree.copy_tree(self.dir / STATE_DIR, self.paths.state)
+
+
+@contextlib.contextmanager
+def _folders(src: Path, dst: Path) -> Iterator[tuple[int, int]]:
+    """Descriptors of two folders, for *at() calls with paths relative to them."""
+    a = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        b = os.open(dst, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            yield a, b
+        finally:
+            os.close(b)
+    finally:
+        os.close(a)

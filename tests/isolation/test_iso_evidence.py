@@ -12,6 +12,7 @@ can pass. Tests named `test_attack_*` are counted by the hostile-agent summary.
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 from typing import Any
 
@@ -30,9 +31,11 @@ from compiler.contract import (
 )
 from harness.artifacts.records import RunRecord
 from harness.grade import grade_run
+from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
 from tests.helpers import assay
 from tests.isolation.conftest import require
+from tests.runner.conftest import FIXTURE, make_job, none_cell
 
 pytestmark = pytest.mark.isolation
 
@@ -202,3 +205,47 @@ def test_forged_evidence_changes_nothing_without_a_sandbox_either(tmp_path: Path
     """Under isolation `none` the agent writes its run directory itself: trace.jsonl is still the
     collector's alone (rewritten at the end), usage rows are still validated."""
     _forgery_changes_nothing(tmp_path, "none")
+
+
+LIAR = r"""
+import json, os, urllib.request
+args = json.loads(os.environ["BENCH_AGENT_ARGS"])
+req = urllib.request.Request(args["base_url"] + "/v1/messages", method="POST",
+    data=json.dumps({"model": "m", "max_tokens": 20, "messages": [{"role": "user", "content": "hi"}]}).encode(),
+    headers={"x-api-key": args.get("api_key", ""), "content-type": "application/json"})
+urllib.request.urlopen(req, timeout=10).read()
+with open(os.environ["BENCH_USAGE"], "w") as fh:  # one turn claimed as almost free
+    fh.write(json.dumps({"t": 1.0, "input": 1, "output": 1}) + "\n")
+"""
+
+
+def test_attack_e2e_understate_usage_behind_the_gateway(tmp_path: Path, iso: str) -> None:
+    """Where a gateway carried the model, its account is the run's: the adapter's understated
+    usage.jsonl is only compared with it, and the disagreement is recorded in run.json and grade.json."""
+    script = Script.model_validate({"model": "m1", "steps": [{"text": "Hello there."}]})
+    with ScriptedModelServer(script, log_path=tmp_path / "model.jsonl") as model:
+        project = tmp_path / "project"
+        shutil.copytree(FIXTURE, project, symlinks=True)
+        (project / "liar.py").write_text(LIAR)
+        agent = AgentSpec(
+            id="liar", adapter="command", command="python3 $HOME/liar.py", args={"base_url": model.url}
+        )
+        job = make_job(
+            agent=agent,
+            cell=none_cell(home_files={"liar.py": "liar.py"}),
+            options=Options(isolation=iso, infra_retries=0),
+        )
+        run_dir = tmp_path / "run"
+        record = run_trial(job, project=project, run_dir=run_dir)
+        (served,) = model.records()
+    assert record.error is None, record.traceback
+    assert (record.metrics.input_tokens, record.metrics.output_tokens) == (
+        served.input_tokens,
+        served.output_tokens,
+    )
+    check = record.usage_check
+    assert check is not None and check.adapter["input_tokens"] == 1
+    assert {"input_tokens", "output_tokens"} <= set(check.differs)
+    grade = grade_run(run_dir)
+    assert grade.usage.source == "gateway" and grade.usage.input == served.input_tokens
+    assert {"input_tokens", "output_tokens"} <= set(grade.usage.adapter_differs)
