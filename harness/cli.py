@@ -5,6 +5,8 @@ Each module in `harness.commands` defines `HELP`, `configure(parser)` and
 `assay --help` stays fast. Exceptions become exit codes here and only here:
 0 ok, 1 failures, 2 spec or usage error, 3 nothing selected, 4 run tree held by another
 runner, 74 run tree unwritable (full disk, read-only), 130 interrupted (SIGINT, SIGTERM, SIGHUP).
+Spec errors (`compiler.errors.SpecErrors`, every problem at once) print as text on stderr, or in the
+format a command put in `args.spec_format` (`assay compile --format json|github`, on stdout).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import threading
 from collections.abc import Iterator, Sequence
 from types import FrameType, ModuleType
 
+from compiler.errors import SpecErrors, render
 from harness.errors import AssayError
 
 COMMANDS = (
@@ -99,6 +102,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         why = f" ({exc.args[0]})" if exc.args else ""
         _say(f"assay: interrupted{why}; running trials were recorded as interrupted, rerun to resume")
         return 130
+    except SpecErrors as exc:
+        fmt = getattr(args, "spec_format", "text")
+        print(render(exc.errors, fmt), file=sys.stderr if fmt == "text" else sys.stdout)
+        return 2
     except AssayError as exc:
         _say(f"assay: error: {exc}")
         return exc.exit_code

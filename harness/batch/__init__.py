@@ -20,7 +20,7 @@ from typing import Any, TextIO
 
 from compiler.contract import Job
 from harness.artifacts.records import RunStatus, read_grade, read_run
-from harness.artifacts.tree import is_finished, read_job, run_dir_for
+from harness.artifacts.run_tree import is_finished, read_job, run_dir_for
 from harness.batch.executor import TrialOutcome, TrialTask
 from harness.batch.executor import select as select_executor  # `select` here is the sibling module
 from harness.batch.executor.task import IO_ERROR, grader_available

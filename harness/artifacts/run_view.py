@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec, CorruptJob, Job
-from harness.artifacts import names, readers, tree
+from harness.artifacts import names, readers, run_tree
 from harness.artifacts.records import RunRecord, read_run
 
 
@@ -67,7 +67,7 @@ def read_job(run_dir: Path, project: Path | None = None) -> Job:
     """The run's job.json, verified (a damaged one restored from the project's generated/ when
     that still compiles the same job), or MissingArtifacts saying why."""
     try:
-        return tree.read_job(run_dir, generated=project / "generated" if project is not None else None)
+        return run_tree.read_job(run_dir, generated=project / "generated" if project is not None else None)
     except FileNotFoundError:
         raise MissingArtifacts(f"{names.JOB_FILE} is missing") from None
     except CorruptJob as exc:
