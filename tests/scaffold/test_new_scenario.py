@@ -2,7 +2,11 @@
 
 from __future__ import annotations
 
+import os
+import pty
 import shutil
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -83,3 +87,32 @@ def test_scaffold_writes_the_scripted_agents_steps(project: Path) -> None:
     assert (folder / "weak.yaml").read_text() == "steps: []\n"
     unknown = assay("--project", project, "new", "scripts", "nope")
     assert unknown.returncode == 2 and "known:" in unknown.stderr and "greet-user" in unknown.stderr
+
+
+def test_in_a_terminal_the_split_and_family_are_asked_for(project: Path) -> None:
+    """On a terminal `assay new scenario` asks for the split and the family."""
+    leader, follower = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "harness", "--project", str(project), "new", "scenario", "asked"],
+        stdin=follower,
+        stdout=follower,
+        stderr=follower,
+        cwd=REPO,
+    )
+    os.close(follower)
+    os.write(leader, b"test\nchat\n")
+    output = b""
+    while True:
+        try:
+            chunk = os.read(leader, 4096)
+        except OSError:  # the child closed the terminal
+            break
+        if not chunk:
+            break
+        output += chunk
+    assert proc.wait(timeout=120) == 0, output.decode(errors="replace")
+    os.close(leader)
+    text = output.decode(errors="replace")
+    assert "split: train, or test" in text and "family" in text
+    job = build(project).validated.scenarios["asked"].job
+    assert (job.split, job.family) == ("test", "chat")
