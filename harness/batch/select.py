@@ -51,20 +51,23 @@ def select(
     generated = project / GENERATED
     if not (generated / "manifest.json").is_file():
         raise UsageError(f"{generated}/manifest.json not found: run `assay compile` first")
-    if job_ids:
-        load_job = _loader("load_job")
-        jobs = [load_job(generated, jid) for jid in job_ids]
-    else:
-        iter_jobs = _loader("iter_jobs")
-        jobs = list(
-            iter_jobs(
-                generated,
-                matrix=matrix,
-                cells=list(cells) or None,
-                agents=list(agents) or None,
-                scenarios=list(scenarios) or None,
+    try:
+        if job_ids:
+            load_job = _loader("load_job")
+            jobs = [load_job(generated, jid) for jid in job_ids]
+        else:
+            iter_jobs = _loader("iter_jobs")
+            jobs = list(
+                iter_jobs(
+                    generated,
+                    matrix=matrix,
+                    cells=list(cells) or None,
+                    agents=list(agents) or None,
+                    scenarios=list(scenarios) or None,
+                )
             )
-        )
+    except (KeyError, ValueError) as exc:  # an unknown matrix or job id: the contract says which exist
+        raise UsageError(str(exc.args[0] if exc.args else exc)) from None
     if trials is not None:
         jobs = [j for j in jobs if j.trial <= trials]
     if not jobs:

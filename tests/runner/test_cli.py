@@ -81,3 +81,8 @@ def test_nothing_selected_exits_3_and_lists_what_exists(suite: Path) -> None:
     excluded = _assay(suite, "matrix", "demo", "--agent", "oracle", "--cell", "bin/none/off")
     assert excluded.returncode == 3
     assert "matrix 'demo' has no job that combines --agent oracle --cell bin/none/off" in excluded.stderr
+    unknown = _assay(suite, "matrix", "nosuch")
+    assert unknown.returncode == 2 and "unknown matrix 'nosuch'; compiled: default, demo" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    bad_id = _assay(suite, "run", "demo/none/none/off/oracle/nope/t01")
+    assert bad_id.returncode == 2 and "matrix 'demo' has no scenario 'nope'" in bad_id.stderr
