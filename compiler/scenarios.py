@@ -54,7 +54,7 @@ def _expectations(
                     "an expectation is a name or a map",
                 )
                 continue
-            out.append(dict(entry))
+            out.append({k: v for k, v in entry.items() if not str(k).startswith("x-")})
             continue
         if name not in library:
             c.add(
@@ -211,6 +211,8 @@ def _negatives(
                 fails=tuple(neg.fails),
                 dir=f"{folder}/{neg_dir}/{name}" if has_dir else None,
                 patch=patch,
+                # Seed 000: "negative overlays" are overlays like the reference, on the seed alone.
+                base="seed" if own.endswith(".json") else "reference",
             )
         )
     declared = set(spec.negatives or {})

@@ -7,7 +7,8 @@ the same check engine the grader uses:
 - `seed`: the untouched seed (+ grader files) must fail at least one check;
 - `negative <name>`: seed + reference + the negative's overlay folder, then its patch
   (a unified diff applied with `git apply` on top of seed + reference), + grader files,
-  must fail exactly the checks it names.
+  must fail exactly the checks it names. In seed 000's `scenario.json` form a negative is an
+  overlay like the reference, laid on the seed alone (`Negative.base == "seed"`).
 
 Grader files go on last because the grader copies them in after the agent has finished.
 Every workspace is judged twice; a check whose outcome differs is reported as flaky.
@@ -131,9 +132,8 @@ def workspaces(scenario: ScenarioJob, project: Path) -> list[Workspace]:
         overlay = (project / neg.dir,) if neg.dir else ()
         patch = project / neg.patch if neg.patch else None
         name = f"negative {neg.name}"
-        found.append(
-            Workspace(scenario, name, (seed, *reference, *overlay), patch, grader, frozenset(neg.fails))
-        )
+        under = reference if neg.base == "reference" else ()
+        found.append(Workspace(scenario, name, (seed, *under, *overlay), patch, grader, frozenset(neg.fails)))
     return found
 
 

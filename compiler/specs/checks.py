@@ -93,6 +93,9 @@ class AnswerCheck(CheckCommon):
 
     key: str = Field(description="Dotted path into answer.json.")
     equals: Any = Field(default=None, description="Expected JSON value.")
+    expected: Any = Field(
+        default=None, description="Seed 000's name for `equals` (scenario.json); give one of the two."
+    )
     matches: str | None = Field(default=None, description="Regex the value's text must match.")
 
 

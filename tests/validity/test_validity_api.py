@@ -78,3 +78,20 @@ def test_a_check_that_cannot_run_is_reported_on_every_workspace(tmp_path: Path) 
     assert all(
         "check lint: could not run: `no-such-linter-xyz .`: command was not found" in line for line in lines
     )
+
+
+def test_seed000_negatives_overlay_the_seed(tmp_path: Path) -> None:
+    """scenario.json's negatives are overlays like the reference: the seed alone is under them."""
+    from compiler.pipeline import build
+
+    seed000 = Path(__file__).resolve().parents[1] / "fixtures" / "seed000"
+    job = build(seed000).validated.scenarios["greet"].job
+    assert validate([job], seed000, strict=True, jobs=1).ok
+    # Laid on seed + reference (assay's own form), `answer-only` would pass the check it names.
+    as_yaml = job.model_copy(
+        update={"negatives": tuple(n.model_copy(update={"base": "reference"}) for n in job.negatives)}
+    )
+    lines = [p.line() for p in validate([as_yaml], seed000, jobs=1).problems]
+    assert lines == [
+        "greet [negative answer-only] check says-hello: passes, but the negative names it: it must fail"
+    ]
