@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.contract import ScenarioJob
+from harness.artifacts.names import WORKSPACE_DIR
+from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_checks
-from harness.records import CheckOutcome
 
 REFERENCE = "reference"
 SEED = "seed"
@@ -158,7 +159,7 @@ def build(w: Workspace, dest: Path) -> None:
 
 def judge(w: Workspace, project: Path, scratch: Path) -> Judged:
     """Build one workspace and run its scenario's checks on it twice."""
-    dest = scratch / w.scenario.id / w.overlay.replace(" ", "-") / "workspace"
+    dest = scratch / w.scenario.id / w.overlay.replace(" ", "-") / WORKSPACE_DIR
     try:
         build(w, dest)
     except (OSError, ValueError) as exc:
@@ -220,16 +221,58 @@ def _verdicts(
                 )
             )
     else:
-        named = fails or frozenset()
-        for i, o in judged.items():
-            if i in named and o.outcome == "pass":
-                found.append(
-                    Problem(sid, overlay, i, "passes, but the negative names it: it must fail", "negative")
+        found += _negative(sid, overlay, fails or frozenset(), judged)
+    return found
+
+
+def _negative(
+    sid: str, overlay: str, named: frozenset[str], judged: dict[str, CheckOutcome]
+) -> list[Problem]:
+    """A negative fails exactly what it names: whole checks, or single tests (`<check>::<test id>`),
+    whose check then fails while its other tests pass."""
+    found: list[Problem] = []
+    tests: dict[str, set[str]] = {}
+    for entry in named:
+        cid, _, test = entry.partition("::")
+        if test:
+            tests.setdefault(cid, set()).add(test)
+    for i, o in judged.items():
+        if (i in named or i in tests) and o.outcome == "pass":
+            found.append(
+                Problem(sid, overlay, i, "passes, but the negative names it: it must fail", "negative")
+            )
+        elif i not in named and i not in tests and o.outcome == "fail":
+            found.append(
+                Problem(sid, overlay, i, f"fails, but the negative does not name it: {o.message}", "negative")
+            )
+        if i in named or i not in tests or o.outcome not in ("pass", "fail"):
+            continue
+        ran = {t.id: t for t in o.tests}
+        for test in sorted(tests[i] - set(ran)):
+            found.append(
+                Problem(
+                    sid, overlay, f"{i}::{test}", "the negative names this test; it did not run", "negative"
                 )
-            elif i not in named and o.outcome == "fail":
+            )
+        for t in o.tests:
+            if t.id in tests[i] and t.outcome != "fail":
                 found.append(
                     Problem(
-                        sid, overlay, i, f"fails, but the negative does not name it: {o.message}", "negative"
+                        sid,
+                        overlay,
+                        f"{i}::{t.id}",
+                        "passes, but the negative names it: it must fail",
+                        "negative",
+                    )
+                )
+            elif t.id not in tests[i] and t.outcome == "fail":
+                found.append(
+                    Problem(
+                        sid,
+                        overlay,
+                        f"{i}::{t.id}",
+                        f"fails, but the negative does not name it: {(t.message.splitlines() or [''])[0][:200]}",
+                        "negative",
                     )
                 )
     return found
@@ -252,7 +295,8 @@ def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
         available = {o.id: o for o in j.first if o.outcome != "unavailable"}
         problems += _verdicts(scenario, w.overlay, w.fails, available)
     coverage = tuple(
-        (c.id, tuple(n.name for n in scenario.negatives if c.id in n.fails)) for c in scenario.checks
+        (c.id, tuple(n.name for n in scenario.negatives if c.id in {f.partition("::")[0] for f in n.fails}))
+        for c in scenario.checks
     )
     problems += [
         Problem(sid, "coverage", cid, "no negative fails this check", "uncovered")

@@ -112,6 +112,20 @@ class UnchangedCheck(CheckCommon):
     paths: list[str] = Field(description="Globs of files that must equal the seed.")
 
 
+class PytestCheck(CheckCommon):
+    """`pytest`: run a pytest suite; one outcome per test (negatives may name `<check>::<test id>`)."""
+
+    tests: TextOrList = Field(
+        description="Test files or folders: workspace-relative, or absolute paths the scenario mounts."
+    )
+    args: list[str] | None = Field(default=None, description="Extra pytest arguments.")
+    cwd: str | None = Field(default=None, description="Working folder (default: the workspace).")
+    python: str | None = Field(
+        default=None, description="Interpreter that runs pytest (default: python3 of the check's PATH)."
+    )
+    env: dict[str, str] | None = Field(default=None, description="Extra environment of the run.")
+
+
 class TraceCheck(CheckCommon):
     """`trace`: what the agent ran."""
 
@@ -176,6 +190,7 @@ BUILTIN: dict[str, type[CheckCommon]] = {
     "answer": AnswerCheck,
     "file-exists": FileExistsCheck,
     "unchanged": UnchangedCheck,
+    "pytest": PytestCheck,
     "trace": TraceCheck,
     "events": EventsCheck,
     "transcript": TranscriptCheck,

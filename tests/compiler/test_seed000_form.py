@@ -64,3 +64,42 @@ def test_equals_and_expected_together_is_an_error() -> None:
         "scenarios/s/scenario.yaml:3:52: error[E100]: checks[0].expected: "
         "give the expected value once: `equals` or `expected`, not both"
     ]
+
+
+def test_negatives_may_name_tests_of_a_pytest_check() -> None:
+    plan = _plan(
+        b"kind: scenario\nid: s\nchecks:\n"
+        b"  - { id: tests, kind: pytest, tests: [grader/test_out.py], args: [-x] }\n"
+        b"  - { id: out, kind: file-exists, path: out.txt }\n"
+        b"negatives: { empty: { fails: ['tests::test_out.py::test_content'] } }\n",
+        **{"scenarios/s/negatives/empty/out.txt": b""},
+    )
+    job = plan.validated.scenarios["s"].job  # type: ignore[attr-defined]
+    assert job.checks[0].params == {"tests": ["grader/test_out.py"], "args": ["-x"]}
+    with pytest.raises(SpecErrors) as info:
+        _plan(
+            b"kind: scenario\nid: s\nchecks: [{ id: out, kind: file-exists, path: out.txt }]\n"
+            b"negatives: { empty: { fails: ['out::test_x'] } }\n",
+            **{"scenarios/s/negatives/empty/out.txt": b""},
+        )
+    assert [e.text().splitlines()[0] for e in info.value.errors] == [
+        "scenarios/s/scenario.yaml:4:31: error[E240]: negatives.empty.fails[0]: "
+        "'out::test_x' names a test, but check 'out' is no pytest check"
+    ]
+
+
+def test_a_project_kind_wins_over_a_builtin_of_the_same_name() -> None:
+    """A built-in added later (pytest) must not change what an existing project's checks mean."""
+    plan = _plan(
+        b"kind: scenario\nid: s\nchecks: [{ id: t, kind: pytest, path: tests }]\n",
+        **{
+            "specs/pytest.yaml": b"kind: check-kind\nid: pytest\nparams: { path: { type: string } }\n"
+            b"run: 'python -m pytest -q {{ path }}'\n"
+        },
+    )
+    (check,) = plan.validated.scenarios["s"].job.checks  # type: ignore[attr-defined]
+    assert (check.kind, check.source_kind, check.params["run"]) == (
+        "command",
+        "pytest",
+        "python -m pytest -q tests",
+    )

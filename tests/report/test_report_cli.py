@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from report_tree import CONTROL, add_run
 
-from harness.report import build_summary
+from harness.report import SUMMARY_SCHEMA, build_summary
 from harness.report.render_md import render_markdown
 
 BIN = "bin/none/off"
@@ -52,7 +52,7 @@ def test_report_command_writes_files(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (out / "report.md").is_file()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema_version"] == 1 and summary["header"]["totals"]["graded"] == 4
+    assert summary["schema_version"] == SUMMARY_SCHEMA and summary["header"]["totals"]["graded"] == 4
     again = assay("report", out / "summary.json", "--format", "md", "--out", tmp_path / "again")
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "report.md").read_text() == (out / "report.md").read_text()
@@ -68,9 +68,13 @@ def test_report_command_errors(tmp_path: Path) -> None:
 
 def test_future_summary_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "summary.json"
-    path.write_text(json.dumps({"schema_version": 2}))
+    path.write_text(json.dumps({"schema_version": SUMMARY_SCHEMA + 1}))
     proc = assay("report", path, "--format", "md")
     assert proc.returncode == 2 and "newer than this assay" in proc.stderr
+    assert "Traceback" not in proc.stderr
+    path.write_text(json.dumps({"schema_version": 1, "header": {}}))
+    proc = assay("report", path, "--format", "md")
+    assert proc.returncode == 2 and "run `assay report` on the run tree again" in proc.stderr
     assert "Traceback" not in proc.stderr
 
 
@@ -97,7 +101,7 @@ def test_plan_command() -> None:
 def test_junit_one_case_per_trial(tmp_path: Path) -> None:
     from xml.etree import ElementTree as ET
 
-    from harness.records import RunStatus
+    from harness.artifacts.records import RunStatus
 
     tree = small_tree(tmp_path / "tree")
     add_run(
@@ -151,8 +155,8 @@ def test_versions_and_agents_render(tmp_path: Path) -> None:
 
 
 def test_terminal_table_metrics_are_real(tmp_path: Path) -> None:
-    from harness.gradeschema import ToolUse
-    from harness.records import RunnerMetrics
+    from harness.artifacts.grade_sections import ToolUse
+    from harness.artifacts.records import RunnerMetrics
     from harness.report.terminal import REPORTED_METRICS, render_terminal
 
     add_run(tmp_path, scenario="s", cell=CONTROL, trial=1, passed=False)
@@ -185,7 +189,7 @@ def test_plan_from_a_summary(tmp_path: Path) -> None:
 
 
 def test_atomic_writes_are_readable_by_others(tmp_path: Path) -> None:
-    from harness.records import write_atomic
+    from harness.artifacts.store import write_atomic
 
     target = tmp_path / "report.md"
     write_atomic(target, "x\n")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
 from compiler.contract import CheckSpec, Negative, ScenarioJob
@@ -94,4 +95,59 @@ def test_seed000_negatives_overlay_the_seed(tmp_path: Path) -> None:
     lines = [p.line() for p in validate([as_yaml], seed000, jobs=1).problems]
     assert lines == [
         "greet [negative answer-only] check says-hello: passes, but the negative names it: it must fail"
+    ]
+
+
+SUITE = """\
+import sys
+from pathlib import Path
+
+
+def test_done():
+    assert "done" in Path("todo.txt").read_text()
+
+
+def test_status_line():
+    assert Path("todo.txt").read_text().startswith("status:")
+"""
+
+
+def test_negatives_name_single_tests(tmp_path: Path) -> None:
+    """`<check>::<test id>` fails that test (and so its check) while the check's other tests pass."""
+    tests = CheckSpec(
+        id="tests",
+        kind="pytest",
+        timeout_s=60,
+        params={"tests": "test_todo.py", "python": sys.executable},
+    )
+    base = tmp_path / "scenarios" / "s"
+    for name, text in (("undone", "status: open\n"), ("bare", "done\n"), ("wrong", "status: open\n")):
+        (base / "negatives" / name).mkdir(parents=True)
+        (base / "negatives" / name / "todo.txt").write_text(text)
+    (base / "grader").mkdir(parents=True)
+    (base / "grader" / "test_todo.py").write_text(SUITE)
+    job = scenario(
+        tmp_path,
+        checks=(tests,),
+        negatives=(
+            Negative(
+                name="undone", fails=("tests::test_todo.py::test_done",), dir="scenarios/s/negatives/undone"
+            ),
+            Negative(
+                name="bare",
+                fails=("tests::test_todo.py::test_status_line",),
+                dir="scenarios/s/negatives/bare",
+            ),
+            Negative(
+                name="wrong",
+                fails=("tests::test_todo.py::test_status_line",),
+                dir="scenarios/s/negatives/wrong",
+            ),
+        ),
+    ).model_copy(update={"grader": "scenarios/s/grader"})
+    report = validate([job], tmp_path, strict=True, jobs=1)
+    assert [p.line() for p in report.problems] == [
+        "s [negative wrong] check tests::test_todo.py::test_done: fails, but the negative does not name it: "
+        "AssertionError: assert 'done' in 'status: open\\n'",
+        "s [negative wrong] check tests::test_todo.py::test_status_line: passes, but the negative names it: it must fail",
     ]
