@@ -108,7 +108,8 @@ def test_launch_argv_runs_venv_scripts_through_their_python(tmp_path: Path) -> N
 
 def test_run_cli_stops_a_cli_retrying_past_its_limit_and_kills_the_whole_tree(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    script = f"sleep 60 & echo $! > {pid_file}; echo 'Retrying in 1 seconds'; echo again >&2; wait"
+    # `wait $!`: should the shell outlive its killed child for a moment, it still exits non-zero
+    script = f"sleep 60 & echo $! > {pid_file}; echo 'Retrying in 1 seconds'; echo again >&2; wait $!"
     begin = time.monotonic()
     done = run_cli(
         ["sh", "-c", script],
