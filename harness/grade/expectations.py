@@ -148,5 +148,8 @@ def evaluate(entries: list[dict[str, Any]], ev: Evidence) -> tuple[ExpectationOu
             outcome, message = "unavailable", str(exc)
         except CheckError as exc:
             outcome, message = "unavailable", f"cannot evaluate: {exc}"
+        except (TypeError, ValueError, AttributeError) as exc:
+            # A library spec edited after the compile (the compiler refuses these): evidence, not a crash.
+            outcome, message = "unavailable", f"cannot evaluate: malformed expectation: {exc}"
         out.append(ExpectationOutcome(id=ident, outcome=outcome, message=message, description=description))
     return tuple(out)

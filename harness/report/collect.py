@@ -88,6 +88,8 @@ class RunFacts:
     sections: dict[str, Any]
     artifacts: tuple[str, ...]
     regrade: RegradeChange | None
+    sanity: str | None = None
+    """`pass` / `fail` when the agent is a sanity bound (run.json `sanity`), else None."""
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
 
@@ -386,4 +388,5 @@ def collect(
             artifacts=tuple(a for a in ARTIFACTS if a in files),
             regrade=change,
             concurrent=run.concurrent,
+            sanity=run.sanity,
         )

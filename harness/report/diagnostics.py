@@ -151,14 +151,16 @@ class DiagAcc:
             acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
             acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
 
-    def section_rows(self, order: dict[str, int]) -> list[SectionRow]:
-        """Rows by version, agent, condition in reading order, then section and key."""
+    def section_rows(self, order: dict[str, int], graded: dict[CondKey, int]) -> list[SectionRow]:
+        """Rows by version, agent, condition in reading order, then section and key; per run is over
+        every graded run of the condition (`graded`), not only the runs that reported the section."""
         rows = []
         for (version, agent, condition, section, path), (total,) in sorted(
             self.sections.items(),
             key=lambda kv: (str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30), kv[0][3:]),
         ):
             runs = self.section_runs[(version, agent, condition, section)]
+            denominator = max(graded.get((version, agent, condition), 0), runs)
             rows.append(
                 SectionRow(
                     section=section,
@@ -167,8 +169,9 @@ class DiagAcc:
                     agent=agent,
                     condition=condition,
                     runs=runs,
+                    graded=denominator,
                     total=total,
-                    per_run=total / runs if runs else 0.0,
+                    per_run=total / denominator if denominator else 0.0,
                 )
             )
         return rows
@@ -212,11 +215,16 @@ class DiagAcc:
         cells: list[Group],
         uplifts: list[Uplift],
         condition_rows: list[Group],
+        sanity: dict[str, str] | None = None,
     ) -> list[Diagnostic]:
+        sanity = sanity or {}
         out: list[Diagnostic] = []
         if control is None:
             out.append(Diagnostic(kind="no-control", severity="warning", message=control_note))
+        out.extend(_sanity(cells, sanity))
         for row in condition_rows:
+            if row.agent in sanity:
+                continue  # an oracle is meant to score 1.00: no headroom is its job, not a finding
             if row.control and row.usable.n and row.usable.k / row.usable.n >= HEADROOM:
                 out.append(
                     Diagnostic(
@@ -326,8 +334,39 @@ class DiagAcc:
                     evidence=quiet[:EVIDENCE_CAP],
                 )
             )
-        out.extend(_no_discrimination(cells))
+        out.extend(_no_discrimination([c for c in cells if c.agent not in sanity]))
         return out
+
+
+def _sanity(cells: list[Group], sanity: dict[str, str]) -> list[Diagnostic]:
+    """A sanity agent that broke its expectation: an oracle run that failed (a reference that fails a
+    check, a broken grader) or a no-op run that passed (a scenario the untouched seed solves)."""
+    out: list[Diagnostic] = []
+    for agent, expect in sorted(sanity.items()):
+        rows = [c for c in cells if c.agent == agent and c.passed.n]
+        wrong = [c for c in rows if (c.passed.k < c.passed.n if expect == "pass" else c.passed.k > 0)]
+        if not wrong:
+            continue
+        runs = sum(c.passed.n - c.passed.k if expect == "pass" else c.passed.k for c in wrong)
+        what = "failed" if expect == "pass" else "passed"
+        why = (
+            "a reference that fails its checks, or a grader problem"
+            if expect == "pass"
+            else "a scenario the untouched seed already solves"
+        )
+        out.append(
+            Diagnostic(
+                kind="sanity",
+                severity="warning",
+                message=f"sanity agent {agent} (every run should {expect}) {what} {runs} run(s) in "
+                f"{len(wrong)} scenario cell(s): {why}",
+                evidence=[
+                    f"{c.key} {c.condition}{' @' + c.version if c.version else ''}: passed {c.passed}"
+                    for c in wrong[:EVIDENCE_CAP]
+                ],
+            )
+        )
+    return out
 
 
 def _no_discrimination(cells: list[Group]) -> list[Diagnostic]:
