@@ -201,7 +201,9 @@ def test_shared_run_stops_a_cli_that_keeps_retrying_and_removes_its_caches(tmp_p
     done = run_module("aider", tmp_path, {"bin": str(fake), "max_retries": 2})
     assert done.returncode == 75, done.stderr
     info = AgentInfo.model_validate_json((tmp_path / "run" / "agent.json").read_text())
-    assert "kept failing after 3 retries" in (info.infra_failure or "")
+    # stopped on the third notice (the stand-in never ends by itself); more may be in the pipe by then
+    found = re.match(r"provider kept failing after (\d+) retries", info.infra_failure or "")
+    assert found and int(found[1]) >= 3
     assert (info.agent, info.version, info.binary) == ("aider", "9.9.9", str(fake))
     assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == ["kept.txt"]
-    assert (tmp_path / "run" / "aider.stdout").read_text().count("Retrying") == 3
+    assert (tmp_path / "run" / "aider.stdout").read_text().count("Retrying") == int(found[1])
