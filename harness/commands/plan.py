@@ -5,8 +5,12 @@ from __future__ import annotations
 import argparse
 import math
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
 from harness.errors import UsageError
+
+if TYPE_CHECKING:
+    from harness.report.summary import Rate
 
 HELP = "trials per cell needed to detect an uplift over the control (power planning)"
 
@@ -62,9 +66,12 @@ def execute(args: argparse.Namespace) -> int:
     if args.control_rate is not None:
         raise UsageError("give --control-rate or --from, not both")
     worst = 0
-    for agent, p0, scenarios in _from_summary(args.source, args.agent):
-        print(f"{agent}:")
-        worst = max(worst, _plan(p0, scenarios, args))
+    for source in _from_summary(args.source, args.agent):
+        print(
+            f"from {args.source}: {source.agent} on the control {source.control} passed {source.passed}; "
+            f"{source.scenarios} scenario(s)"
+        )
+        worst = max(worst, _plan(source.passed.k / source.passed.n, source.scenarios, args))
     return worst
 
 
@@ -72,7 +79,10 @@ def _plan(p0: float, scenarios: int, args: argparse.Namespace) -> int:
     """Print the plan for one control rate; 1 when no uplift is detectable with --runs."""
     from harness.report.stats import detectable_uplift, runs_needed
 
-    method = "normal approximation for two proportions (Fleiss), conservative for paired runs"
+    method = (
+        "normal approximation for two proportions (Fleiss), conservative for paired runs; it ignores how "
+        "scenarios differ, which the report's clustered test does not: with few scenarios add scenarios"
+    )
     if args.runs is not None:
         d = detectable_uplift(p0, args.runs, power=args.power, alpha=args.alpha)
         if d is None:
@@ -102,13 +112,23 @@ def _plan(p0: float, scenarios: int, args: argparse.Namespace) -> int:
     return 0
 
 
-def _from_summary(path: Path, agent: str | None) -> list[tuple[str, float, int]]:
-    """(agent, its control's pass rate, scenario count) per measured agent of a stored report.
+class Source(NamedTuple):
+    """One measured agent's control in a stored report."""
+
+    agent: str
+    control: str
+    passed: Rate
+    scenarios: int
+
+
+def _from_summary(path: Path, agent: str | None) -> list[Source]:
+    """The control's pass rate and the scenario count of each measured agent of a stored report.
 
     Each agent is planned against its own control: agents differ in skill, and the sanity agents
     (an oracle passing everything, a no-op passing nothing) measure nothing at all.
     """
     from harness.artifacts.store import FutureSchemaError
+    from harness.report.accumulate import rate
     from harness.report.summary import read_summary
 
     try:
@@ -126,16 +146,12 @@ def _from_summary(path: Path, agent: str | None) -> list[tuple[str, float, int]]
             )
         measured = [agent]
     scenarios = max(1, len(summary.header.scenarios))
-    out: list[tuple[str, float, int]] = []
+    out: list[Source] = []
     for name in measured:
         rows = [g for g in summary.groups if g.by == "condition" and g.control and g.agent == name]
         k, n = sum(g.passed.k for g in rows), sum(g.passed.n for g in rows)
         if n:
-            print(
-                f"from {path}: {name} on the control {summary.header.control} passed {k}/{n}; "
-                f"{scenarios} scenario(s)"
-            )
-            out.append((name, k / n, scenarios))
+            out.append(Source(name, summary.header.control or "", rate(k, n), scenarios))
     if not out:
         raise UsageError(f"{path}: the report has no graded control runs of a measured agent")
     return out

@@ -12,10 +12,10 @@ from typing import Literal
 
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
+from harness.report.design import EVIDENCE_CAP, no_discrimination, power, sanity_bounds
 from harness.report.sections import disagreements, expectation_verdicts, flatten, notable_exits
 from harness.report.summary import CaseRow, Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
 
-EVIDENCE_CAP = 20
 HEADROOM = 0.95
 NUMERIC_SECTIONS = ("tool_use", "friction")
 
@@ -221,7 +221,7 @@ class DiagAcc:
         out: list[Diagnostic] = []
         if control is None:
             out.append(Diagnostic(kind="no-control", severity="warning", message=control_note))
-        out.extend(_sanity(cells, sanity))
+        out.extend(sanity_bounds(cells, sanity))
         for row in condition_rows:
             if row.agent in sanity:
                 continue  # an oracle is meant to score 1.00: no headroom is its job, not a finding
@@ -334,60 +334,6 @@ class DiagAcc:
                     evidence=quiet[:EVIDENCE_CAP],
                 )
             )
-        out.extend(_no_discrimination([c for c in cells if c.agent not in sanity]))
+        out.extend(no_discrimination([c for c in cells if c.agent not in sanity]))
+        out.extend(power(uplifts))
         return out
-
-
-def _sanity(cells: list[Group], sanity: dict[str, str]) -> list[Diagnostic]:
-    """A sanity agent that broke its expectation: an oracle run that failed (a reference that fails a
-    check, a broken grader) or a no-op run that passed (a scenario the untouched seed solves)."""
-    out: list[Diagnostic] = []
-    for agent, expect in sorted(sanity.items()):
-        rows = [c for c in cells if c.agent == agent and c.passed.n]
-        wrong = [c for c in rows if (c.passed.k < c.passed.n if expect == "pass" else c.passed.k > 0)]
-        if not wrong:
-            continue
-        runs = sum(c.passed.n - c.passed.k if expect == "pass" else c.passed.k for c in wrong)
-        what = "failed" if expect == "pass" else "passed"
-        why = (
-            "a reference that fails its checks, or a grader problem"
-            if expect == "pass"
-            else "a scenario the untouched seed already solves"
-        )
-        out.append(
-            Diagnostic(
-                kind="sanity",
-                severity="warning",
-                message=f"sanity agent {agent} (every run should {expect}) {what} {runs} run(s) in "
-                f"{len(wrong)} scenario cell(s): {why}",
-                evidence=[
-                    f"{c.key} {c.condition}{' @' + c.version if c.version else ''}: passed {c.passed}"
-                    for c in wrong[:EVIDENCE_CAP]
-                ],
-            )
-        )
-    return out
-
-
-def _no_discrimination(cells: list[Group]) -> list[Diagnostic]:
-    by_scenario: dict[tuple[str | None, str, str], list[Group]] = defaultdict(list)
-    for c in cells:
-        if c.passed.n:
-            by_scenario[(c.version, c.agent, c.key)].append(c)
-    out: list[Diagnostic] = []
-    for (version, agent, scenario), group in sorted(
-        by_scenario.items(), key=lambda kv: tuple(str(x) for x in kv[0])
-    ):
-        if len(group) < 2:
-            continue
-        if all(g.passed.k == g.passed.n for g in group) or all(g.passed.k == 0 for g in group):
-            verdict = "passes" if group[0].passed.k else "fails"
-            out.append(
-                Diagnostic(
-                    kind="no-discrimination",
-                    severity="info",
-                    message=f"scenario {scenario} ({agent}{' @' + version if version else ''}): every arm {verdict}",
-                    evidence=[f"{g.condition}: {g.passed}" for g in group],
-                )
-            )
-    return out

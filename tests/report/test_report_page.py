@@ -128,3 +128,18 @@ def test_terminal_starts_with_the_headline_and_lists_warnings(tmp_path: Path) ->
     assert any(line.startswith("oracle") and "sanity: should pass" in line for line in lines)
     assert any(line.startswith("warning: sanity: sanity agent oracle") for line in lines)
     assert not any("headroom" in line for line in lines)
+
+
+def test_power_warning_names_what_the_design_could_detect(tmp_path: Path, summary: Summary) -> None:
+    assert not [d for d in summary.diagnostics if d.kind == "power"]  # 4 agreeing scenarios: it survives
+    for scenario in ("a", "b"):  # two scenarios: t with 1 df cannot tell +0.50 from none
+        for t in (1, 2, 3, 4):
+            add_run(tmp_path, scenario=scenario, cell=CONTROL, trial=t, passed=t == 1)
+            add_run(tmp_path, scenario=scenario, cell=BIN, trial=t, passed=t <= 3)
+    s = build_summary(tmp_path)
+    (warning,) = [d for d in s.diagnostics if d.kind == "power"]
+    assert warning.severity == "warning" and "1 of 1 uplift(s)" in warning.message
+    assert "(2 scenarios)" in warning.message
+    (line,) = warning.evidence
+    assert line.startswith("scripted bin/none/off: +0.50 [") and "detectable at 80% power" in line
+    assert any(x.startswith("warning: power: 1 of 1") for x in render_terminal(s).splitlines())
