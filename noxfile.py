@@ -232,7 +232,7 @@ def agents(session: nox.Session) -> None:
     """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
     tests against the scripted model server (-- extra pytest args)."""
     py = _install(session)
-    session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
+    session.run(py, "-m", "adapters.install", *AGENT_CLIS)
     session.run(
         py,
         "-m",
