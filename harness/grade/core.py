@@ -23,14 +23,15 @@ from typing import Any
 from harness.artifacts.grade_sections import Snapshots
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import Grade, RunRecord, RunStatus, read_grade, read_run
+from harness.artifacts.run_view import MissingArtifacts, RunView, load_view, read_job
 from harness.artifacts.store import FutureSchemaError, write_record
-from harness.checks import CheckContext, run_checks
-from harness.grade import derive, expectations, snapvalid, tooluse
+from harness.checks import CheckContext, run_checks, snapshot_validity
+from harness.checks.engine import scrub_outcome
+from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
-from harness.grade.judging import JudgeConfigError, check_judge_config
-from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
-from harness.sandbox import fdtree, isolation
+from harness.grade.judge_client import JudgeConfigError, check_judge_config
+from harness.sandbox import fdtree, isolation, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
 
 LISTED = 50
@@ -92,19 +93,7 @@ def overlay(src: Path, dst: Path) -> None:
     for path in sorted(src.rglob("*")):
         if not path.is_file():
             continue
-        rel = path.relative_to(src)
-        current = dst
-        for part in rel.parts[:-1]:
-            current = current / part
-            if current.is_symlink() or (current.exists() and not current.is_dir()):
-                current.unlink()
-            current.mkdir(exist_ok=True)
-        target = dst / rel
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.is_dir():
-            fdtree.remove_tree(target)
-        shutil.copy2(path, target)
+        shutil.copy2(path, pathsafe.clear_way(dst, path.relative_to(src).as_posix()))
 
 
 def failed_to_run(record: RunRecord) -> str | None:
@@ -131,14 +120,16 @@ def is_stale(run_dir: Path, *, project: Path | None = None) -> bool | None:
         return None
     try:
         return grade.grader_hash != current_hash(run_dir, project=project)
-    except (MissingArtifacts, proj.UnknownScenario):
+    except MissingArtifacts:
+        return None  # a damaged job.json says nothing about which grader made the grade
+    except proj.UnknownScenario:
         return grade.status is not RunStatus.UNGRADEABLE
 
 
 def current_hash(run_dir: Path, *, project: Path | None = None) -> str:
     """The hash the grader would record for this run now."""
     project = proj.as_project(project)
-    job = read_job(run_dir)
+    job = read_job(run_dir, project)
     scenario = proj.current_scenario(project, job)
     exps = expectations.resolve(scenario.expectations, expectations.library(project))
     return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps)
@@ -154,7 +145,7 @@ def grade_run(
         project: The project root; gives the current checks, the seed and the hidden
             grader files. Without it the run's job.json is graded as it stands.
         regrade: Grade again even when a grade.json exists (a stale one included).
-        judge: A `harness.grade.judging.Judge` (or a name -> Judge map) enabling `judge`
+        judge: A `harness.grade.judge_client.Judge` (or a name -> Judge map) enabling `judge`
             checks; None leaves them unavailable.
 
     Returns:
@@ -187,7 +178,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         "infra_retries": record.infra_retries,
     }
     try:
-        job = read_job(run_dir)
+        job = read_job(run_dir, project)
         scenario = proj.current_scenario(project, job)
         grader_dir = proj.project_dir(project, scenario.grader)
         if scenario.grader and (grader_dir is None or not grader_dir.is_dir()):
@@ -221,7 +212,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         skipped = fdtree.copy_tree(view.workspace, workspace)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
-        grade = _judge(view, workspace, judge, scenario.notable_exits, project, base)
+        grade = _assess(view, workspace, judge, scenario.notable_exits, project, base)
         if skipped:
             listed = [f"{s.path}: {s.why}" for s in skipped[:LISTED]]
             details = {**grade.details, "workspace_skipped": listed, "workspace_skipped_count": len(skipped)}
@@ -257,7 +248,7 @@ def judges_of(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return built
 
 
-def _judge(
+def _assess(
     view: RunView,
     workspace: Path,
     judge: Any,
@@ -276,8 +267,8 @@ def _judge(
         extra={"run": view, "judge": judge},
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
-    raw = [derive.scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
-    view.cache[snapvalid.FINAL_OUTCOMES] = {o.id: o for o in raw}
+    raw = [scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
+    view.cache[snapshot_validity.FINAL_OUTCOMES] = {o.id: o for o in raw}
     outcomes = derive.authority_outcomes(raw)
     counted = [o for o in outcomes if not (o.kind in EXCUSED_UNAVAILABLE and o.outcome == "unavailable")]
     passed = all(o.outcome == "pass" for o in counted)
@@ -325,13 +316,13 @@ def _judge(
 def _snapshots(view: RunView, workspace: Path, ctx: CheckContext) -> Snapshots:
     own = next((c for c in view.checks if c.kind == "snapshot"), None)
     try:
-        label, judges = snapvalid.judges_for(view, own.params if own else {})
+        label, deciders = snapshot_validity.validity_checks(view, own.params if own else {})
     except Exception as exc:
         return Snapshots(count=len(view.snapshots), authority=f"none: {exc}")
-    if not judges or not view.snapshots:
+    if not deciders or not view.snapshots:
         return Snapshots(count=len(view.snapshots), authority=label or None)
-    verdicts = snapvalid.validity(view, label, judges, workspace, ctx)
-    first, regressions = snapvalid.summarise(verdicts)
+    verdicts = snapshot_validity.validity(view, label, deciders, workspace, ctx)
+    first, regressions = snapshot_validity.summarise(verdicts)
     return Snapshots(
         count=len(verdicts),
         authority=label,

@@ -28,8 +28,8 @@ import yaml
 from harness.artifacts.grade_sections import Usage
 from harness.artifacts.names import GATEWAY_LOG
 from harness.artifacts.readers import Turn
+from harness.artifacts.run_view import RunView
 from harness.gateway.log import gateway_turns
-from harness.grade.view import RunView
 
 PRICES_FILE = Path("specs") / "prices.yaml"
 _KINDS = ("input", "output", "cache_read", "cache_write")

@@ -1,7 +1,7 @@
 """Stream a run tree: one `RunFacts` at a time, never every transcript in memory.
 
 Runs are found by manifest (a directory holding run.json), not by depth, like
-`harness.artifacts.tree.find_runs`; this walker yields as it goes instead of building the list, and
+`harness.artifacts.run_tree.find_runs`; this walker yields as it goes instead of building the list, and
 reads only run.json, grade.json and, once per scenario, job.json (family and split). Transcripts,
 logs and workspaces are never opened: the report only links to them.
 """

@@ -24,6 +24,7 @@ from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
 from harness.artifacts.names import RESERVED, TRACE_FILE
+from harness.sandbox import fdtree
 
 
 class PathEscape(ValueError):
@@ -115,6 +116,27 @@ def write_inside(root: Path, rel: str | PurePosixPath, data: bytes) -> Path:
     with os.fdopen(fd, "wb") as fh:
         fh.write(data)
     return path
+
+
+def clear_way(root: Path, rel: str | PurePosixPath) -> Path:
+    """Make room for a fresh file at rel under root, whatever the agent left in its way.
+
+    Links and files where a folder of the path goes become folders; a file, link or folder at
+    rel itself is removed. Nothing is ever written through a link. Returns the target path.
+    """
+    rel = PurePosixPath(rel)
+    current = root
+    for part in rel.parts[:-1]:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            current.unlink()  # never write through a link the agent left
+        current.mkdir(exist_ok=True)
+    target = root / rel
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        fdtree.remove_tree(target)  # any depth: shutil.rmtree recurses once per level
+    return target
 
 
 def walk(root: Path, _rel: PurePosixPath | None = None) -> Iterator[tuple[PurePosixPath, os.stat_result]]:

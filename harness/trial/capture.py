@@ -1,4 +1,4 @@
-"""Capture: what the trial left behind, read back into artifacts and the runner's metrics.
+"""Capture, the last stage of a trial: what it left behind, read back into artifacts and metrics.
 
 diff.patch against the baseline, the files changed outside `writable` (unsafe edits), the
 runner's half of the metrics from the adapter's usage.jsonl, and context.json's loaded items
@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.artifacts.names import DIFF_FILE, RETRIES_DIR, STEPS_DIR, USAGE_FILE
 from harness.artifacts.readers import Turn, read_usage
@@ -28,6 +28,20 @@ TOTALS = (
     ("reasoning", "reasoning_tokens"),
 )
 """usage.jsonl's token kinds -> RunnerMetrics' names."""
+
+if TYPE_CHECKING:
+    from harness.trial.prepare import Trial
+    from harness.trial.record import Outcome
+
+
+def collect(trial: Trial, out: Outcome) -> None:
+    """diff.patch and the unsafe edits of the finished workspace; the adapter's usage set against
+    the gateway's; a context violation invalidates."""
+    out.fields.update(workspace(trial.ws, trial.job.scenario.writable, trial.paths.run_dir))
+    log = out.gateway.usage_log if out.gateway else None
+    if log is not None and out.steps:
+        out.fields["usage_check"] = usage_check(trial.paths.run_dir, log, since=out.steps[0].started_at)
+    out.fields["invalid"] = out.fields.get("invalid") or context_violation(trial.paths)
 
 
 def _totals(turns: Sequence[Turn]) -> dict[str, int]:
