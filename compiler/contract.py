@@ -197,6 +197,38 @@ class Step(Frozen):
     )
 
 
+class ScenarioMount(Frozen):
+    """A folder of the scenario visible at an absolute path inside the sandbox."""
+
+    path: str = Field(description="Absolute path inside the sandbox (e.g. /data, /tests).")
+    source: str = Field(description="Project-relative folder it shows.")
+    writable: bool = Field(
+        default=False,
+        description="A per-trial copy the agent may change; the checks see its final state (else read-only).",
+    )
+    hidden: bool = Field(
+        default=False, description="Only the checks (and validate) see it, never the agent: hidden tests."
+    )
+
+
+class Environment(Frozen):
+    """What a scenario needs installed, built once into a cached environment and used offline."""
+
+    python: str | None = Field(
+        default=None, description="Interpreter version (major.minor) the agent and the checks run with."
+    )
+    pip: tuple[str, ...] = Field(default=(), description="pip requirements installed into it.")
+    apt: tuple[str, ...] = Field(default=(), description="Debian packages it provides.")
+
+
+class ScenarioLimits(Frozen):
+    """A scenario's own limits; the compiler keeps each within the matrix's."""
+
+    timeout_s: float | None = Field(default=None, description="Agent wall-clock limit per session.")
+    cpus: float | None = Field(default=None, description="CPUs the agent's process tree may use.")
+    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
+
+
 class ScenarioJob(Frozen):
     """A scenario as the runner and grader need it."""
 
@@ -250,6 +282,23 @@ class ScenarioJob(Frozen):
         default_factory=dict,
         description="Provider configurations of the LLM judges this scenario's `judge` checks name (from the project's `judges:`).",
     )
+    tags: tuple[str, ...] = Field(default=(), description="Labels a matrix selects scenarios by.")
+    workdir: str | None = Field(
+        default=None,
+        description="Absolute path where the workspace appears in the sandbox (agent, checks, validate); None: its own path.",
+    )
+    mounts: tuple[ScenarioMount, ...] = Field(
+        default=(), description="Other folders of the scenario at absolute paths in the sandbox."
+    )
+    environment: Environment | None = Field(
+        default=None, description="Interpreter and packages of the agent and the checks."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables of the agent and the checks."
+    )
+    limits: ScenarioLimits | None = Field(
+        default=None, description="The scenario's own limits (the job's `limits` already hold them)."
+    )
 
 
 class Limits(Frozen):
@@ -258,6 +307,7 @@ class Limits(Frozen):
     timeout_s: float = Field(default=600.0, description="Agent wall-clock limit per session.")
     output_bytes: int = Field(default=10_000_000, description="Cap on the agent's captured stdout+stderr.")
     memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
+    cpus: float | None = Field(default=None, description="CPUs the agent's process tree may use.")
     pids: int | None = Field(default=None, description="Process-count limit.")
     file_size_mb: int | None = Field(default=None, description="Largest file the agent may write.")
     workspace_mb: int | None = Field(default=None, description="Total workspace size limit.")
