@@ -18,6 +18,7 @@ from typing import Any
 
 import yaml
 
+from compiler.contract import Environment, ScenarioJob, ScenarioMount
 from harness.importers.scripts import TEST_DIR
 from harness.importers.task import Task, check_places, mount_root, placed_files, requirements, under
 
@@ -154,4 +155,34 @@ def write(task: Task, dest: Path, *, family: str, tags: list[str], source: str) 
     )
     (dest / "scenario.yaml").write_text(
         head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
+
+
+def solution_job(folder: Path, project: Path) -> ScenarioJob:
+    """The scenario as the solution run needs it (read back from the written scenario.yaml, before
+    the compiler can take it: it has no reference yet)."""
+    doc = yaml.safe_load((folder / "scenario.yaml").read_text(encoding="utf-8"))
+    root = folder.relative_to(project).as_posix() if folder.is_relative_to(project) else str(folder)
+    env = doc.get("environment") or {}
+    return ScenarioJob(
+        id=doc["id"],
+        root=root,
+        family=doc.get("family") or doc["id"],
+        seed=f"{root}/seed",
+        prompt="",
+        checks=(),
+        workdir=doc.get("workdir"),
+        mounts=tuple(
+            ScenarioMount(
+                path=m["path"],
+                source=f"{root}/{m['from']}",
+                writable=bool(m.get("writable")),
+                hidden=bool(m.get("hidden")),
+            )
+            for m in doc.get("mounts") or []
+        ),
+        environment=Environment(
+            python=env.get("python"), pip=tuple(env.get("pip") or ()), apt=tuple(env.get("apt") or ())
+        ),
+        env=dict(doc.get("env") or {}),
     )
