@@ -29,7 +29,7 @@ import yaml
 from harness.importers import harbor, terminal_bench, write
 from harness.importers.reference import run_solution
 from harness.importers.task import Task, slug
-from harness.scenario_view import environment_of
+from harness.sandbox.scenario import environment_of
 
 READERS: dict[str, ModuleType] = {"terminal-bench": terminal_bench, "harbor": harbor}
 STAGING = Path(".cache") / "import"
@@ -219,9 +219,11 @@ def parallel(items: list[Any], fn: Callable[[Any], None], jobs: int) -> None:
 
 
 def default_name(fmt: str, source: Path) -> str:
+    """The dataset's folder name (a task's own, prefixed with its dataset's when it is only a number)."""
     reader = READERS[fmt]
     if reader.is_task(source):
-        return slug(source.name)
+        own = slug(source.name)
+        return slug(f"{source.parent.name}-{own}") if own.isdigit() else own
     return (
         slug(source.name)
         if source.name not in ("datasets", "tasks", ".")

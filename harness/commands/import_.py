@@ -77,7 +77,7 @@ def execute(args: argparse.Namespace) -> int:
     from harness.importers.reference import SolutionFailed
     from harness.importers.task import slug
     from harness.importers.write import solution_job
-    from harness.scenario_env import CannotRunHere
+    from harness.sandbox.scenario_env import CannotRunHere
 
     project = Path(args.project).resolve()
     source = args.path.resolve()

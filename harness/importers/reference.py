@@ -15,12 +15,12 @@ import tempfile
 from pathlib import Path
 
 from compiler.contract import ScenarioJob
-from harness import workspace
-from harness.environment import SYSTEM_PATH
-from harness.isolation import Mount, SandboxLimits, select
-from harness.launch import Launcher
-from harness.scenario_env import ScenarioEnv
-from harness.scenario_view import copy_mounts, mount_dir, refuse_without_mounts, view
+from harness.sandbox.isolation import Mount, SandboxLimits, select
+from harness.sandbox.launch import Launcher
+from harness.sandbox.scenario import copy_mounts, mount_dir, refuse_without_mounts, view
+from harness.sandbox.scenario_env import ScenarioEnv
+from harness.trial import workspace
+from harness.trial.environment import SYSTEM_PATH
 
 SOLUTION_DIR = Path("/solution")
 
@@ -89,6 +89,7 @@ def run_solution(
     launcher = Launcher(
         isolation=iso,
         cwd=seen.cwd or ws.root,
+        host_cwd=ws.root,
         env=env,
         home=home,
         mounts=(

@@ -42,6 +42,14 @@ from harness.gateway import trial as gateway_trial
 from harness.sandbox import proc
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, select
 from harness.sandbox.launch import Launcher
+from harness.sandbox.scenario import (
+    View,
+    copy_mounts,
+    environment_of,
+    needs_view,
+    refuse_without_mounts,
+    view,
+)
 from harness.trial import agent, canaries, capture, provision, workspace
 from harness.trial import steps as multistep
 from harness.trial.environment import TrialPaths, ancestor_instruction_files, build
@@ -70,6 +78,7 @@ def _launcher(
     iso: Isolation,
     extra: tuple[Mount, ...] = (),
     prefix: tuple[str, ...] = (),
+    seen: View | None = None,
 ) -> Launcher:
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
@@ -93,10 +102,14 @@ def _launcher(
         *provided.mounts,
         *(Mount(src=d, dest=d, writable=False) for d in sorted(code_dirs)),
         *extra,
+        # The scenario's view: its workspace at its workdir, its mounts, its environment.
+        *(seen.mounts if seen else ()),
+        *(Mount(src=d, dest=d, writable=False) for d in (seen.read_only if seen else ())),
     )
     return Launcher(
         isolation=iso,
-        cwd=paths.workspace,
+        cwd=seen.cwd if seen and seen.cwd else paths.workspace,
+        host_cwd=paths.workspace,
         env=env,
         home=paths.home,
         mounts=mounts,
@@ -105,6 +118,7 @@ def _launcher(
         network=job.cell.provisions.network and not prefix,
         limits=SandboxLimits(
             memory_mb=lim.memory_mb,
+            cpus=lim.cpus,
             pids=lim.pids,
             file_size_mb=lim.file_size_mb,
             workspace_mb=lim.workspace_mb,
@@ -114,6 +128,20 @@ def _launcher(
         prefix=prefix,
         watch=(paths.workspace, paths.home, paths.tmp, paths.state),
         label=job.id,
+    )
+
+
+def _scenario_view(job: Job, project: Path, paths: TrialPaths, iso: Isolation) -> View | None:
+    """What the scenario shows the agent: its workdir, its mounts (writable ones copied into the run
+    directory, where the grader finds their final state), its environment (built once)."""
+    scenario = job.scenario
+    if not needs_view(scenario) and scenario.environment is None and not scenario.env:
+        return None
+    refuse_without_mounts(scenario, iso.name)
+    copy_mounts(scenario, project, paths.run_dir)
+    environment = environment_of(scenario, project)
+    return view(
+        scenario, project, paths.workspace, mounts_root=paths.run_dir, checks=False, environment=environment
     )
 
 
@@ -232,10 +260,13 @@ def run_trial(
         provision.make_dirs(paths)
         provided = provision.apply(job, project=project, paths=paths)
         lap("provision")
+        seen = _scenario_view(job, project, paths, iso)
+        lap("environment")
         argv = agent.command(job)
         args = agent.resolve_args(job, project=project, run_dir=run_dir)
         gw = gateways.enter_context(gateway_trial.for_trial(job, args, run_dir=run_dir, isolation=iso))
         env = build(job, paths, agent_args=gw.args if gw else args)
+        env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
         env = gw.scrub(env) if gw else env
         carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
         launcher = _launcher(
@@ -246,6 +277,7 @@ def run_trial(
             iso,
             extra=(gw.mount(),) if gw else (),
             prefix=tuple(gw.wrap([])) if gw and carried else (),
+            seen=seen,
         )
         _setup(job, launcher, paths)
         multistep.seed_state(job, launcher, paths)

@@ -130,6 +130,10 @@ def build(
         env["BENCH_MCP_SERVERS"] = json.dumps(
             {k: v.model_dump(mode="json") for k, v in prov.mcp_servers.items()}, sort_keys=True
         )
+    if job.scenario.workdir is not None:  # the workspace as the agent sees it
+        workdir = job.scenario.workdir
+        env.update(PWD=workdir, BENCH_WORKSPACE=workdir, BENCH_ANSWER=f"{workdir}/answer.json")
+    env.update(job.scenario.env)
     env.update(prov.env)
     env.update(job.agent.env)
     return env

@@ -16,13 +16,14 @@ A scenario that needs a view (a workdir or mounts) needs a sandbox that can moun
 
 from __future__ import annotations
 
+import os
 import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from compiler.contract import ScenarioJob, ScenarioMount
-from harness.isolation import Mount
-from harness.scenario_env import CannotRunHere, ScenarioEnv, ensure
+from harness.sandbox.isolation import Mount
+from harness.sandbox.scenario_env import CannotRunHere, ScenarioEnv, ensure
 
 MOUNTS_DIR = "mounts"
 """Run-directory folder of the per-trial copies of writable mounts."""
@@ -63,10 +64,26 @@ class View:
     read_only: tuple[Path, ...] = ()
     """Folders shown read-only at their own paths (the environment, its interpreter)."""
 
-    def variables(self, base: dict[str, str]) -> dict[str, str]:
-        """`base` with the scenario's variables and the environment's PATH."""
-        env = {**base, **self.env}
-        return self.environment.variables(env) if self.environment is not None else env
+    @property
+    def path_first(self) -> tuple[str, ...]:
+        """The environment's `bin` folders, for the front of a PATH."""
+        return tuple(str(b) for b in self.environment.bin_dirs) if self.environment else ()
+
+    def variables(self, base: dict[str, str], *, after: str | None = None) -> dict[str, str]:
+        """`base` with the scenario's variables (where base does not set them: a level's or an
+        agent's own win) and the environment's folders first on PATH (after `after`, the tracing
+        shim, when PATH starts with it: a traced tool stays traced)."""
+        env = {**self.env, **base}
+        if self.environment is None:
+            return env
+        path = env.get("PATH", "")
+        head, _, rest = (
+            path.partition(os.pathsep) if after and path.split(os.pathsep)[0] == after else ("", "", path)
+        )
+        env = self.environment.variables({**env, "PATH": rest})
+        if head:
+            env["PATH"] = os.pathsep.join([head, env["PATH"]])
+        return env
 
 
 def environment_of(scenario: ScenarioJob, project: Path) -> ScenarioEnv | None:
@@ -116,3 +133,27 @@ def refuse_without_mounts(scenario: ScenarioJob, isolation_name: str) -> None:
             f"({', '.join(p for p in (scenario.workdir, *(m.path for m in scenario.mounts)) if p)}), "
             "which needs the bwrap or unshare isolation; this machine has neither working"
         )
+
+
+def checks_view(
+    scenario: ScenarioJob,
+    project: Path,
+    workspace: Path,
+    scratch: Path,
+    *,
+    mounts_from: Path | None,
+) -> View | None:
+    """The view the checks judge `workspace` in (None: the scenario shows nothing of its own).
+
+    Writable mounts are copied into `scratch` — from a run's final copies (`mounts_from`, when it
+    holds them) or fresh from the project — so the checks see the state the agent left and never
+    change it; hidden mounts are shown too. The environment is built when missing.
+    """
+    if not needs_view(scenario) and scenario.environment is None and not scenario.env:
+        return None
+    has_copies = mounts_from is not None and all(
+        mount_dir(mounts_from, m).is_dir() for m in scenario.mounts if m.writable
+    )
+    copy_mounts(scenario, project, scratch, source=mounts_from if has_copies else None)
+    environment = environment_of(scenario, project)
+    return view(scenario, project, workspace, mounts_root=scratch, checks=True, environment=environment)
