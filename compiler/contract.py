@@ -141,6 +141,10 @@ class AgentSpec(Frozen):
     requires: tuple[str, ...] = Field(
         default=(), description="Executables/resources a worker must have to run this agent."
     )
+    host_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Host files the command names (absolute path -> sha256, or `directory`), mounted read-only at the same path in the sandbox.",
+    )
 
 
 class CheckSpec(Frozen):

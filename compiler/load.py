@@ -15,6 +15,7 @@ from pathlib import Path
 import yaml
 
 from compiler.errors import Loc, SpecError
+from compiler.hostfiles import read_host_files
 from compiler.yamlio import Doc, Path_, parse
 
 SPEC_DIRS = ("specs",)
@@ -51,6 +52,8 @@ class Inputs:
 
     folders: dict[str, list[str]] = field(default_factory=dict)
     """Folder -> every input file below it, sorted (built by `scan`)."""
+    host: dict[str, str | None] = field(default_factory=dict)
+    """Host files command agents name (absolute path -> sha256, `directory`, or None: missing)."""
 
     def under(self, folder: str) -> list[str]:
         """Input files below a folder, sorted."""
@@ -61,6 +64,8 @@ class Inputs:
         h = hashlib.sha256(salt.encode())
         for rel in sorted(self.hashes):
             h.update(f"{rel}\0{self.hashes[rel]}\n".encode())
+        for path in sorted(self.host):
+            h.update(f"{path}\0{self.host[path]}\n".encode())
         return h.hexdigest()
 
 
@@ -168,7 +173,10 @@ def scan(root: Path) -> Inputs:
             scenario_dirs.append(d.relative_to(root).as_posix())
             for p in _files_under(d):
                 data[p.relative_to(root).as_posix()] = p.read_bytes()
-    return inputs_of(root, data, _provided(root, {r: data[r] for r in spec_files}))
+    specs = {r: data[r] for r in spec_files}
+    inputs = inputs_of(root, data, _provided(root, specs))
+    inputs.host.update(read_host_files(specs))
+    return inputs
 
 
 def inputs_of(root: Path, data: dict[str, bytes], provided: dict[str, str] | None = None) -> Inputs:

@@ -12,6 +12,7 @@ from harness import batch
 from harness.batch import versions
 from harness.batch.select import from_files, matrix_settings, select
 from harness.errors import UsageError
+from harness.sandbox import isolation, scenario
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -95,6 +96,8 @@ def run_jobs(
         args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
     versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
+    if args.executor != "dask":  # a cluster's workers build environments where they run
+        scenario.prepare(((j.scenario, isolation.select(j.options.isolation).name) for j in jobs), project)
     plan = batch.plan(
         jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel != 1
     )

@@ -93,7 +93,14 @@ class Importer:
         dest = staging / task.id
         shutil.rmtree(dest, ignore_errors=True)
         source = f"{self.fmt} task {out.task}" + (f" at {self.commit}" if self.commit else "")
-        write.write(task, dest, family=self.name, tags=[self.fmt, self.name], source=source)
+        write.write(
+            task,
+            dest,
+            family=self.name,
+            tags=[self.fmt, self.name],
+            source=source,
+            kind=pytest_kind(self.project),
+        )
         out.notes = list(task.notes)
         if task.refusals:
             out.reasons += task.refusals
@@ -131,17 +138,33 @@ class Importer:
             shutil.rmtree(ref.parent, ignore_errors=True)
 
 
-def agent_ids(project: Path) -> dict[str, str]:
-    """adapter -> the id of an agent spec that uses it (oracle / noop), from specs/."""
-    found: dict[str, str] = {}
+def spec_docs(project: Path) -> list[dict[str, Any]]:
+    """The project's spec documents, read leniently (the compiler reports what does not parse)."""
+    docs = []
     for path in sorted((project / "specs").rglob("*.y*ml")):
         try:
             doc = yaml.safe_load(path.read_text(encoding="utf-8"))
         except (OSError, yaml.YAMLError):
             continue
-        if isinstance(doc, dict) and doc.get("kind") == "agent" and doc.get("adapter") in ("oracle", "noop"):
+        if isinstance(doc, dict):
+            docs.append(doc)
+    return docs
+
+
+def agent_ids(project: Path) -> dict[str, str]:
+    """adapter -> the id of an agent spec that uses it (oracle / noop), from specs/."""
+    found: dict[str, str] = {}
+    for doc in spec_docs(project):
+        if doc.get("kind") == "agent" and doc.get("adapter") in ("oracle", "noop"):
             found.setdefault(str(doc["adapter"]), str(doc.get("id")))
     return found
+
+
+def pytest_kind(project: Path) -> str:
+    """The kind name of the built-in pytest check in this project (`builtin:pytest` where a
+    project kind of its own is called `pytest`)."""
+    own = {doc.get("id") for doc in spec_docs(project) if doc.get("kind") == "check-kind"}
+    return "builtin:pytest" if "pytest" in own else "pytest"
 
 
 def write_specs(project: Path, name: str, control: str, timeout_s: float) -> Path:

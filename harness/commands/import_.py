@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import shutil
+import sys
 import time
 from pathlib import Path
 
@@ -27,7 +28,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--jobs", "-j", type=int, default=2, help="solutions run at once (default 2)")
 
 
-def _compile_and_validate(imp: object, ids: list[str], jobs: int) -> None:
+def _compile_and_validate(imp: object, ids: list[str], jobs: int, matrix: Path) -> None:
     """Compile the project, refusing imported scenarios the compiler rejects; then validate them."""
     from compiler.errors import SpecErrors
     from compiler.pipeline import build
@@ -50,6 +51,9 @@ def _compile_and_validate(imp: object, ids: list[str], jobs: int) -> None:
                     sid, "the compiler rejects it: " + "; ".join(e.text().splitlines()[0] for e in errs[:3])
                 )
                 live.remove(sid)
+            if not live:
+                matrix.unlink(missing_ok=True)  # it would select nothing
+                return
     scenarios = [plan.validated.scenarios[sid].job for sid in live if sid in plan.validated.scenarios]
     if not scenarios:
         return
@@ -65,6 +69,7 @@ def _compile_and_validate(imp: object, ids: list[str], jobs: int) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Import, then print the report's summary."""
+    from compiler.errors import SpecErrors, render
     from harness.commands._importing import (
         Importer,
         default_name,
@@ -123,7 +128,12 @@ def execute(args: argparse.Namespace) -> int:
     timeout = max((t.timeout_s or 600.0) for t, _ in staged.values()) if staged else 600.0
     matrix = write_specs(project, name, control, timeout)
     if kept:
-        _compile_and_validate(imp, kept, args.jobs)
+        try:
+            _compile_and_validate(imp, kept, args.jobs, matrix)
+        except SpecErrors as exc:  # errors of the project's own specs: the import cannot judge its tasks
+            print(render(exc.errors), file=sys.stderr)
+            stderr("assay: the project does not compile (the errors above are not in imported scenarios)")
+            return 2
     data = report(imp, started)
     if not data["imported"]:
         matrix.unlink(missing_ok=True)

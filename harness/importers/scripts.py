@@ -75,6 +75,8 @@ def _pytest_args(command: list[str]) -> list[str] | None:
     """The arguments after `pytest` when the command runs pytest (in any of the usual spellings)."""
     cmd = strip_prefix(command)
     for i, word in enumerate(cmd):
+        if i and cmd[i - 1] == "--with":
+            continue  # `uvx --with pytest pytest ...`: the first one is a package
         if word == "pytest" or word.endswith("/pytest"):
             return cmd[i + 1 :]
         if word == "-m" and i + 1 < len(cmd) and cmd[i + 1] == "pytest":
@@ -102,8 +104,8 @@ def _pytest(args: list[str], plan: TestPlan) -> None:
             continue
         if QUIET_OPTIONS.match(word) or word.split("=", 1)[0] in VALUE_OPTIONS:
             continue
-        if word.startswith("-"):
-            plan.args.append(word)
+        if word.startswith("-") or not (word.endswith(".py") or "::" in word or "/" in word):
+            plan.args.append(word)  # an option, or an option's value (`--timeout 30`)
         else:
             path = _expand(word)
             if not path.startswith("/"):

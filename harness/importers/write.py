@@ -85,7 +85,7 @@ def files(task: Task, dest: Path) -> list[str]:
 
 
 def scenario_doc(
-    task: Task, mounts: list[str], *, family: str, tags: list[str], source: str
+    task: Task, mounts: list[str], *, family: str, tags: list[str], source: str, kind: str = "pytest"
 ) -> dict[str, Any]:
     """The scenario.yaml of a task."""
     doc: dict[str, Any] = {
@@ -118,7 +118,7 @@ def scenario_doc(
     }
     if limits:
         doc["limits"] = limits
-    check: dict[str, Any] = {"id": "tests", "kind": "pytest", "tests": task.tests.tests}
+    check: dict[str, Any] = {"id": "tests", "kind": kind, "tests": task.tests.tests}
     if task.tests.args:
         check["args"] = task.tests.args
     if task.tests.cwd:
@@ -136,7 +136,7 @@ def scenario_doc(
     return doc
 
 
-def write(task: Task, dest: Path, *, family: str, tags: list[str], source: str) -> None:
+def write(task: Task, dest: Path, *, family: str, tags: list[str], source: str, kind: str = "pytest") -> None:
     """The scenario folder of a task (dest must not exist)."""
     dest.mkdir(parents=True)
     mounts = files(task, dest)
@@ -149,7 +149,7 @@ def write(task: Task, dest: Path, *, family: str, tags: list[str], source: str) 
             shutil.copytree(task.solution_dir, solution, symlinks=False)
         else:
             _copy_file(task.solution, solution / task.solution.name)
-    doc = scenario_doc(task, mounts, family=family, tags=tags, source=source)
+    doc = scenario_doc(task, mounts, family=family, tags=tags, source=source, kind=kind)
     head = (
         f"# Imported by `assay import {task.format}` from {source}. The task's files are copied unchanged.\n"
     )

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -157,3 +158,26 @@ def checks_view(
     copy_mounts(scenario, project, scratch, source=mounts_from if has_copies else None)
     environment = environment_of(scenario, project)
     return view(scenario, project, workspace, mounts_root=scratch, checks=True, environment=environment)
+
+
+def prepare(scenarios: Iterable[tuple[ScenarioJob, str]], project: Path) -> None:
+    """Before any trial: every scenario can run here (its isolation can mount what it shows, its
+    interpreter exists, its environment builds, once). Raises CannotRunHere naming each one that
+    cannot."""
+    problems: list[str] = []
+    seen: set[tuple[str, str]] = set()
+    for scenario, isolation_name in scenarios:
+        if (scenario.id, isolation_name) in seen:
+            continue
+        seen.add((scenario.id, isolation_name))
+        try:
+            refuse_without_mounts(scenario, isolation_name)
+            environment_of(scenario, project)
+        except CannotRunHere as exc:
+            problems.append(f"{scenario.id}: {exc}")
+    if problems:
+        raise CannotRunHere(
+            "cannot run here, before any trial:\n  "
+            + "\n  ".join(problems)
+            + "\n(leave those scenarios out with --scenario, or run them where they can run)"
+        )

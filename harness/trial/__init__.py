@@ -105,6 +105,8 @@ def _launcher(
         # The scenario's view: its workspace at its workdir, its mounts, its environment.
         *(seen.mounts if seen else ()),
         *(Mount(src=d, dest=d, writable=False) for d in (seen.read_only if seen else ())),
+        # A command agent's adapter named by its host path (seed 000's --agent-cmd), read-only.
+        *(Mount(src=f, dest=f, writable=False) for f in agent.host_files(job)),
     )
     return Launcher(
         isolation=iso,
@@ -143,6 +145,18 @@ def _scenario_view(job: Job, project: Path, paths: TrialPaths, iso: Isolation) -
     return view(
         scenario, project, paths.workspace, mounts_root=paths.run_dir, checks=False, environment=environment
     )
+
+
+def _probe_launch(job: Job, launcher: Launcher, argv: list[str], paths: TrialPaths) -> None:
+    """The sandbox starts and the adapter's program and files are in it, or the run failed to run
+    (a harness-side cause is never graded as the agent's failure)."""
+    log = paths.run_dir / META_DIR / "launch-probe.log"
+    done = launcher.run(agent.launch_probe(job, argv), timeout_s=60, log=log)
+    if done.exit_code != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.is_file() else ""
+        raise agent.AdapterCannotStart(
+            f"the adapter cannot start in the sandbox (exit {done.exit_code}): {tail}"
+        )
 
 
 def _setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
@@ -284,6 +298,7 @@ def run_trial(
         workspace.commit_baseline(ws)
         lap("setup_baseline")
         canary_results = canaries.run(job.cell.provisions.canaries, launcher)
+        _probe_launch(job, launcher, argv, paths)
         lap("canaries")
         fields["invalid"] = canaries.invalid_reason(canary_results) or _unenforceable(job, iso)
         # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader

@@ -52,6 +52,59 @@ def command(job: Job) -> list[str]:
     return _python_module(agent.adapter)
 
 
+def host_files(job: Job) -> list[Path]:
+    """Host files the adapter's command names (seed 000's adapter by host path), to be mounted
+    read-only at their own paths; AdapterCannotStart when one is missing here."""
+    missing = [p for p in job.agent.host_files if not Path(p).exists()]
+    if missing:
+        raise AdapterCannotStart(
+            f"agent {job.agent.id!r}: its command names {', '.join(missing)}, missing on this machine"
+        )
+    return [Path(p) for p in sorted(job.agent.host_files)]
+
+
+class AdapterCannotStart(RuntimeError):
+    """A harness-side reason the adapter cannot start (a missing file, a sandbox that does not
+    start, a program the shell cannot find): the run failed to run, it is not the agent's failure."""
+
+
+LAUNCH_PROBE = (
+    'for f in "$@"; do [ -r "$f" ] || { echo "assay: $f is not readable in the sandbox" >&2; exit 126; }; done; '
+    'command -v "$0" >/dev/null 2>&1 || { echo "assay: $0 is not found in the sandbox" >&2; exit 127; }'
+)
+"""Exits 0 when the adapter's program and the files it names are there, inside the sandbox."""
+
+
+def launch_probe(job: Job, argv: list[str]) -> list[str]:
+    """A command that checks, inside the sandbox, that the adapter can start."""
+    program = argv[0]
+    if job.agent.adapter == "command" and job.agent.command:
+        words = job.agent.command.split()
+        program = words[0] if words and "=" not in words[0] else "sh"
+    return ["/bin/sh", "-c", LAUNCH_PROBE, program, *sorted(job.agent.host_files)]
+
+
+LAUNCH_FAILURE = ("not found", "Permission denied", "No such file or directory", "cannot execute")
+
+
+def launch_failure(job: Job, exit_code: int | None, log_tail: str) -> str | None:
+    """Why an adapter that exited 126/127 never started (the shell's own message about its program);
+    None when the exit is the agent's own."""
+    if exit_code not in (126, 127):
+        return None
+    program = (
+        (job.agent.command or "").split()[0]
+        if job.agent.adapter == "command" and job.agent.command
+        else sys.executable
+    )
+    lines = [
+        line for line in log_tail.splitlines() if program in line and any(m in line for m in LAUNCH_FAILURE)
+    ]
+    if not lines:
+        return None
+    return f"the adapter could not start (exit {exit_code}): {lines[-1].strip()[:300]}"
+
+
 def _project_file(project: Path, rel: str) -> Path | None:
     """A file named by an agent argument: project-relative, or relative to specs/agents/
     (where agent specs live, for a compiler that leaves arguments as written)."""
