@@ -93,6 +93,10 @@ def _launcher(
         p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()
     ]
     read_only = list(dict.fromkeys(read_only))
+    shown = [*own, *read_only, *code_dirs]
+    # A command agent's adapter named by its host path (seed 000's --agent-cmd), read-only, unless
+    # a folder the sandbox shows at its own path holds it already.
+    adapter_files = [f for f in agent.host_files(job) if not any(f.is_relative_to(d) for d in shown)]
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -105,8 +109,7 @@ def _launcher(
         # The scenario's view: its workspace at its workdir, its mounts, its environment.
         *(seen.mounts if seen else ()),
         *(Mount(src=d, dest=d, writable=False) for d in (seen.read_only if seen else ())),
-        # A command agent's adapter named by its host path (seed 000's --agent-cmd), read-only.
-        *(Mount(src=f, dest=f, writable=False) for f in agent.host_files(job)),
+        *(Mount(src=f, dest=f, writable=False) for f in adapter_files),
     )
     return Launcher(
         isolation=iso,
