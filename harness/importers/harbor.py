@@ -20,7 +20,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR, read_solution, read_tests
-from harness.importers.task import Task, slug
+from harness.importers.task import Task, check_tests, slug
 
 FORMAT = "harbor"
 MARKER = "task.toml"
@@ -116,6 +116,7 @@ def read(folder: Path, *, task_id: str) -> Task:
             task.refuse(reason)
     else:
         task.refuse("no tests/test.sh")
+    check_tests(task)
     solve = folder / "solution" / "solve.sh"
     if solve.is_file():
         task.solution, task.solution_dir = solve, solve.parent

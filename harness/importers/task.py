@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from harness.importers.dockerfile import Build
-from harness.importers.scripts import SolutionNeeds, TestPlan
+from harness.importers.scripts import TEST_DIR, SolutionNeeds, TestPlan
 from harness.importers.shellsteps import package_name
 
 RESERVED = (
@@ -172,3 +172,16 @@ def check_places(task: Task, files: list[Placed]) -> None:
             task.refuse(f"the image puts {f.dest} into {hit}, which the sandbox's toolchain owns")
         elif under(task.workdir, mount_root(f.dest)):
             task.refuse(f"the image puts {f.dest} beside the working directory {task.workdir}")
+
+
+def check_tests(task: Task) -> None:
+    """The test files the test script names are in the task's tests/ folder."""
+    if task.tests_dir is None:
+        return
+    missing = [
+        t
+        for t in task.tests.tests
+        if under(t, TEST_DIR) and not (task.tests_dir / t[len(TEST_DIR) + 1 :]).exists()
+    ]
+    if missing:
+        task.refuse(f"the tests the test script runs are missing from tests/ ({', '.join(missing)})")

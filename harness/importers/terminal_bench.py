@@ -18,7 +18,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR, read_solution, read_tests
-from harness.importers.task import Task, slug
+from harness.importers.task import Task, check_tests, slug
 
 FORMAT = "terminal-bench"
 MARKER = "task.yaml"
@@ -136,6 +136,7 @@ def read(folder: Path, *, task_id: str) -> Task:
     task.tests_dir = folder / "tests" if (folder / "tests").is_dir() else None
     if task.tests_dir is None:
         task.refuse("no tests/ folder")
+    check_tests(task)
     solution = folder / "solution.sh"
     if solution.is_file():
         task.solution = solution

@@ -11,6 +11,8 @@ run directory as `reference_dir`.
 from __future__ import annotations
 
 import importlib.util
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -79,9 +81,24 @@ def launch_probe(job: Job, argv: list[str]) -> list[str]:
     """A command that checks, inside the sandbox, that the adapter can start."""
     program = argv[0]
     if job.agent.adapter == "command" and job.agent.command:
-        words = job.agent.command.split()
-        program = words[0] if words and "=" not in words[0] else "sh"
+        program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
     return ["/bin/sh", "-c", LAUNCH_PROBE, program, *sorted(job.agent.host_files)]
+
+
+SHELL_WORDS = frozenset({"if", "for", "while", "until", "case", "exec", "cd", "export", "set", "source", "."})
+
+
+def _program(command: str) -> str | None:
+    """The program a simple shell command starts (None for a compound one: `(...)`, `if`, `a | b`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and re.match(r"^\w+=", words[0]):
+        words = words[1:]
+    if not words or not re.fullmatch(r"[\w./+-]+", words[0]) or words[0] in SHELL_WORDS:
+        return None
+    return words[0]
 
 
 LAUNCH_FAILURE = ("not found", "Permission denied", "No such file or directory", "cannot execute")
@@ -92,11 +109,9 @@ def launch_failure(job: Job, exit_code: int | None, log_tail: str) -> str | None
     None when the exit is the agent's own."""
     if exit_code not in (126, 127):
         return None
-    program = (
-        (job.agent.command or "").split()[0]
-        if job.agent.adapter == "command" and job.agent.command
-        else sys.executable
-    )
+    program = _program(job.agent.command or "") if job.agent.adapter == "command" else sys.executable
+    if program is None:
+        return None
     lines = [
         line for line in log_tail.splitlines() if program in line and any(m in line for m in LAUNCH_FAILURE)
     ]
