@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -397,34 +398,15 @@ def import_datasets(session: nox.Session) -> None:
         for folder in ("specs", "scenarios", "tools", "agents", "guides", "wiki"):
             if (ROOT / folder).is_dir():
                 session.run("cp", "-r", str(ROOT / folder), str(scratch / folder), external=True)
+
+    def assay(*args: str, **kwargs: Any) -> None:
+        session.run(py, "-m", "harness", "--project", str(scratch), *args, **kwargs)
+
     for fmt, path in present:
         name = re.sub(r"[^a-z0-9]+", "-", path.name.lower()).strip("-")
-        session.run(
-            py,
-            "-m",
-            "harness",
-            "--project",
-            str(scratch),
-            "import",
-            fmt,
-            str(path),
-            "--name",
-            name,
-            "--force",
-        )
-        session.run(py, "-m", "harness", "--project", str(scratch), "compile")
-        session.run(
-            py,
-            "-m",
-            "harness",
-            "--project",
-            str(scratch),
-            "matrix",
-            name,
-            "--parallel",
-            "2",
-            success_codes=[0, 1],
-        )
+        assay("import", fmt, str(path), "--name", name, "--force")
+        assay("compile")
+        assay("matrix", name, "--parallel", "2", success_codes=[0, 1])
         grades = [
             json.loads(p.read_text()) | {"agent": json.loads((p.parent / "run.json").read_text())["agent"]}
             for p in (scratch / "runs" / name).rglob("grade.json")

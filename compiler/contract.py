@@ -201,6 +201,29 @@ class Step(Frozen):
     )
 
 
+SANDBOX_RESERVED = (
+    "/bin",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+)
+"""Folders of the sandbox's own toolchain view: a scenario cannot show anything there."""
+
+
+def within(path: str, folder: str) -> bool:
+    """Whether a slash path is the folder or lies under it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
 class ScenarioMount(Frozen):
     """A folder of the scenario visible at an absolute path inside the sandbox."""
 

@@ -14,7 +14,7 @@ import re
 import shlex
 from pathlib import Path, PurePosixPath
 
-import yaml
+from compiler.yamlio import peek
 
 TOOLCHAIN = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
 """Folders the sandbox shows anyway (a command naming /usr/bin/python3 needs no mount)."""
@@ -76,10 +76,7 @@ def read_host_files(specs: dict[str, bytes]) -> dict[str, str | None]:
     for raw in specs.values():
         if b"command" not in raw:
             continue
-        try:
-            doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError:
-            continue
+        doc = peek(raw)
         if isinstance(doc, dict) and doc.get("kind") == "agent" and isinstance(doc.get("command"), str):
             for path in named_host_files(doc["command"]):
                 out[str(PurePosixPath(path))] = digest(path)

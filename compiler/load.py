@@ -12,11 +12,9 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from compiler.errors import Loc, SpecError
 from compiler.hostfiles import read_host_files
-from compiler.yamlio import Doc, Path_, parse
+from compiler.yamlio import Doc, Path_, parse, peek
 
 SPEC_DIRS = ("specs",)
 SCENARIO_DIR = "scenarios"
@@ -96,10 +94,7 @@ def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
     for rel, raw in specs.items():
         if b"project" not in raw and b"args" not in raw:
             continue
-        try:
-            doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError:
-            continue
+        doc = peek(raw)
         if isinstance(doc, dict) and doc.get("kind") == "agent" and isinstance(doc.get("args"), dict):
             # Adapter arguments that name a project file (a scripted agent's script) are read by the
             # runner relative to the project root; their content is part of the agent.

@@ -13,29 +13,12 @@ import posixpath
 import re
 from dataclasses import dataclass
 
-from compiler.contract import CheckSpec, Environment, ScenarioLimits, ScenarioMount
+from compiler.contract import SANDBOX_RESERVED, CheckSpec, Environment, ScenarioLimits, ScenarioMount, within
 from compiler.errors import Collector
 from compiler.load import Sources
 from compiler.paths import rel_path
 from compiler.specs import ScenarioDoc
 from compiler.yamlio import Doc, Path_, dotted
-
-RESERVED = (
-    "/bin",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/proc",
-    "/run",
-    "/sbin",
-    "/sys",
-    "/tmp",
-    "/usr",
-)
-"""Folders of the sandbox's own toolchain view: a scenario cannot put anything there."""
 
 PYTHON_VERSION = re.compile(r"^3\.\d{1,2}$")
 
@@ -51,10 +34,6 @@ class SandboxFields:
     limits: ScenarioLimits | None
 
 
-def _under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def sandbox_path(c: Collector, doc: Doc, path: Path_, value: str) -> bool:
     """An absolute, normalised path inside the sandbox, outside the toolchain's folders."""
     if not value.startswith("/") or posixpath.normpath(value) != value or value == "/":
@@ -65,7 +44,7 @@ def sandbox_path(c: Collector, doc: Doc, path: Path_, value: str) -> bool:
             f"sandbox path {value!r} must be absolute and normalised (like /app), and not /",
         )
         return False
-    hit = next((r for r in RESERVED if _under(value, r)), None)
+    hit = next((r for r in SANDBOX_RESERVED if within(value, r)), None)
     if hit is not None:
         c.add(
             doc.loc(path),
@@ -87,7 +66,7 @@ def _mounts(
         base: Path_ = ("mounts", i)
         if not sandbox_path(c, doc, (*base, "path"), m.path):
             continue
-        clash = next((p for p in seen if _under(m.path, p) or _under(p, m.path)), None)
+        clash = next((p for p in seen if within(m.path, p) or within(p, m.path)), None)
         if clash is not None:
             c.add(
                 doc.loc((*base, "path")),
@@ -191,7 +170,7 @@ def check_paths(
             if (
                 isinstance(value, str)
                 and value.startswith("/")
-                and not any(_under(value, p) for p in provided)
+                and not any(within(value, p) for p in provided)
             ):
                 c.add(
                     doc.loc((*path, *key)),

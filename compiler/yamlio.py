@@ -206,3 +206,12 @@ def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
             )
         ]
     return doc, errors
+
+
+def peek(raw: bytes) -> Any:
+    """A quick, lenient, position-free read of a spec (the load stage's look at agents and the
+    project); None when it does not parse: the validate stage reports that with a position."""
+    try:
+        return yaml.load(raw, Loader=_BaseLoader)
+    except yaml.YAMLError:
+        return None

@@ -28,7 +28,7 @@ import yaml
 
 from harness.importers import harbor, terminal_bench, write
 from harness.importers.reference import run_solution
-from harness.importers.task import Task, slug
+from harness.importers.task import Task, slug, task_id
 from harness.sandbox.scenario import environment_of
 
 READERS: dict[str, ModuleType] = {"terminal-bench": terminal_bench, "harbor": harbor}
@@ -69,7 +69,7 @@ class Importer:
         single = len(folders) == 1 and folders[0] == self.source
         tasks = []
         for folder in folders:
-            tid = self.reader.task_id(folder, "" if single else self.name)
+            tid = task_id(folder, "" if single else self.name)
             task = self.reader.read(folder, task_id=tid)
             self.outcomes[tid] = Outcome(task=str(folder.relative_to(self.source.parent)), scenario=tid)
             tasks.append(task)

@@ -19,8 +19,8 @@ from typing import Any
 import yaml
 
 from harness.importers import dockerfile
-from harness.importers.scripts import TEST_DIR, read_solution, read_tests
-from harness.importers.task import Task, check_tests, slug
+from harness.importers.scripts import TEST_DIR
+from harness.importers.task import Task, take_solution, take_tests
 
 FORMAT = "harbor"
 MARKER = "task.toml"
@@ -108,22 +108,8 @@ def read(folder: Path, *, task_id: str) -> Task:
     task.check_env = _env(verifier.get("env"), "verifier variable", task)
     task.solution_env = _env((spec.get("solution") or {}).get("env"), "solution variable", task)
     _environment(task, spec.get("environment") or {})
-    tests = folder / "tests" / "test.sh"
-    task.tests_dir = folder / "tests" if (folder / "tests").is_dir() else None
-    if tests.is_file():
-        task.tests = read_tests(tests.read_text(encoding="utf-8", errors="replace"))
-        for reason in task.tests.refusals:
-            task.refuse(reason)
-    else:
-        task.refuse("no tests/test.sh")
-    check_tests(task)
-    solve = folder / "solution" / "solve.sh"
-    if solve.is_file():
-        task.solution, task.solution_dir = solve, solve.parent
-        task.solution_needs = read_solution(solve.read_text(encoding="utf-8", errors="replace"))
-        for reason in task.solution_needs.refusals:
-            task.refuse(reason)
-    else:
+    take_tests(task, folder / "tests" / "test.sh", folder / "tests")
+    if not take_solution(task, folder / "solution" / "solve.sh", folder=folder / "solution"):
         task.refuse("no solution/solve.sh: the reference cannot be made")
     task.env.setdefault("TEST_DIR", TEST_DIR)
     return task
@@ -134,9 +120,3 @@ def dataset_tasks(path: Path) -> list[Path]:
     if is_task(path):
         return [path]
     return sorted(p.parent for p in path.rglob(MARKER) if is_task(p.parent))
-
-
-def task_id(folder: Path, prefix: str) -> str:
-    """The scenario id of a task folder under a dataset prefix."""
-    own = slug(folder.name)
-    return f"{prefix}-{own}" if prefix and not own.startswith(prefix + "-") else own

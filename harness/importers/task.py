@@ -15,26 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.contract import SANDBOX_RESERVED, within
 from harness.importers.dockerfile import Build
-from harness.importers.scripts import TEST_DIR, SolutionNeeds, TestPlan
+from harness.importers.scripts import TEST_DIR, SolutionNeeds, TestPlan, read_solution, read_tests
 from harness.importers.shellsteps import package_name
-
-RESERVED = (
-    "/bin",
-    "/dev",
-    "/etc",
-    "/lib",
-    "/lib32",
-    "/lib64",
-    "/libx32",
-    "/proc",
-    "/run",
-    "/sbin",
-    "/sys",
-    "/tmp",
-    "/usr",
-)
-"""Sandbox folders a scenario cannot put files in (the compiler's `compiler.sandbox.RESERVED`)."""
 
 
 def slug(text: str) -> str:
@@ -158,19 +142,15 @@ def mount_root(path: str) -> str:
     return "/" + path.strip("/").split("/")[0]
 
 
-def under(path: str, folder: str) -> bool:
-    return path == folder or path.startswith(folder.rstrip("/") + "/")
-
-
 def check_places(task: Task, files: list[Placed]) -> None:
     """Refuse files the sandbox cannot show where the image has them."""
     for f in files:
-        if under(f.dest, task.workdir):
+        if within(f.dest, task.workdir):
             continue
-        hit = next((r for r in RESERVED if under(f.dest, r)), None)
+        hit = next((r for r in SANDBOX_RESERVED if within(f.dest, r)), None)
         if hit is not None:
             task.refuse(f"the image puts {f.dest} into {hit}, which the sandbox's toolchain owns")
-        elif under(task.workdir, mount_root(f.dest)):
+        elif within(task.workdir, mount_root(f.dest)):
             task.refuse(f"the image puts {f.dest} beside the working directory {task.workdir}")
 
 
@@ -181,7 +161,38 @@ def check_tests(task: Task) -> None:
     missing = [
         t
         for t in task.tests.tests
-        if under(t, TEST_DIR) and not (task.tests_dir / t[len(TEST_DIR) + 1 :]).exists()
+        if within(t, TEST_DIR) and not (task.tests_dir / t[len(TEST_DIR) + 1 :]).exists()
     ]
     if missing:
         task.refuse(f"the tests the test script runs are missing from tests/ ({', '.join(missing)})")
+
+
+def task_id(folder: Path, prefix: str) -> str:
+    """The scenario id of a task folder under a dataset prefix."""
+    own = slug(folder.name)
+    return f"{prefix}-{own}" if prefix and not own.startswith(prefix + "-") else own
+
+
+def take_tests(task: Task, script: Path, folder: Path) -> None:
+    """Read the task's test script and check the tests it runs are in its tests/ folder."""
+    task.tests_dir = folder if folder.is_dir() else None
+    if script.is_file():
+        task.tests = read_tests(script.read_text(encoding="utf-8", errors="replace"))
+        for reason in task.tests.refusals:
+            task.refuse(reason)
+    else:
+        task.refuse(f"no {script.relative_to(task.root).as_posix()}")
+    if task.tests_dir is None:
+        task.refuse("no tests/ folder")
+    check_tests(task)
+
+
+def take_solution(task: Task, script: Path, *, folder: Path | None = None) -> bool:
+    """Read the task's solution script (False when there is none)."""
+    if not script.is_file():
+        return False
+    task.solution, task.solution_dir = script, folder
+    task.solution_needs = read_solution(script.read_text(encoding="utf-8", errors="replace"))
+    for reason in task.solution_needs.refusals:
+        task.refuse(reason)
+    return True

@@ -17,8 +17,8 @@ from typing import Any
 import yaml
 
 from harness.importers import dockerfile
-from harness.importers.scripts import TEST_DIR, read_solution, read_tests
-from harness.importers.task import Task, check_tests, slug
+from harness.importers.scripts import TEST_DIR
+from harness.importers.task import Task, take_solution, take_tests
 
 FORMAT = "terminal-bench"
 MARKER = "task.yaml"
@@ -126,27 +126,13 @@ def read(folder: Path, *, task_id: str) -> Task:
         task.refuse("no Dockerfile")
     _compose(task)
     task.env.setdefault("TEST_DIR", TEST_DIR)
-    tests = folder / "run-tests.sh"
-    if tests.is_file():
-        task.tests = read_tests(tests.read_text(encoding="utf-8", errors="replace"))
-        for reason in task.tests.refusals:
-            task.refuse(reason)
-    else:
-        task.refuse("no run-tests.sh")
-    task.tests_dir = folder / "tests" if (folder / "tests").is_dir() else None
-    if task.tests_dir is None:
-        task.refuse("no tests/ folder")
-    check_tests(task)
-    solution = folder / "solution.sh"
-    if solution.is_file():
-        task.solution = solution
-        task.solution_needs = read_solution(solution.read_text(encoding="utf-8", errors="replace"))
-        for reason in task.solution_needs.refusals:
-            task.refuse(reason)
-    elif (folder / "solution.yaml").is_file():
-        task.refuse("the solution is a solution.yaml of terminal commands, not a script")
-    else:
-        task.refuse("no solution.sh: the reference cannot be made")
+    take_tests(task, folder / "run-tests.sh", folder / "tests")
+    if not take_solution(task, folder / "solution.sh"):
+        task.refuse(
+            "the solution is a solution.yaml of terminal commands, not a script"
+            if (folder / "solution.yaml").is_file()
+            else "no solution.sh: the reference cannot be made"
+        )
     return task
 
 
@@ -155,9 +141,3 @@ def dataset_tasks(path: Path) -> list[Path]:
     if is_task(path):
         return [path]
     return sorted(p.parent for p in path.rglob(MARKER) if not any(part.startswith(".") for part in p.parts))
-
-
-def task_id(folder: Path, prefix: str) -> str:
-    """The scenario id of a task folder under a dataset prefix."""
-    own = slug(folder.name)
-    return f"{prefix}-{own}" if prefix and not own.startswith(prefix + "-") else own

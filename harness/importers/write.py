@@ -18,9 +18,9 @@ from typing import Any
 
 import yaml
 
-from compiler.contract import Environment, ScenarioJob, ScenarioMount
+from compiler.contract import Environment, ScenarioJob, ScenarioMount, within
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, check_places, mount_root, placed_files, requirements, under
+from harness.importers.task import Task, check_places, mount_root, placed_files, requirements
 
 PLACEHOLDER = ".gitkeep"
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
@@ -58,7 +58,7 @@ def files(task: Task, dest: Path) -> list[str]:
     seed.mkdir(parents=True)
     mounts: set[str] = set()
     for f in placed:
-        if under(f.dest, task.workdir):
+        if within(f.dest, task.workdir):
             target = seed / os.path.relpath(f.dest, task.workdir)
         else:
             root = mount_root(f.dest)
@@ -66,15 +66,15 @@ def files(task: Task, dest: Path) -> list[str]:
             target = dest / "mounts" / _mount_name(root) / os.path.relpath(f.dest, root)
         _copy_file(f.src, target)
     for d in task.build.dirs:
-        if under(d, task.workdir):
+        if within(d, task.workdir):
             (seed / os.path.relpath(d, task.workdir)).mkdir(parents=True, exist_ok=True)
-        elif not any(under(d, r) for r in ("/tmp", "/var", "/root", "/home")):
+        elif not any(within(d, r) for r in ("/tmp", "/var", "/root", "/home")):
             mounts.add(mount_root(d))
             (dest / "mounts" / _mount_name(mount_root(d)) / os.path.relpath(d, mount_root(d))).mkdir(
                 parents=True, exist_ok=True
             )
     for path, mode in task.build.modes.items():
-        if under(path, task.workdir):
+        if within(path, task.workdir):
             target = seed / os.path.relpath(path, task.workdir)
             if target.is_file():
                 target.chmod(stat.S_IMODE(mode))
