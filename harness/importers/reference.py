@@ -75,7 +75,12 @@ def run_solution(
     home.mkdir()
     tmp.mkdir()
     seen = view(scenario, project, ws.root, mounts_root=scratch, checks=False, environment=environment)
-    solution_dir = solution.parent if solution.is_file() else solution
+    # A solution folder (Harbor's solution/) is shown at /solution; a lone script at /solution/<name>.
+    shown = Mount(
+        solution.resolve(),
+        SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR,
+        writable=False,
+    )
     env = seen.variables(
         {
             "HOME": str(home),
@@ -98,7 +103,7 @@ def run_solution(
             Mount(tmp, tmp, writable=True),
             *seen.mounts,
             *(Mount(p, p, writable=False) for p in seen.read_only),
-            Mount(solution_dir.resolve(), SOLUTION_DIR, writable=False),
+            shown,
         ),
         network=False,
         limits=SandboxLimits(),
