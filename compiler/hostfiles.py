@@ -12,9 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 import shlex
-from pathlib import Path, PurePosixPath
-
-from compiler.yamlio import peek
+from pathlib import Path
 
 TOOLCHAIN = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc", "/dev", "/proc", "/sys")
 """Folders the sandbox shows anyway (a command naming /usr/bin/python3 needs no mount)."""
@@ -67,17 +65,3 @@ def digest(path: str) -> str | None:
         return hashlib.sha256(target.read_bytes()).hexdigest()
     except OSError:
         return None
-
-
-def read_host_files(specs: dict[str, bytes]) -> dict[str, str | None]:
-    """Every host file the project's command agents name -> its digest (None: missing). Lenient:
-    a spec that does not parse is reported by the validate stage."""
-    out: dict[str, str | None] = {}
-    for raw in specs.values():
-        if b"command" not in raw:
-            continue
-        doc = peek(raw)
-        if isinstance(doc, dict) and doc.get("kind") == "agent" and isinstance(doc.get("command"), str):
-            for path in named_host_files(doc["command"]):
-                out[str(PurePosixPath(path))] = digest(path)
-    return out

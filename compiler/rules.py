@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import itertools
+import posixpath
 import re
 from collections import defaultdict
 from typing import Any
 
 from compiler.errors import Collector, Loc, did_you_mean
+from compiler.render import TemplateError, template_error, undefined_names
 from compiler.resolved import MatrixIn, ScenarioIn, Validated
 from compiler.specs import CheckKindDoc, ProjectDoc
 from compiler.yamlio import Doc, Path_, dotted
 
 AXES = ("agent", "scenario")
 """Matrix keys besides the factors."""
+TEMPLATE_NAMES = ("scenario", "project", "params")
+"""What a user kind's run template sees besides its parameters."""
 
 
 def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) -> None:
@@ -39,6 +43,19 @@ def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) 
             "E221",
             f"unknown authority '{spec.authority}'",
             did_you_mean(spec.authority, project.authorities),
+        )
+    # The run template's syntax and names are the kind's, whichever scenario uses it.
+    try:
+        unknown = undefined_names(spec.run, {*spec.params, *TEMPLATE_NAMES})
+    except TemplateError as exc:
+        template_error(c, doc.line_loc(("run",), exc.line), ("run",), str(exc))
+        return
+    for name, line in unknown:
+        template_error(
+            c,
+            doc.line_loc(("run",), line),
+            ("run",),
+            f"'{name}' is undefined" + (f" ({did_you_mean(name, spec.params)})" if spec.params else ""),
         )
 
 
@@ -159,29 +176,46 @@ def cross_file(c: Collector, v: Validated) -> None:
 
 
 def _level_paths(c: Collector, v: Validated) -> None:
-    """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
+    """Paths a level names (PATH folders, files, links, skill dir) stay inside the project and exist."""
     from compiler.paths import rel_path
 
     doc = v.project_doc
     raw_factors = doc.data.get("factors") or {}
+
+    def present(path: Path_, value: Any) -> None:
+        rel = rel_path(c, doc, path, value) if isinstance(value, str) else None
+        if rel is not None and rel in v.absent:
+            c.add(
+                doc.loc(path),
+                dotted(path),
+                "E235",
+                f"'{value}' ({rel}) does not exist",
+                f"a path is relative to the file that names it ({posixpath.dirname(doc.file) or '.'}/)",
+            )
+
     for factor, levels in raw_factors.items():
         for level, body in (levels or {}).items():
             if not isinstance(body, dict):
                 continue
             base = ("factors", factor, level)
             for i, p in enumerate(body.get("path") or []):
-                rel_path(c, doc, (*base, "path", i), p)
+                present((*base, "path", i), p)
             for key in ("files", "home_files", "links"):
                 for dest, src in (body.get(key) or {}).items():
-                    rel_path(c, doc, (*base, key, dest), src)
+                    present((*base, key, dest), src)
             if body.get("skill_dir"):
-                rel_path(c, doc, (*base, "skill_dir"), body["skill_dir"])
+                present((*base, "skill_dir"), body["skill_dir"])
 
 
 def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
     doc = m.doc
     if not m.spec.agents:
-        c.add(doc.loc(()), "agents", "E102", "a matrix needs `agents:` (a list of agent ids)")
+        c.add(
+            doc.loc(("agents",), key=True),
+            "agents",
+            "E102",
+            "a matrix needs at least one agent id in `agents:`",
+        )
     for i, a in enumerate(m.spec.agents or []):
         if a not in v.agents and a in v.broken:
             continue  # the agent exists but has errors of its own, already reported
@@ -243,8 +277,6 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
 
     for name, ver in (m.spec.versions or {}).items():
         check_slug(c, doc, ("versions", name, "label"), ver.label, "version label")
-    if m.spec.trials is not None and m.spec.trials < 1:
-        c.add(doc.loc(("trials",)), "trials", "E104", "trials must be at least 1")
 
 
 def _families(c: Collector, v: Validated) -> None:

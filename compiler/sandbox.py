@@ -84,7 +84,7 @@ def _mounts(
             c.add(
                 doc.loc((*base, "from")),
                 dotted((*base, "from")),
-                "E235",
+                "E238",
                 f"mount folder '{source}/' is missing or empty",
                 "add at least one file (a .gitkeep will do)",
             )

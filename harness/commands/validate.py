@@ -1,7 +1,7 @@
 """`assay validate`: do the scenarios' checks tell finished work from unfinished work?
 
 Compiles the specs in-process (spec errors: exit 2), then for every selected scenario
-judges its reference, its untouched seed and each negative (see harness.validity).
+assesses its reference, its untouched seed and each negative (see harness.validity).
 Every failure is printed as `<scenario> [<overlay>] check <id>: <message>`; exit 1 when
 any is found (uncovered checks count only with --strict).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from harness.errors import NothingSelected, UsageError
@@ -25,25 +24,20 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--strict", action="store_true", help="a check that no negative fails is an error")
     parser.add_argument(
-        "--jobs", type=int, default=None, help="workspaces judged at once (default: cores, max 4)"
+        "--jobs", type=int, default=None, help="workspaces assessed at once (default: cores, max 4)"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format on stdout")
     parser.add_argument("--quiet", action="store_true", help="print only problems and the summary line")
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Compile, judge, print; 0 valid, 1 invalid, 2 spec errors, 3 nothing selected."""
-    from compiler.errors import SpecErrors, render
+    """Compile, assess, print; 0 valid, 1 invalid, 2 spec errors, 3 nothing selected."""
     from compiler.pipeline import build
     from harness.sandbox import isolation, scenario
     from harness.validity import validate
 
     root = Path(args.project).resolve()
-    try:
-        plan = build(root)
-    except SpecErrors as exc:
-        print(render(exc.errors), file=sys.stderr)
-        return 2
+    plan = build(root)
     scenarios = {sid: s.job for sid, s in sorted(plan.validated.scenarios.items())}
     unknown = [s for s in args.scenario if s not in scenarios]
     if unknown:
@@ -72,18 +66,20 @@ def as_text(report: object, *, quiet: bool = False) -> str:
         lines += [f"warning: {p.line()} (an error with --strict)" for p in report.uncovered]
     if not quiet:
         lines.append("")
-        lines.append("check coverage (negatives that fail each check):")
-        rows = [
-            (s.scenario, cid, ", ".join(n) or "-- none --") for s in report.scenarios for cid, n in s.coverage
-        ]
-        rows += [
-            (s.scenario, cid, "(not validated: needs a run)")
-            for s in report.scenarios
-            for cid in s.not_validated
-        ]
-        width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(("scenario", "check"))]
-        lines.append(f"  {'scenario':<{width[0]}}  {'check':<{width[1]}}  negatives")
-        lines += [f"  {a:<{width[0]}}  {b:<{width[1]}}  {c}" for a, b, c in rows]
+        lines.append("check coverage (declared: negatives that name each check; observed: what failed it):")
+        rows = []
+        for s in report.scenarios:
+            seen = dict(s.observed)
+            for cid, names in s.coverage:
+                failed = seen.get(cid, ())
+                rows.append(
+                    (s.scenario, cid, ", ".join(names) or "-- none --", ", ".join(failed) or "-- none --")
+                )
+            rows += [(s.scenario, cid, "(not validated: needs a run)", "") for cid in s.not_validated]
+        heads = ("scenario", "check", "declared")
+        width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(heads)]
+        lines.append(f"  {'scenario':<{width[0]}}  {'check':<{width[1]}}  {'declared':<{width[2]}}  observed")
+        lines += [f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:<{width[2]}}  {d}".rstrip() for a, b, c, d in rows]
         lines.append("")
     workspaces = sum(s.workspaces for s in report.scenarios)
     verdict = "valid" if report.ok else f"INVALID ({len(report.problems)} problem(s))"
@@ -111,6 +107,7 @@ def as_json(report: object) -> dict[str, object]:
                 "id": s.scenario,
                 "workspaces": s.workspaces,
                 "coverage": {cid: list(n) for cid, n in s.coverage},
+                "observed": {cid: list(n) for cid, n in s.observed},
                 "not_validated": list(s.not_validated),
             }
             for s in report.scenarios

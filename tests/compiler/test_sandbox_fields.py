@@ -70,7 +70,7 @@ def test_sandbox_paths_are_checked() -> None:
         "normalised (like /app), and not /",
         "scenarios/s/scenario.yaml:6:13: error[E215]: mounts[0].path: sandbox path '/usr/data' is inside /usr, "
         "which the sandbox's toolchain owns",
-        "scenarios/s/scenario.yaml:7:27: error[E235]: mounts[1].from: mount folder 'scenarios/s/nothing/' is "
+        "scenarios/s/scenario.yaml:7:27: error[E238]: mounts[1].from: mount folder 'scenarios/s/nothing/' is "
         "missing or empty",
         "scenarios/s/scenario.yaml:11:45: error[E215]: checks[0].tests[0]: '/elsewhere/test_out.py' is not "
         "inside the workdir or a mount of this scenario",

@@ -15,7 +15,7 @@ import pytest
 
 from harness.artifacts.names import RUN_FILE
 from harness.artifacts.records import read_grade, read_run
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.dask.conftest import ROOT, Cluster, child_env, finished_runs, spawn, wait_for
 
 pytestmark = pytest.mark.dask
@@ -63,7 +63,7 @@ def _verdicts(runs: Path) -> dict[str, tuple[object, ...]]:
     return found
 
 
-DEMO_INPUTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
+DEMO_INPUTS = ("specs", "scenarios", "tools", "guides", "wiki")
 
 
 @pytest.fixture

@@ -58,7 +58,7 @@ def test_a_missing_adapter_file_is_refused_at_compile_time(tmp_path: Path) -> No
     root = _project(tmp_path, f"python3 {tmp_path / 'nowhere' / 'agent.py'}")
     done = assay("--project", root, "compile")
     assert done.returncode == 2
-    assert f"error[E236]: command: the command names {tmp_path / 'nowhere' / 'agent.py'}" in done.stderr
+    assert f"error[E239]: command: the command names {tmp_path / 'nowhere' / 'agent.py'}" in done.stderr
 
 
 def test_an_adapter_gone_after_compiling_fails_to_run(tmp_path: Path) -> None:

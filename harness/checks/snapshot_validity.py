@@ -1,0 +1,133 @@
+"""Strict validity of every snapshot of the entry, by the scenario's authority.
+
+Each snapshot is assessed in a scratch copy of the graded workspace whose watched files
+hold their content as of that snapshot (files not yet written keep the seed's content
+when the project is known, else the final one). Identical states are assessed once.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import shutil
+import tempfile
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+from compiler.contract import CheckSpec
+from harness.artifacts.grade_sections import SnapshotVerdict
+from harness.artifacts.records import CheckOutcome
+from harness.artifacts.run_view import RunView
+from harness.checks.base import CheckContext, CheckError
+from harness.checks.engine import scrub_outcome
+from harness.sandbox.pathsafe import clear_way
+
+FINAL_OUTCOMES = "final-outcomes"
+"""view.cache key: the main pass's outcomes by check id (the final workspace's verdicts)."""
+RUN_KINDS = frozenset({"trace", "events", "transcript", "snapshot", "judge"})
+
+
+def validity_checks(view: RunView, params: Mapping[str, Any]) -> tuple[str, tuple[CheckSpec, ...]]:
+    """What decides a snapshot's validity: a `run` command, a named authority, or the scenario's first."""
+    if params.get("run"):
+        spec = CheckSpec(
+            id="snapshot-validity",
+            kind="command",
+            params={"run": params["run"], "exit": params.get("exit", 0)},
+            timeout_s=float(params.get("timeout_s", 60.0)),
+        )
+        return f"run: {params['run']}", (spec,)
+    name = params.get("authority")
+    if name is None:
+        name = next((c.authority for c in view.checks if c.authority and c.kind not in RUN_KINDS), None)
+        if name is None:
+            return "", ()
+    deciders = tuple(c for c in view.checks if c.authority == name and c.kind not in RUN_KINDS)
+    if not deciders:
+        raise CheckError(f"no check of the scenario reports for authority {name!r}")
+    return str(name), deciders
+
+
+def watched(view: RunView) -> tuple[str, ...]:
+    """The files snapshotted after each write."""
+    scenario = view.job.scenario
+    return tuple(scenario.watch or scenario.entry or sorted({s.path for s in view.snapshots}))
+
+
+def validity(
+    view: RunView, label: str, deciders: Sequence[CheckSpec], workspace: Path, ctx: CheckContext
+) -> tuple[SnapshotVerdict, ...]:
+    """One verdict per snapshot (cached on the view for the rest of the grading pass)."""
+    key = "snapshot-validity:" + label
+    if key in view.cache:
+        cached: tuple[SnapshotVerdict, ...] = view.cache[key]
+        return cached
+    from harness.checks.engine import run_check
+
+    paths = watched(view)
+    scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
+    try:
+        tree = scratch / "ws"
+        shutil.copytree(workspace, tree, symlinks=True)
+        state: dict[str, bytes | None] = {}
+        for rel in paths:
+            seeded = view.seed / rel if view.seed is not None else None
+            final = workspace / rel
+            source = seeded if seeded is not None and seeded.is_file() else final
+            state[rel] = source.read_bytes() if source.is_file() else None
+        memo: dict[str, tuple[bool | None, str]] = {}
+        # The state equal to the final workspace was assessed by the main pass already.
+        known: dict[str, CheckOutcome] = view.cache.get(FINAL_OUTCOMES, {})
+        if all(d.id in known for d in deciders):
+            memo[_digest(_final_state(paths, workspace))] = _verdict([known[d.id] for d in deciders])
+        verdicts: list[SnapshotVerdict] = []
+        for snap in view.snapshots:
+            stored = snap.file
+            state[snap.path] = stored.read_bytes() if stored is not None and stored.is_file() else None
+            digest = _digest(state)
+            if digest not in memo:
+                _materialise(tree, state)
+                memo[digest] = _verdict([scrub_outcome(run_check(d, tree, ctx), tree) for d in deciders])
+            valid, message = memo[digest]
+            verdicts.append(
+                SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
+            )
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    result = tuple(verdicts)
+    view.cache[key] = result
+    return result
+
+
+def _digest(state: Mapping[str, bytes | None]) -> str:
+    return hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()
+
+
+def _final_state(paths: Sequence[str], workspace: Path) -> dict[str, bytes | None]:
+    return {rel: (workspace / rel).read_bytes() if (workspace / rel).is_file() else None for rel in paths}
+
+
+def _verdict(outcomes: Sequence[CheckOutcome]) -> tuple[bool | None, str]:
+    message = "; ".join(f"{o.id}: {o.message}" for o in outcomes if o.outcome != "pass")
+    if all(o.outcome == "pass" for o in outcomes):
+        return True, ""
+    if any(o.outcome in ("error", "unavailable") for o in outcomes):
+        return None, message
+    return False, message
+
+
+def _materialise(tree: Path, state: Mapping[str, bytes | None]) -> None:
+    for rel, data in state.items():
+        target = clear_way(tree, rel)
+        if data is not None:
+            target.write_bytes(data)
+
+
+def summarise(verdicts: Sequence[SnapshotVerdict]) -> tuple[int | None, tuple[int, ...]]:
+    """First valid index and the indices of valid-to-invalid regressions."""
+    first = next((v.index for v in verdicts if v.valid), None)
+    regressions = tuple(
+        cur.index for prev, cur in itertools.pairwise(verdicts) if prev.valid is True and cur.valid is False
+    )
+    return first, regressions
