@@ -175,7 +175,10 @@ def write_specs(project: Path, name: str, control: str, timeout_s: float) -> Pat
             path = project / "specs" / "agents" / f"{adapter}.yaml"
             path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
-                path.write_text(f"kind: agent\nid: {adapter}\nadapter: {adapter}\n", encoding="utf-8")
+                sanity = "pass" if adapter == "oracle" else "fail"
+                path.write_text(
+                    f"kind: agent\nid: {adapter}\nadapter: {adapter}\nsanity: {sanity}\n", encoding="utf-8"
+                )
             agents[adapter] = adapter
     matrix = project / "specs" / "matrices" / f"{name}.yaml"
     matrix.parent.mkdir(parents=True, exist_ok=True)
