@@ -31,9 +31,11 @@ def from_files(paths: Sequence[Path]) -> list[Job]:
     files = [f for p in paths for f in (sorted(p.rglob("*.json")) if p.is_dir() else [p])]
     for path in files:
         try:
-            jobs.append(Job.model_validate_json(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: not a job file: {exc}") from exc
+            jobs.append(contract.read_job_file(path))
+        except contract.CorruptJob as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read the job file: {exc.strerror or exc}") from None
     return jobs
 
 
@@ -51,6 +53,11 @@ def select(
     generated = project / GENERATED
     if not (generated / "manifest.json").is_file():
         raise UsageError(f"{generated}/manifest.json not found: run `assay compile` first")
+    for jid in job_ids:
+        try:
+            contract.parse_job_id(jid)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
     try:
         if job_ids:
             load_job = _loader("load_job")
@@ -66,8 +73,13 @@ def select(
                     scenarios=list(scenarios) or None,
                 )
             )
-    except (KeyError, ValueError) as exc:  # an unknown matrix or job id: the contract says which exist
-        raise UsageError(str(exc.args[0] if exc.args else exc)) from None
+    except KeyError as exc:  # an unknown matrix or job id: the loaders' message names what exists
+        raise UsageError(str(exc.args[0]) if exc.args else "no such job") from None
+    except ValueError as exc:  # a malformed id, a newer contract, a damaged manifest or job file
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"{first}; `assay compile` rewrites generated/") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {exc.filename or generated}: {exc.strerror or exc}") from None
     if trials is not None:
         jobs = [j for j in jobs if j.trial <= trials]
     if not jobs:
