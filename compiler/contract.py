@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION = 1
 """Version of manifest.json and job files; bump on a change an older reader would misread."""
@@ -347,6 +347,36 @@ class Limits(Frozen):
     file_size_mb: int | None = Field(default=None, ge=0, description="Largest file the agent may write.")
     workspace_mb: int | None = Field(default=None, ge=0, description="Total workspace size limit.")
     check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
+    # Budgets: what the agent may spend on its model in one trial, counted by the model gateway as
+    # requests pass; None: no budget. Kept out of the JSON when unset, so a spec without budgets
+    # keeps its job hashes.
+    input_tokens: int | None = Field(
+        default=None, ge=1, description="Budget of input tokens (uncached, cache read and cache write)."
+    )
+    output_tokens: int | None = Field(
+        default=None, ge=1, description="Budget of output tokens (reasoning included)."
+    )
+    total_tokens: int | None = Field(default=None, ge=1, description="Budget of input plus output tokens.")
+    model_requests: int | None = Field(default=None, ge=1, description="Budget of model requests.")
+    cost_usd: float | None = Field(
+        default=None, gt=0, description="Budget in USD, priced from specs/prices.yaml."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_budgets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in BUDGETS:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    def budgets(self) -> dict[str, float]:
+        """The budgets that are set, by name."""
+        return {name: value for name in BUDGETS if (value := getattr(self, name)) is not None}
+
+
+BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
+"""The limits that are budgets of model spend (the model gateway enforces them)."""
 
 
 class Options(Frozen):

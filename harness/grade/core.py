@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from compiler.contract import BUDGETS
 from harness.artifacts.grade_sections import Snapshots
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import Grade, RunRecord, RunStatus, read_grade, read_run
@@ -126,7 +127,7 @@ def failed_to_run(record: RunRecord) -> str | None:
         return "the agent timed out"
     if record.exit_code == 75:
         return "provider or infrastructure failure (exit 75) after retries"
-    if record.exit_code is None:
+    if record.exit_code is None and not (record.limits_hit and set(record.limits_hit) <= set(BUDGETS)):
         return "the agent never exited on its own" + (
             f" ({', '.join(record.limits_hit)})" if record.limits_hit else ""
         )

@@ -19,7 +19,8 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from compiler.contract import Job, Step
 from harness.artifacts.names import META_DIR, SETUP_LOG
-from harness.gateway import model_route
+from harness.artifacts.prices import load_prices
+from harness.gateway import Meter, model_route
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.isolation import Isolation, Mount
 from harness.sandbox.launch import Launcher
@@ -79,8 +80,18 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     out.lap("provision")
     out.argv = agent.command(job)
     args = agent.resolve_args(job, project=trial.project, run_dir=paths.run_dir)
-    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso)
+    meter = budget_meter(job, trial.project)
+    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso, meter=meter)
     gw = out.gateway = out.closing.enter_context(route)
+    if meter is not None:
+        if gw is not None and gw.gateway.routes.get(model_route.ROUTE) is not None:
+            out.meter = meter
+        else:
+            out.budget_note = (
+                "not enforced: no model gateway (isolation none)"
+                if out.iso.name == "none"
+                else "not enforced: the agent names no model endpoint (base_url) for the gateway to carry"
+            )
     seen = scenario_view(job, trial.project, paths, out.iso)
     env = environment.build(job, paths, agent_args=gw.args if gw else args)
     env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
@@ -135,6 +146,17 @@ def probe_launch(job: Job, launcher: Launcher, argv: list[str], paths: TrialPath
         raise agent.AdapterCannotStart(
             f"the adapter cannot start in the sandbox (exit {done.exit_code}): {tail}"
         )
+
+
+def budget_meter(job: Job, project: Path) -> Meter | None:
+    """The meter of the trial's budgets (None without any); a money budget needs the price table."""
+    budgets = job.limits.budgets()
+    if not budgets:
+        return None
+    prices = load_prices(project) if "cost_usd" in budgets else None
+    if "cost_usd" in budgets and prices is None:
+        raise ProvisionError("the cost_usd budget needs specs/prices.yaml to price the model's tokens")
+    return Meter(budgets, prices)
 
 
 def _src(project: Path, rel: str, what: str) -> Path:
