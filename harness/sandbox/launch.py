@@ -55,6 +55,9 @@ class Launcher:
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
     hook: CommandHook | None = None
     """Wraps every command inside the prefix (the tool runner of `harness.trial.tracing`)."""
+    host_cwd: Path | None = None
+    """Where the launcher itself starts when `cwd` exists only inside the sandbox (a scenario's
+    workdir, where a mount shows the workspace); None: `cwd`."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
         """What `argv` may see and do (a hook, when set, wraps it anew for each call)."""
@@ -120,7 +123,7 @@ class Launcher:
     ) -> proc.ProcResult:
         return proc.run(
             argv,
-            cwd=self.cwd,
+            cwd=self.host_cwd or self.cwd,
             env=env,
             stdin=stdin,
             timeout_s=timeout_s,

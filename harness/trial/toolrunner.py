@@ -275,7 +275,11 @@ def main(argv: list[str]) -> int:
     if listener is not None:  # without one the command still runs; its tool use goes untraced
         threading.Thread(target=Runner(tools, collector).serve, args=(listener,), daemon=True).start()
         env["ASSAY_TOOL_SOCKET"] = listener.getsockname()
-    child = subprocess.Popen(command, env=env)
+    try:
+        child = subprocess.Popen(command, env=env)
+    except OSError as exc:  # as a shell would say it: the launch, not the agent, failed (126/127)
+        print(f"{command[0]}: {exc.strerror or exc}", file=sys.stderr)
+        return 126 if isinstance(exc, PermissionError) else 127
     for sig in SIGNALS:
         signal.signal(sig, lambda signum, frame: child.send_signal(signum))
     code = child.wait()
