@@ -263,6 +263,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
                 "E102",
                 "adapter 'command' needs `command:` (the shell command)",
             )
+        rules.adapter(c, doc, spec.adapter, src.adapters)
         agents[ident] = AgentSpec(
             id=ident,
             adapter=spec.adapter,
