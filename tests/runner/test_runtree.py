@@ -236,3 +236,20 @@ def test_a_closed_stderr_never_stops_the_matrix(project: Path, tmp_path: Path) -
     )
     assert done.returncode == 0
     assert len([d for d in find_runs(runs) if read_grade(d) is not None]) == 3
+
+
+def test_a_report_over_a_partial_matrix_names_what_is_missing(compiled: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    ran = assay("--project", compiled, "matrix", "smoke", "--cell", "none/none/off", "--runs", runs)
+    assert ran.returncode == 0, ran.stderr
+    out = tmp_path / "report"
+    done = assay("--project", compiled, "report", runs / "smoke", "--out", out)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    cells = {c["cell"]: c for c in summary["completeness"]["cells"]}
+    assert cells["none/none/off"]["done"] == cells["none/none/off"]["planned"] > 0
+    missing = cells["bin/none/off"]
+    assert missing["done"] == 0 and len(missing["not_run"]) == missing["planned"] > 0
+    report = (out / "report.md").read_text()
+    assert f"bin/none/off: 0 of {missing['planned']} planned trials done" in report
+    assert missing["not_run"][0] in report
