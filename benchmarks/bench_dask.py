@@ -34,11 +34,12 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Limits, Options, ScenarioJob, job_id  # noqa: E402
+from harness.artifacts.records import read_run  # noqa: E402
+from harness.artifacts.tree import find_runs  # noqa: E402
 from harness.batch import plan  # noqa: E402
-from harness.executor.dask import DaskExecutor, DaskSettings  # noqa: E402
-from harness.executor.local import LocalExecutor  # noqa: E402
-from harness.executor.trial import TrialOutcome  # noqa: E402
-from harness.records import find_runs, read_run  # noqa: E402
+from harness.batch.executor.dask import DaskExecutor, DaskSettings  # noqa: E402
+from harness.batch.executor.local import LocalExecutor  # noqa: E402
+from harness.batch.executor.task import TrialOutcome  # noqa: E402
 
 AGENT_S = 2.0
 

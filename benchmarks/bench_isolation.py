@@ -5,10 +5,10 @@
 Figures printed:
 - per-process start overhead: `/bin/true` run bare (none), under bwrap, under unshare,
   and under bwrap inside `confine` with memory+pids cgroups (median and p90, ms);
-- per-trial overhead: a whole trial (`harness.runner.run_trial`: workspace, provisions,
+- per-trial overhead: a whole trial (`harness.trial.run_trial`: workspace, provisions,
   baseline commit, a command agent that exits at once, capture) under none, bwrap, unshare;
 - workspace preparation for a seed of N files totalling M MB: a full copy
-  (`shutil.copytree`, and the symlink-safe `harness.pathsafe.copy_tree`) against an overlay
+  (`shutil.copytree`, and the symlink-safe `harness.sandbox.pathsafe.copy_tree`) against an overlay
   (making upper/work folders plus the extra cost of mounting it in a bwrap sandbox).
 """
 
@@ -27,10 +27,10 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.isolation import Mount, SandboxLimits, SandboxSpec, select  # noqa: E402
-from harness.isolation import overlay as overlays  # noqa: E402
-from harness.isolation.limits import confine  # noqa: E402
-from harness.pathsafe import copy_tree  # noqa: E402
+from harness.sandbox.isolation import Mount, SandboxLimits, SandboxSpec, select  # noqa: E402
+from harness.sandbox.isolation import overlay as overlays  # noqa: E402
+from harness.sandbox.isolation.limits import confine  # noqa: E402
+from harness.sandbox.pathsafe import copy_tree  # noqa: E402
 
 
 def _times(fn: Callable[[], None], runs: int) -> list[float]:
@@ -104,7 +104,7 @@ def per_trial(runs: int, tmp: Path) -> None:
     )
     cell = Cell(name="none/none/off", levels={"network": "off"})
     print("Per-trial overhead (run_trial of a command agent that exits at once):")
-    from harness.runner import run_trial
+    from harness.trial import run_trial
 
     base: float | None = None
     for name in ("none", "bwrap", "unshare"):

@@ -22,7 +22,7 @@ from pathlib import Path
 REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
-from harness.gradeschema import (  # noqa: E402
+from harness.artifacts.grade_sections import (  # noqa: E402
     ExpectationOutcome,
     Friction,
     Snapshots,
@@ -30,7 +30,7 @@ from harness.gradeschema import (  # noqa: E402
     ToolUse,
     Usage,
 )
-from harness.records import CheckOutcome, Grade, RunnerMetrics, RunRecord, RunStatus  # noqa: E402
+from harness.artifacts.records import CheckOutcome, Grade, RunnerMetrics, RunRecord, RunStatus  # noqa: E402
 
 CELLS = ("none/none/off", "bin/none/off", "bin/wiki/off", "bin+skill/none/off", "bin+skill/wiki/on")
 AGENTS = ("claude-code", "codex")

@@ -29,10 +29,10 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.contract import AgentSpec, CheckSpec, Job, Limits, iter_jobs  # noqa: E402
-from harness.executor.trial import warm  # noqa: E402
+from harness.artifacts.tree import run_dir_for  # noqa: E402
+from harness.batch.executor.task import warm  # noqa: E402
 from harness.grade import grade_run  # noqa: E402
-from harness.rundirs import run_dir_for  # noqa: E402
-from harness.runner import run_trial  # noqa: E402
+from harness.trial import run_trial  # noqa: E402
 
 
 def _base_job() -> Job:

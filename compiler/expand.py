@@ -258,7 +258,7 @@ def expand(v: Validated) -> Plan:
             continue
         for name, ver in m.spec.versions.items():  # one plan per side of the version comparison
             build = rel_path(c, m.doc, ("versions", name, "path"), ver.path) if ver.path else None
-            if build is None and ver.package:  # `assay matrix` installs it there (harness/versions.py)
+            if build is None and ver.package:  # `assay matrix` installs it there (harness/batch/versions.py)
                 build = package_dir(ver.label)
             cells_v = {
                 n: cl.model_copy(

@@ -30,8 +30,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.contract import ScenarioJob
+from harness.artifacts.names import WORKSPACE_DIR
+from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_checks
-from harness.records import CheckOutcome
 
 REFERENCE = "reference"
 SEED = "seed"
@@ -158,7 +159,7 @@ def build(w: Workspace, dest: Path) -> None:
 
 def judge(w: Workspace, project: Path, scratch: Path) -> Judged:
     """Build one workspace and run its scenario's checks on it twice."""
-    dest = scratch / w.scenario.id / w.overlay.replace(" ", "-") / "workspace"
+    dest = scratch / w.scenario.id / w.overlay.replace(" ", "-") / WORKSPACE_DIR
     try:
         build(w, dest)
     except (OSError, ValueError) as exc:

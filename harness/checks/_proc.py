@@ -1,6 +1,6 @@
-"""Check commands through the project's one process wrapper (`harness.proc`).
+"""Check commands through the project's one process wrapper (`harness.sandbox.proc`).
 
-`harness.proc.run` owns timeouts and the end of the whole process tree (a pid namespace
+`harness.sandbox.proc.run` owns timeouts and the end of the whole process tree (a pid namespace
 where the machine allows it). It merges stderr into stdout; a check's result reader needs
 stdout alone (a tool's JSON report), so the command's stderr goes to a file of its own
 before the real command is exec'd.
@@ -13,7 +13,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import NamedTuple
 
-from harness import proc
+from harness.sandbox import proc
 
 OUTPUT_CAP = 4_000_000
 """Bytes of stdout (and of stderr) kept from one check command."""

@@ -17,8 +17,8 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from compiler.contract import CheckSpec, ScenarioJob
-from harness.pathsafe import PathEscape, glob_regex, is_inside, resolve_inside
-from harness.records import CaseOutcome
+from harness.artifacts.records import CaseOutcome
+from harness.sandbox.pathsafe import PathEscape, glob_regex, is_inside, resolve_inside
 
 Wrapper = Callable[[Sequence[str]], Sequence[str]]
 """Turns the argv of a check's command into the argv that runs it confined."""

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from compiler.contract import CheckSpec
+from harness.artifacts.records import CaseOutcome, CheckOutcome
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable
 from harness.checks.registry import get_kind
-from harness.records import CaseOutcome, CheckOutcome
 
 
 def run_check(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> CheckOutcome:

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.contract import CheckSpec
-from harness import rundir
+from harness.artifacts.names import EVENTS_FILE
 from harness.checks._run import bounds, judge_count, run_view
 from harness.checks.base import CheckContext, Verdict, as_list
 
@@ -31,7 +31,7 @@ def matches(event: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
 
 def evaluate(params: Mapping[str, Any], view: RunView) -> Verdict:
     """The events predicate on one run."""
-    name = str(params.get("file", rundir.EVENTS_FILE))
+    name = str(params.get("file", EVENTS_FILE))
     events = view.events(name) or ()
     where: Mapping[str, Any] = params.get("where") or {}
     n = sum(1 for e in events if matches(e, where))

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from compiler.contract import CheckSpec
 from harness.checks.base import CheckContext, CheckError, Verdict, as_list, param, walk_files
-from harness.pathsafe import glob_regex
+from harness.sandbox.pathsafe import glob_regex
 
 
 class UnchangedCheck:

@@ -8,7 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job
-from harness import batch, jobs, versions
+from harness import batch
+from harness.batch import versions
+from harness.batch.select import from_files, matrix_settings, select
 from harness.errors import UsageError
 
 
@@ -53,7 +55,7 @@ def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
         if args.scheduler or args.scheduler_file or args.resources:
             raise UsageError("--scheduler, --scheduler-file and --resources need --executor dask")
         return {}
-    from harness.executor.requirements import RequirementError, parse_resources
+    from harness.batch.executor.requirements import RequirementError, parse_resources
 
     try:
         resources = parse_resources(args.resources or "")
@@ -118,11 +120,11 @@ def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: lis
     files), run with their matrix's seed, parallelism and fail-fast unless the flags say otherwise."""
     project = Path(args.project).resolve()
     if args.job_file:
-        selected = jobs.from_files(args.job_file)
+        selected = from_files(args.job_file)
         if args.trials is not None:
             selected = [j for j in selected if j.trial <= args.trials]
     else:
-        selected = jobs.select(
+        selected = select(
             project,
             matrix=matrix,
             job_ids=job_ids or (),
@@ -132,6 +134,6 @@ def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: lis
             trials=args.trials,
         )
     names = {j.matrix for j in selected}
-    settings = jobs.matrix_settings(project, matrix or (names.pop() if len(names) == 1 else None))
+    settings = matrix_settings(project, matrix or (names.pop() if len(names) == 1 else None))
     seed = args.seed if args.seed is not None else settings.seed
     return run_jobs(selected, args, seed=seed, parallel=settings.parallel, fail_fast=settings.fail_fast)

@@ -40,9 +40,9 @@ def _project(value: str) -> Path | None:
 
 def execute(args: argparse.Namespace) -> int:
     """Grade the target; print one line per run and a summary."""
+    from harness.artifacts.store import FutureSchemaError
     from harness.errors import NothingSelected, UsageError
     from harness.grade import TreeEntry, grade_tree
-    from harness.records import FutureSchemaError
 
     target: Path = args.target
     if not target.exists():

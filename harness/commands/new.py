@@ -23,7 +23,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Write the scenario folder and say what to do next."""
-    from harness.scaffold import ScenarioTemplate, scaffold_scenario
+    from harness.commands._scaffold import ScenarioTemplate, scaffold_scenario
 
     project = Path(args.project)
     values = ScenarioTemplate(

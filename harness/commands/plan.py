@@ -89,7 +89,7 @@ def execute(args: argparse.Namespace) -> int:
 
 def _from_summary(path: Path) -> tuple[float, int]:
     """The control's pooled pass rate and the scenario count of a stored report."""
-    from harness.records import FutureSchemaError
+    from harness.artifacts.store import FutureSchemaError
     from harness.report.summary import read_summary
 
     try:

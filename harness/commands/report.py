@@ -7,8 +7,8 @@ import sys
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from harness.artifacts.store import FutureSchemaError
 from harness.errors import NothingSelected, UsageError
-from harness.records import FutureSchemaError
 
 if TYPE_CHECKING:
     from harness.report.summary import Summary
@@ -52,7 +52,7 @@ def parse_formats(value: str) -> tuple[str, ...]:
 
 def write_reports(summary: Summary, out: Path, formats: tuple[str, ...]) -> list[Path]:
     """Render and write each requested format; returns the paths written."""
-    from harness.records import write_atomic
+    from harness.artifacts.store import write_atomic
     from harness.report.render_md import render_markdown
     from harness.report.summary import write_summary
 

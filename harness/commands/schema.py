@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def schemas() -> dict[str, str]:
     """File name -> content of every schema: spec kinds, compiler artifacts, run-time records."""
     from compiler.schemas import artifact_schemas, dumps, spec_schemas
-    from harness.records import Grade, RunRecord
+    from harness.artifacts.records import Grade, RunRecord
     from harness.report.summary import Summary
 
     out = {f"{k}.json": dumps(v) for k, v in {**spec_schemas(), **artifact_schemas()}.items()}

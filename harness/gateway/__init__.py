@@ -33,7 +33,7 @@ from types import TracebackType
 from harness.gateway.log import GatewayRecord, read_log, usage_totals
 from harness.gateway.proxy import Handler, Proxy
 from harness.gateway.usage import Usage
-from harness.isolation.base import Mount
+from harness.sandbox.isolation.base import Mount
 
 __all__ = [
     "DEFAULT_PORT",

@@ -8,10 +8,11 @@ from pathlib import Path
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.artifacts.names import GATEWAY_LOG
 from harness.gateway.usage import Usage
 
 GATEWAY_SCHEMA = 1
-LOG_NAME = "gateway.jsonl"
+LOG_NAME = GATEWAY_LOG
 
 
 class GatewayRecord(BaseModel):

@@ -24,7 +24,7 @@ from typing import Any
 from compiler.contract import Job
 from harness.gateway import DEFAULT_PORT, PLACEHOLDER_KEY, Gateway, Route, usage_totals
 from harness.gateway.log import LOG_NAME
-from harness.isolation.base import Isolation, Mount
+from harness.sandbox.isolation.base import Isolation, Mount
 
 ROUTE = "model"
 MODEL_PATHS = ("/v1/", "/chat/", "/responses", "/messages", "/models", "/v1beta/models/")

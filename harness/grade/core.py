@@ -20,16 +20,18 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from harness import isolation, rundir
+from harness.artifacts.grade_sections import Snapshots
+from harness.artifacts.names import GRADE_FILE
+from harness.artifacts.records import Grade, RunRecord, RunStatus, read_grade, read_run
+from harness.artifacts.store import FutureSchemaError, write_record
 from harness.checks import CheckContext, run_checks
 from harness.grade import derive, expectations, snapvalid, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judging import JudgeConfigError, check_judge_config
 from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
-from harness.gradeschema import Snapshots
-from harness.isolation.checks import check_wrapper
-from harness.records import FutureSchemaError, Grade, RunRecord, RunStatus, read_grade, read_run, write_record
+from harness.sandbox import isolation
+from harness.sandbox.isolation.checks import check_wrapper
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
@@ -164,7 +166,7 @@ def grade_run(
         if existing is not None:
             return existing
     grade = _grade(run_dir, proj.as_project(project), judge)
-    write_record(run_dir / rundir.GRADE_FILE, grade)
+    write_record(run_dir / GRADE_FILE, grade)
     return grade
 
 

@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec, Job
-from harness.gradeschema import AuthorityVerdict, ContextLoad, Disagreement, LintFinding
-from harness.records import CheckOutcome
-from harness.rundir import Context, Trace
+from harness.artifacts.grade_sections import AuthorityVerdict, ContextLoad, Disagreement, LintFinding
+from harness.artifacts.readers import Context, Trace
+from harness.artifacts.records import CheckOutcome
 
 # Seed 002's event-derived metrics: event type -> metric name (the grader's half).
 EVENT_METRICS = {

@@ -25,10 +25,10 @@ from typing import Any
 
 import yaml
 
+from harness.artifacts.grade_sections import ExpectationOutcome, Friction
 from harness.checks import events, snapshot, trace, transcript
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, Verdict, as_list
 from harness.grade.view import RunView
-from harness.gradeschema import ExpectationOutcome, Friction
 
 EXPECTATIONS_DIR = Path("specs") / "expectations"
 PREDICATES = ("trace", "transcript", "events", "snapshot", "friction", "all", "any", "not")

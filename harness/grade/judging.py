@@ -1,6 +1,6 @@
 """The LLM judge layer of grading: off by default, configured up front, degraded at grade time.
 
-The client is `harness.judge` (Anthropic Messages or OpenAI-compatible Chat Completions).
+The client is `harness.grade.judge_client` (Anthropic Messages or OpenAI-compatible Chat Completions).
 `check_judge_config` builds every judge a project names and raises on the first run of
 a matrix — before any trial — when any is misconfigured (bad provider, base URL, missing
 API key variable), listing them all. At grade time a judge that errors only makes its own
@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from harness.judge import Judge, JudgeConfig, JudgeConfigError, JudgeVerdict, make_judge
+from harness.grade.judge_client import Judge, JudgeConfig, JudgeConfigError, JudgeVerdict, make_judge
 
 __all__ = ["Judge", "JudgeConfigError", "JudgeVerdict", "check_judge_config"]
 

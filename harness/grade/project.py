@@ -16,8 +16,7 @@ from pathlib import Path, PurePosixPath
 from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_job_file, load_manifest
 
 GENERATED = Path("generated")
-_CODE = ("harness/grade", "harness/checks")
-_CODE_FILES = ("harness/gradeschema.py", "harness/rundir.py")
+_CODE = ("harness/grade", "harness/checks", "harness/artifacts")
 
 
 class UnknownScenario(Exception):
@@ -91,7 +90,7 @@ def code_version() -> str:
     """A hash of the grader's own code: any change to it means every grade is stale."""
     here = Path(__file__).resolve().parents[2]
     digest = hashlib.sha256()
-    files = [p for d in _CODE for p in (here / d).rglob("*.py")] + [here / f for f in _CODE_FILES]
+    files = [p for d in _CODE for p in (here / d).rglob("*.py")]
     for path in sorted(files):
         if path.is_file():
             digest.update(path.relative_to(here).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")

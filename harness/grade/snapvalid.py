@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec
+from harness.artifacts.grade_sections import SnapshotVerdict
+from harness.artifacts.records import CheckOutcome
 from harness.checks.base import CheckContext, CheckError
 from harness.grade.derive import scrub_outcome
 from harness.grade.view import RunView
-from harness.gradeschema import SnapshotVerdict
-from harness.records import CheckOutcome
 
 FINAL_OUTCOMES = "final-outcomes"
 """view.cache key: the main pass's outcomes by check id (the final workspace's verdicts)."""

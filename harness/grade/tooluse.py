@@ -22,8 +22,8 @@ import re
 from collections import Counter
 from collections.abc import Sequence
 
-from harness.gradeschema import Friction, NotableExit, SubcommandUse, ToolUse
-from harness.rundir import Invocation, Trace
+from harness.artifacts.grade_sections import Friction, NotableExit, SubcommandUse, ToolUse
+from harness.artifacts.readers import Invocation, Trace
 
 BYTES_PER_TOKEN = 4
 USAGE_EXIT = 2

@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
+from harness.artifacts.records import Grade, read_grade
+from harness.artifacts.tree import find_runs
 from harness.grade.core import grade_run, is_stale
-from harness.records import Grade, find_runs, read_grade
 
 Action = Literal["graded", "regraded", "reused", "stale"]
 

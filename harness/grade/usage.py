@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from harness.gradeschema import Usage
-from harness.rundir import Turn
+from harness.artifacts.grade_sections import Usage
+from harness.artifacts.readers import Turn
 
 PRICES_FILE = Path("specs") / "prices.yaml"
 _KINDS = ("input", "output", "cache_read", "cache_write")

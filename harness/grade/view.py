@@ -15,8 +15,8 @@ from typing import Any
 from pydantic import ValidationError
 
 from compiler.contract import CheckSpec, Job
-from harness import rundir
-from harness.records import RunRecord, read_run
+from harness.artifacts import names, readers
+from harness.artifacts.records import RunRecord, read_run
 
 
 class MissingArtifacts(Exception):
@@ -30,13 +30,13 @@ class RunView:
     run_dir: Path
     job: Job
     record: RunRecord
-    trace: rundir.Trace
-    snapshots: tuple[rundir.Snapshot, ...]
-    transcript: rundir.Transcript
-    turns: tuple[rundir.Turn, ...]
+    trace: readers.Trace
+    snapshots: tuple[readers.Snapshot, ...]
+    transcript: readers.Transcript
+    turns: tuple[readers.Turn, ...]
     usage_malformed: int
     usage_present: bool
-    context: rundir.Context
+    context: readers.Context
     checks: tuple[CheckSpec, ...]
     """The checks to grade by: the project's current ones when known, else the job's."""
     expectations: tuple[dict[str, Any], ...]
@@ -48,33 +48,33 @@ class RunView:
     @property
     def workspace(self) -> Path:
         """The preserved final workspace (never modified by grading)."""
-        return self.run_dir / rundir.WORKSPACE_DIR
+        return self.run_dir / names.WORKSPACE_DIR
 
     @property
     def state_dir(self) -> Path:
         """The treatment's state directory."""
-        return self.run_dir / rundir.STATE_DIR
+        return self.run_dir / names.STATE_DIR
 
     @property
     def last_write(self) -> float | None:
         """Time of the agent's last write to a watched file, or None when it wrote none."""
         return self.snapshots[-1].t if self.snapshots else None
 
-    def events(self, name: str = rundir.EVENTS_FILE) -> tuple[dict[str, Any], ...] | None:
+    def events(self, name: str = names.EVENTS_FILE) -> tuple[dict[str, Any], ...] | None:
         """A JSONL event log in the state directory, or None when the treatment wrote none."""
-        return rundir.read_events(self.state_dir, name)
+        return readers.read_events(self.state_dir, name)
 
 
 def read_job(run_dir: Path) -> Job:
     """The run's job.json, or MissingArtifacts."""
-    path = run_dir / rundir.JOB_FILE
+    path = run_dir / names.JOB_FILE
     if not path.is_file():
-        raise MissingArtifacts(f"{rundir.JOB_FILE} is missing")
+        raise MissingArtifacts(f"{names.JOB_FILE} is missing")
     try:
         return Job.model_validate_json(path.read_text(encoding="utf-8"))
     except ValidationError as exc:
         raise MissingArtifacts(
-            f"{rundir.JOB_FILE} is not a job this assay can read: {exc.error_count()} error(s)"
+            f"{names.JOB_FILE} is not a job this assay can read: {exc.error_count()} error(s)"
         ) from None
 
 
@@ -90,32 +90,32 @@ def load_view(
     """Read a run directory; raise MissingArtifacts when it holds nothing to grade."""
     record = record or read_run(run_dir)
     job = job or read_job(run_dir)
-    if not (run_dir / rundir.WORKSPACE_DIR).is_dir():
-        raise MissingArtifacts(f"{rundir.WORKSPACE_DIR}/ is missing: the final workspace was not preserved")
+    if not (run_dir / names.WORKSPACE_DIR).is_dir():
+        raise MissingArtifacts(f"{names.WORKSPACE_DIR}/ is missing: the final workspace was not preserved")
     # A multi-step run keeps earlier sessions' adapter files in steps/step-NN/; usage,
     # transcript and loaded context are the whole run's, oldest session first.
-    sessions = [*sorted((run_dir / rundir.STEPS_DIR).glob("step-*")), run_dir]
-    turns: list[rundir.Turn] = []
+    sessions = [*sorted((run_dir / names.STEPS_DIR).glob(f"{names.STEP_PREFIX}*")), run_dir]
+    turns: list[readers.Turn] = []
     rows: list[dict[str, Any]] = []
     loaded: list[str] = []
     bad_usage = 0
-    context = rundir.Context()
+    context = readers.Context()
     for folder in sessions:
-        these, bad = rundir.read_usage(folder / rundir.USAGE_FILE)
+        these, bad = readers.read_usage(folder / names.USAGE_FILE)
         turns += these
         bad_usage += bad
-        rows += rundir.read_transcript(folder / rundir.TRANSCRIPT_FILE).rows
-        ctx = rundir.read_context(folder / rundir.CONTEXT_FILE)
+        rows += readers.read_transcript(folder / names.TRANSCRIPT_FILE).rows
+        ctx = readers.read_context(folder / names.CONTEXT_FILE)
         loaded += [item for item in ctx.loaded if item not in loaded]
         if ctx.present:
-            context = rundir.Context(tuple(loaded), True, ctx.error or context.error)
+            context = readers.Context(tuple(loaded), True, ctx.error or context.error)
     return RunView(
         run_dir=run_dir,
         job=job,
         record=record,
-        trace=rundir.read_trace(run_dir / rundir.TRACE_FILE),
-        snapshots=rundir.read_snapshots(run_dir / rundir.SNAPSHOTS_DIR),
-        transcript=rundir.Transcript(tuple(rows), bool(rows)),
+        trace=readers.read_trace(run_dir / names.TRACE_FILE),
+        snapshots=readers.read_snapshots(run_dir / names.SNAPSHOTS_DIR),
+        transcript=readers.Transcript(tuple(rows), bool(rows)),
         turns=tuple(sorted(turns, key=lambda u: u.t)),
         usage_malformed=bad_usage,
         usage_present=bool(turns),

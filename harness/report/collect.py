@@ -1,7 +1,7 @@
 """Stream a run tree: one `RunFacts` at a time, never every transcript in memory.
 
 Runs are found by manifest (a directory holding run.json), not by depth, like
-`harness.records.find_runs`; this walker yields as it goes instead of building the list, and
+`harness.artifacts.tree.find_runs`; this walker yields as it goes instead of building the list, and
 reads only run.json, grade.json and, once per scenario, job.json (family and split). Transcripts,
 logs and workspaces are never opened: the report only links to them.
 """
@@ -18,27 +18,23 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.errors import UsageError
-from harness.records import (
+from harness.artifacts.names import (
+    AGENT_LOG,
+    DIFF_FILE,
     GRADE_FILE,
-    GRADE_SCHEMA,
+    JOB_FILE,
+    RUN_DIR_FOLDERS,
     RUN_FILE,
-    RUN_SCHEMA,
-    FutureSchemaError,
-    Grade,
-    RunRecord,
-    RunStatus,
-    read_grade,
-    read_record,
+    TRANSCRIPT_FILE,
 )
+from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord, RunStatus, read_grade
+from harness.artifacts.store import FutureSchemaError, read_record
+from harness.errors import UsageError
 
 M = TypeVar("M", bound=BaseModel)
 
-JOB_FILE = "job.json"
-ARTIFACTS = ("diff.patch", "transcript.jsonl", "agent.log")
+ARTIFACTS = (DIFF_FILE, TRANSCRIPT_FILE, AGENT_LOG)
 SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities")
-_NOT_RUNS = frozenset({"workspace", "snapshots", "state", "steps"})
-"""A run directory's own artifact folders, as in harness.records.find_runs (never descended into)."""
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
 USAGE_METRICS = (
@@ -113,7 +109,9 @@ def _subdirs(path: str) -> list[str]:
         return sorted(
             e.path
             for e in entries
-            if e.is_dir(follow_symlinks=False) and e.name not in _NOT_RUNS and not e.name.startswith(".")
+            if e.is_dir(follow_symlinks=False)
+            and e.name not in RUN_DIR_FOLDERS
+            and not e.name.startswith(".")
         )
 
 
@@ -167,7 +165,9 @@ def _walk(start: str) -> Iterator[tuple[str, frozenset[str]]]:
         if RUN_FILE in names:
             yield folder, frozenset(names)
             continue
-        subdirs = sorted((d for d in subdirs if d not in _NOT_RUNS and not d.startswith(".")), reverse=True)
+        subdirs = sorted(
+            (d for d in subdirs if d not in RUN_DIR_FOLDERS and not d.startswith(".")), reverse=True
+        )
         stack.extend(os.path.join(folder, d) for d in subdirs)
 
 

@@ -14,8 +14,8 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.artifacts.store import FutureSchemaError, write_atomic
 from harness.errors import UsageError
-from harness.records import FutureSchemaError, write_atomic
 
 SUMMARY_SCHEMA = 3
 """2: per-test pass rates (`tests`) of checks that run a test suite. 3: one clustered test per uplift

@@ -5,8 +5,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec
+from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_check
-from harness.records import CheckOutcome
 
 
 def check(ws: Path, ctx: CheckContext | None = None, **params: Any) -> CheckOutcome:

@@ -7,8 +7,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec
+from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_check
-from harness.records import CheckOutcome
 
 
 def check(ws: Path, ctx: CheckContext | None = None, timeout_s: float = 30.0, **params: Any) -> CheckOutcome:

@@ -7,8 +7,8 @@ from typing import Any
 from checks_util import write
 
 from compiler.contract import CheckSpec
+from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_check
-from harness.records import CheckOutcome
 
 
 def check(kind: str, ws: Path, ctx: CheckContext | None = None, **params: Any) -> CheckOutcome:

@@ -18,7 +18,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.records import find_runs, read_grade, read_run
+from harness.artifacts.records import read_grade, read_run
+from harness.artifacts.tree import find_runs
 from tests.dask.conftest import (
     ROOT,
     Cluster,
@@ -187,7 +188,7 @@ import sys, threading
 from pathlib import Path
 from compiler.contract import Job
 from harness.batch import plan
-from harness.executor.dask import DaskExecutor, DaskSettings
+from harness.batch.executor.dask import DaskExecutor, DaskSettings
 
 project, runs, scheduler_file, slack = Path(sys.argv[1]), Path(sys.argv[2]), sys.argv[3], float(sys.argv[4])
 jobs = [Job.model_validate_json(p.read_text()) for p in sorted(Path(sys.argv[5]).glob("*.json"))]
@@ -258,7 +259,7 @@ def test_a_worker_running_other_assay_code_is_refused(
     other = tmp_path / "other-assay"
     for package in ("compiler", "harness", "adapters"):
         shutil.copytree(ROOT / package, other / package, ignore=shutil.ignore_patterns("__pycache__"))
-    with (other / "harness" / "records.py").open("a") as fh:
+    with (other / "harness" / "artifacts" / "records.py").open("a") as fh:
         fh.write("# a different build\n")
     cluster.add_worker("stranger", PYTHONPATH=str(other))
     control, _binary = cells()

@@ -12,7 +12,7 @@ from tests.dask.conftest import ROOT, alive
 
 SCRIPT = """
 import subprocess, sys, time
-from harness.executor.proctree import become_subreaper, kill_descendants
+from harness.batch.executor.proctree import become_subreaper, kill_descendants
 assert become_subreaper()
 marker = sys.argv[1]
 # The intermediate shell exits at once; its setsid'ed child is re-parented to us, the subreaper.

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from harness.executor.requirements import (
+from harness.batch.executor.requirements import (
     Executable,
     RequirementError,
     missing,

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.records import find_runs
-from harness.transport import (
+from harness.artifacts.tree import find_runs
+from harness.batch.transport import (
     Bundle,
     TransportError,
     hash_tree,

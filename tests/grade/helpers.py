@@ -9,7 +9,8 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Provisions, ScenarioJob
-from harness.records import RunRecord, write_record
+from harness.artifacts.records import RunRecord
+from harness.artifacts.store import write_record
 
 T0 = 1_700_000_000.0
 VALID_PY = "def handler(x):\n    return x + 1\n"

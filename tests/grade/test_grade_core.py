@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from harness.artifacts.records import RunStatus, read_grade
+from harness.artifacts.store import FutureSchemaError
 from harness.grade import grade_run, is_stale
-from harness.records import FutureSchemaError, RunStatus, read_grade
 from tests.grade.helpers import (
     BROKEN_PY,
     VALID_PY,
@@ -189,7 +190,7 @@ def test_checks_run_without_network(tmp_path: Path) -> None:
 
 
 def test_metrics_merge_field_by_field(tmp_path: Path) -> None:
-    from harness.records import RunnerMetrics, merge_metrics
+    from harness.artifacts.records import RunnerMetrics, merge_metrics
 
     project = _project(tmp_path)
     run = make_run(
@@ -234,7 +235,7 @@ def test_snapshot_states_never_written_through_agent_symlinks(tmp_path: Path) ->
 
 
 def test_regrading_a_failing_pytest_run_is_identical(tmp_path: Path) -> None:
-    from harness.records import read_grade
+    from harness.artifacts.records import read_grade
     from tests.grade.helpers import strip_times
 
     project = _project(tmp_path)

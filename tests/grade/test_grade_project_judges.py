@@ -5,8 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from harness.artifacts.records import read_grade
+from harness.artifacts.tree import find_runs
 from harness.modelserver import Script, ScriptedModelServer, read_log
-from harness.records import find_runs, read_grade
 from tests.grade.project import AGENT, MATRIX, PROJECT, compile_project, run_assay
 
 # The agent fixes the function and leaves a transcript for the judge to read.

@@ -24,9 +24,9 @@ from compiler.contract import (
     ScenarioJob,
     job_id,
 )
+from harness.artifacts.records import Grade, RunStatus
 from harness.grade import grade_run
-from harness.records import Grade, RunStatus
-from harness.runner import run_trial
+from harness.trial import run_trial
 
 SEED = "# TODO: make handler add one\ndef handler(x):\n    return x\n"
 FIXED = "def handler(x):\n    return x + 1\n"

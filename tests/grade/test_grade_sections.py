@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from harness.artifacts.records import RunStatus
 from harness.grade import JudgeConfigError, check_judge_config, grade_run
 from harness.modelserver import Script, ScriptedModelServer, read_log
-from harness.records import RunStatus
 from tests.grade.helpers import (
     BROKEN_PY,
     T0,

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation import Mount, SandboxLimits, SandboxSpec, select
-from harness.isolation.base import Isolation
-from harness.isolation.limits import confine
+from harness.sandbox.isolation import Mount, SandboxLimits, SandboxSpec, select
+from harness.sandbox.isolation.base import Isolation
+from harness.sandbox.isolation.limits import confine
 
 PYTHON = str(Path(sys.executable))
 ISOLATIONS = ("bwrap", "unshare")

@@ -8,7 +8,7 @@ import pytest
 
 from compiler.contract import CheckSpec
 from harness.checks import CheckContext, run_checks
-from harness.isolation.checks import check_wrapper
+from harness.sandbox.isolation.checks import check_wrapper
 from tests.isolation.conftest import ISOLATIONS, require
 
 pytestmark = pytest.mark.isolation
@@ -48,6 +48,6 @@ def test_checks_run_confined(tmp_path: Path, name: str) -> None:
 
 
 def test_none_gives_no_wrapper(tmp_path: Path) -> None:
-    from harness.isolation import select
+    from harness.sandbox.isolation import select
 
     assert check_wrapper(select("none"), home=tmp_path / "h") is None

@@ -12,7 +12,7 @@ import pytest
 from compiler.contract import AgentSpec, Canaries, Cell, Limits, Options, Provisions
 from harness.gateway import PLACEHOLDER_KEY, read_log
 from harness.modelserver import Script, ScriptedModelServer
-from harness.runner import run_trial
+from harness.trial import run_trial
 from tests.isolation.conftest import require
 from tests.runner.conftest import FIXTURE, make_job
 

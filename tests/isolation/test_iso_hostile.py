@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation import SandboxLimits
-from harness.isolation.limits import confine
-from harness.pathsafe import PathEscape, copy_tree, read_inside, write_inside
+from harness.sandbox.isolation import SandboxLimits
+from harness.sandbox.isolation.limits import confine
+from harness.sandbox.pathsafe import PathEscape, copy_tree, read_inside, write_inside
 from tests.isolation.conftest import PYTHON, Trial
 
 pytestmark = pytest.mark.isolation

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation import SandboxLimits
-from harness.isolation.limits import tree_size
+from harness.sandbox.isolation import SandboxLimits
+from harness.sandbox.isolation.limits import tree_size
 from tests.isolation.conftest import Trial
 
 pytestmark = pytest.mark.isolation

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.isolation import REGISTRY, Mount, Overlay, SandboxSpec, select
-from harness.isolation.bwrap import BwrapIsolation
+from harness.sandbox.isolation import REGISTRY, Mount, Overlay, SandboxSpec, select
+from harness.sandbox.isolation.bwrap import BwrapIsolation
 from tests.isolation.conftest import Trial, require
 
 pytestmark = pytest.mark.isolation
@@ -189,7 +189,7 @@ def test_socket_in_bound_folder_is_reachable_so_only_gateway_dirs_are_bound(
 
 
 def test_overlay_changes_and_materialize(trial: Trial, tmp_path: Path) -> None:
-    from harness.isolation import overlay
+    from harness.sandbox.isolation import overlay
 
     seed = tmp_path / "seed2"
     (seed / "keep").mkdir(parents=True)

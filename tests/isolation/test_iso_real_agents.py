@@ -16,7 +16,7 @@ import pytest
 from compiler.contract import AgentSpec, Canaries, Cell, Limits, Options, Provisions
 from harness.gateway import read_log
 from harness.modelserver import Script, ScriptedModelServer
-from harness.runner import run_trial
+from harness.trial import run_trial
 from tests.adapters.helpers import agent_cache, require_cli
 from tests.isolation.conftest import require
 from tests.runner.conftest import FIXTURE, make_job

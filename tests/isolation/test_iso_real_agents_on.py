@@ -19,7 +19,7 @@ import pytest
 from compiler.contract import AgentSpec, Cell, Limits, Options, Provisions
 from harness.gateway import read_log
 from harness.modelserver import Script, ScriptedModelServer
-from harness.runner import run_trial
+from harness.trial import run_trial
 from tests.adapters.helpers import agent_cache, require_cli
 from tests.isolation.conftest import require
 from tests.isolation.test_iso_real_agents import AGENTS

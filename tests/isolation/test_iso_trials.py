@@ -1,6 +1,6 @@
 """The hostile-agent suite end to end: each attack is an agent run by the real runner.
 
-Every trial goes through `harness.runner.run_trial` under a real isolation; each test asserts
+Every trial goes through `harness.trial.run_trial` under a real isolation; each test asserts
 that the attack failed on the host, that run.json records it (unsafe edit, limit hit, refused
 outbox entries, error), and — the last test — that the matrix goes on after hostile trials.
 Tests named `test_attack_*` are counted by the suite's summary (tried / blocked).
@@ -18,8 +18,8 @@ from pathlib import Path
 import pytest
 
 from compiler.contract import Canaries, Cell, Limits, Options, Provisions
-from harness.records import RunRecord
-from harness.runner import run_trial
+from harness.artifacts.records import RunRecord
+from harness.trial import run_trial
 from tests.isolation.conftest import require
 from tests.runner.conftest import FIXTURE, command_agent, make_job
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from harness.judge import JudgeConfigError, JudgeError, make_judge, parse_verdict
+from harness.grade.judge_client import JudgeConfigError, JudgeError, make_judge, parse_verdict
 from harness.modelserver import Script, ScriptedModelServer, read_log
 
 PASS = '{"passed": true, "reason": "hello.txt was created as asked."}'

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.pathsafe import (
+from harness.sandbox.pathsafe import (
     PathEscape,
     clean_relative,
     copy_tree,
@@ -131,7 +131,7 @@ def test_writable_globs(path: str, globs: list[str], expected: bool) -> None:
 
 
 def test_collect_moves_agent_files_and_refuses_forgeries(tmp_path: Path) -> None:
-    from harness.pathsafe import collect
+    from harness.sandbox.pathsafe import collect
 
     outbox, run = tmp_path / "outbox", tmp_path / "run"
     outbox.mkdir()

@@ -6,15 +6,8 @@ import json
 from pathlib import Path
 from typing import Any
 
-from harness.records import (
-    CheckOutcome,
-    Grade,
-    RunnerMetrics,
-    RunRecord,
-    RunStatus,
-    write_atomic,
-    write_record,
-)
+from harness.artifacts.records import CheckOutcome, Grade, RunnerMetrics, RunRecord, RunStatus
+from harness.artifacts.store import write_atomic, write_record
 
 CONTROL = "none/none/off"
 

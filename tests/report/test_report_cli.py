@@ -101,7 +101,7 @@ def test_plan_command() -> None:
 def test_junit_one_case_per_trial(tmp_path: Path) -> None:
     from xml.etree import ElementTree as ET
 
-    from harness.records import RunStatus
+    from harness.artifacts.records import RunStatus
 
     tree = small_tree(tmp_path / "tree")
     add_run(
@@ -155,8 +155,8 @@ def test_versions_and_agents_render(tmp_path: Path) -> None:
 
 
 def test_terminal_table_metrics_are_real(tmp_path: Path) -> None:
-    from harness.gradeschema import ToolUse
-    from harness.records import RunnerMetrics
+    from harness.artifacts.grade_sections import ToolUse
+    from harness.artifacts.records import RunnerMetrics
     from harness.report.terminal import REPORTED_METRICS, render_terminal
 
     add_run(tmp_path, scenario="s", cell=CONTROL, trial=1, passed=False)
@@ -189,7 +189,7 @@ def test_plan_from_a_summary(tmp_path: Path) -> None:
 
 
 def test_atomic_writes_are_readable_by_others(tmp_path: Path) -> None:
-    from harness.records import write_atomic
+    from harness.artifacts.store import write_atomic
 
     target = tmp_path / "report.md"
     write_atomic(target, "x\n")

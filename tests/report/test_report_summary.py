@@ -11,7 +11,7 @@ from report_tree import CONTROL, add_run
 from scipy.stats import binomtest
 from scipy.stats import t as student_t
 
-from harness.gradeschema import (
+from harness.artifacts.grade_sections import (
     Disagreement,
     ExpectationOutcome,
     Friction,
@@ -19,7 +19,8 @@ from harness.gradeschema import (
     SubcommandUse,
     ToolUse,
 )
-from harness.records import FutureSchemaError, RunStatus
+from harness.artifacts.records import RunStatus
+from harness.artifacts.store import FutureSchemaError
 from harness.report import build_summary, read_summary, write_summary
 from harness.report.summary import Group, Summary
 
@@ -292,7 +293,7 @@ def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
 
 
 def test_runs_are_found_by_manifest_not_depth(tmp_path: Path) -> None:
-    from harness.records import find_runs
+    from harness.artifacts.tree import find_runs
     from harness.report.collect import walk_runs
 
     deep = add_run(tmp_path / "a" / "b", scenario="s", cell=CONTROL, trial=1)

@@ -7,7 +7,8 @@ from pathlib import Path
 
 from report_tree import CONTROL, add_run
 
-from harness.records import read_run, write_record
+from harness.artifacts.records import read_run
+from harness.artifacts.store import write_record
 from harness.report import build_summary
 
 BIN = "bin/none/off"

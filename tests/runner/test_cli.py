@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.records import find_runs, read_grade, read_run
+from harness.artifacts.records import read_grade, read_run
+from harness.artifacts.tree import find_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from harness.records import find_runs, read_run
+from harness.artifacts.records import read_run
+from harness.artifacts.tree import find_runs
 from tests.runner.conftest import command_agent, make_job
 from tests.runner.test_proc import _wait_gone
 
@@ -117,9 +118,9 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path:
 
 
 def test_plan_skips_only_finished_runs_of_the_same_hash(project: Path, tmp_path: Path) -> None:
+    from harness.artifacts.tree import run_dir_for
     from harness.batch import plan
-    from harness.rundirs import run_dir_for
-    from harness.runner import run_trial
+    from harness.trial import run_trial
 
     runs = tmp_path / "runs"
     done = make_job(trial=1, hash="h1")

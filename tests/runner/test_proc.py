@@ -1,4 +1,4 @@
-"""harness.proc with real processes: timeouts, the whole tree, output caps, stdin."""
+"""harness.sandbox.proc with real processes: timeouts, the whole tree, output caps, stdin."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from harness import proc
+from harness.sandbox import proc
 
 ENV = {"PATH": "/usr/bin:/bin"}
 

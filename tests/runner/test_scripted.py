@@ -12,7 +12,7 @@ from typing import Any
 import yaml
 
 from compiler.contract import AgentSpec
-from harness.runner import run_trial
+from harness.trial import run_trial
 from tests.runner.conftest import bin_cell, make_job, none_cell
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 from compiler.contract import CheckSpec, Job, Step
+from harness.artifacts.records import RunStatus
 from harness.grade import grade_run
-from harness.records import RunStatus
-from harness.runner import run_trial
+from harness.trial import run_trial
 from tests.runner.conftest import command_agent, make_job, none_cell
 
 LOG = "2026-11-30T03:12Z recycle instance-7\n2026-11-30T03:14Z 401 unknown refresh token\n"

@@ -8,8 +8,8 @@ import time
 from pathlib import Path
 
 from compiler.contract import AgentSpec
-from harness.records import read_run
-from harness.runner import run_trial
+from harness.artifacts.records import read_run
+from harness.trial import run_trial
 from tests.runner.conftest import bin_cell, command_agent, make_job, none_cell
 
 
@@ -83,7 +83,7 @@ def test_other_failures_are_data(project: Path, tmp_path: Path) -> None:
 
 def test_hung_agent_is_killed_at_its_timeout_with_its_grandchild(project: Path, tmp_path: Path) -> None:
     from compiler.contract import Limits
-    from harness import proc
+    from harness.sandbox import proc
     from tests.runner.test_proc import _wait_gone
 
     if not proc.pidns_available():

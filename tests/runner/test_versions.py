@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.versions import VersionError, pair
+from harness.batch.versions import VersionError, pair
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")

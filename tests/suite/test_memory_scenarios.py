@@ -14,9 +14,9 @@ import pytest
 from compiler.contract import Job
 from compiler.emit import job_files
 from compiler.pipeline import build
+from harness.artifacts.records import RunStatus
 from harness.grade import grade_run
-from harness.records import RunStatus
-from harness.runner import run_trial
+from harness.trial import run_trial
 
 REPO = Path(__file__).resolve().parents[2]
 

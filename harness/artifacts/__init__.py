@@ -1,0 +1,8 @@
+"""The run-directory format: what a trial leaves on disk and how it is read back.
+
+The run-time mirror of `compiler.contract`: `names` (every file name of a run directory),
+`records` (run.json and grade.json, with `grade_sections`), `store` (atomic writes,
+schema-checked reads), `readers` (tolerant readers of what the agent's side wrote) and `tree`
+(where a run lives under a runs root, and whether it is finished). It imports nothing else
+of the harness.
+"""

@@ -1,0 +1,258 @@
+"""Tolerant readers of what the agent's side leaves in a run directory (trace, usage, transcript, ...).
+
+The file names are in `harness.artifacts.names`. The
+readers normalise rows into frozen dataclasses: a row the grader cannot read is
+counted as malformed, never fatal, because one bad line must not throw away a run's
+evidence.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from harness.artifacts.names import EVENTS_FILE, SNAPSHOT_INDEX
+
+
+def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
+    """Rows of a JSONL file that are JSON objects, and the count of lines that are not."""
+    rows: list[dict[str, Any]] = []
+    bad = 0
+    if path.is_symlink():
+        return rows, 1  # the agent could write its run dir: a link is never evidence
+    if not path.is_file():
+        return rows, bad
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if not line.strip():
+            continue
+        try:
+            value = json.loads(line)
+        except json.JSONDecodeError:
+            bad += 1
+            continue
+        if isinstance(value, dict):
+            rows.append(value)
+        else:
+            bad += 1
+    return rows, bad
+
+
+def _num(row: dict[str, Any], *keys: str) -> float | None:
+    for key in keys:
+        value = row.get(key)
+        if isinstance(value, bool):
+            continue
+        if isinstance(value, int | float):
+            return float(value)
+    return None
+
+
+@dataclass(frozen=True)
+class Invocation:
+    """One traced command invocation (a row of trace.jsonl without `serve`)."""
+
+    index: int
+    t: float
+    command: str
+    argv: tuple[str, ...]
+    exit: int | None
+    duration: float
+    out_bytes: int
+    err_bytes: int
+    stderr: str = ""
+    session: str | None = None
+
+    @property
+    def args(self) -> tuple[str, ...]:
+        """Arguments after the command name."""
+        return self.argv[1:]
+
+    @property
+    def subcommand(self) -> str:
+        """The first argument that is not an option, or '' when there is none."""
+        for arg in self.args:
+            if not arg.startswith("-"):
+                return arg
+        return ""
+
+
+@dataclass(frozen=True)
+class ServeLine:
+    """One line of a long-lived serve session, teed into the trace."""
+
+    t: float
+    session: str
+    direction: str  # "in" (agent -> tool) or "out" (tool -> agent)
+    line: str
+
+
+@dataclass(frozen=True)
+class Trace:
+    """trace.jsonl read and normalised."""
+
+    invocations: tuple[Invocation, ...] = ()
+    serve: tuple[ServeLine, ...] = ()
+    malformed_rows: int = 0
+    present: bool = False
+
+
+def read_trace(path: Path) -> Trace:
+    """Read trace.jsonl; an absent file is an empty trace (the agent ran nothing traced)."""
+    rows, bad = read_jsonl(path)
+    calls: list[Invocation] = []
+    serve: list[ServeLine] = []
+    for row in rows:
+        t = _num(row, "t", "start", "started_at") or 0.0
+        if row.get("dir") in ("in", "out") and "argv" not in row:
+            serve.append(ServeLine(t, str(row.get("session", "")), str(row["dir"]), str(row.get("line", ""))))
+            continue
+        argv = row.get("argv")
+        if not isinstance(argv, list) or not argv:
+            bad += 1
+            continue
+        argv_t = tuple(str(a) for a in argv)
+        exit_code = _num(row, "exit", "exit_code")
+        command = str(row.get("tool") or row.get("command") or Path(argv_t[0]).name)
+        calls.append(
+            Invocation(
+                index=len(calls),
+                t=t,
+                command=command,
+                argv=(command, *argv_t[1:]),
+                exit=None if exit_code is None else int(exit_code),
+                duration=_num(row, "duration", "duration_s") or 0.0,
+                out_bytes=int(_num(row, "output_bytes", "out_bytes") or 0),
+                err_bytes=int(_num(row, "err_bytes", "stderr_bytes") or 0),
+                stderr=str(row.get("stderr") or row.get("error") or ""),
+                session=None if row.get("session") is None else str(row.get("session")),
+            )
+        )
+    calls.sort(key=lambda c: (c.t, c.index))
+    calls = [Invocation(**{**c.__dict__, "index": i}) for i, c in enumerate(calls)]
+    serve.sort(key=lambda s: s.t)
+    return Trace(tuple(calls), tuple(serve), bad, path.is_file())
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    """One snapshot of a watched file, taken after a write."""
+
+    index: int
+    t: float
+    path: str
+    file: Path | None
+    """The stored copy; None when the write deleted the file."""
+
+
+def read_snapshots(snap_dir: Path) -> tuple[Snapshot, ...]:
+    """Snapshots in time order, from snapshots/index.jsonl (the runner's watcher writes it).
+
+    Index rows: `t`, `index` (1-based), `file` (workspace-relative watched path),
+    `snapshot` (stored copy's name inside snapshots/), `deleted` when the write removed it.
+    """
+    rows, _ = read_jsonl(snap_dir / SNAPSHOT_INDEX)
+    found: list[tuple[float, int, Snapshot]] = []
+    for n, row in enumerate(rows):
+        stored = row.get("snapshot")
+        copy = snap_dir / str(stored) if stored and not row.get("deleted") else None
+        if copy is not None and (copy.is_symlink() or snap_dir.resolve() not in copy.resolve().parents):
+            copy = None  # a snapshot copy that points elsewhere is not the agent's file
+        found.append(
+            (
+                _num(row, "t") or 0.0,
+                int(_num(row, "index") or n),
+                Snapshot(0, 0.0, str(row.get("file", "")), copy),
+            )
+        )
+    found.sort(key=lambda item: (item[0], item[1]))
+    return tuple(Snapshot(i, t, s.path, s.file) for i, (t, _, s) in enumerate(found))
+
+
+@dataclass(frozen=True)
+class Turn:
+    """One model turn of usage.jsonl (seed 000's row)."""
+
+    t: float
+    input: int
+    output: int
+    cache_read: int
+    cache_write: int
+    reasoning: int
+    context: int | None
+    context_limit: int | None
+    model: str | None = None
+    """The model the row says answered (UsageRow.model); priced only when the run names none."""
+
+
+def read_usage(path: Path) -> tuple[tuple[Turn, ...], int]:
+    """Turns of usage.jsonl and the count of unreadable rows."""
+    rows, bad = read_jsonl(path)
+    turns = []
+    for row in rows:
+        ctx = _num(row, "context")
+        limit = _num(row, "context_limit")
+        model = row.get("model")
+        turns.append(
+            Turn(
+                t=_num(row, "t") or 0.0,
+                input=int(_num(row, "input") or 0),
+                output=int(_num(row, "output") or 0),
+                cache_read=int(_num(row, "cache_read") or 0),
+                cache_write=int(_num(row, "cache_write") or 0),
+                reasoning=int(_num(row, "reasoning") or 0),
+                context=None if ctx is None else int(ctx),
+                context_limit=None if limit is None else int(limit),
+                model=model if isinstance(model, str) and model else None,
+            )
+        )
+    return tuple(sorted(turns, key=lambda u: u.t)), bad
+
+
+@dataclass(frozen=True)
+class Context:
+    """context.json: what the agent loaded into its context besides the prompt."""
+
+    loaded: tuple[str, ...] = ()
+    present: bool = False
+    error: str | None = None
+
+
+def read_context(path: Path) -> Context:
+    """Read context.json; an unreadable file is reported, not fatal."""
+    if path.is_symlink():
+        return Context(present=True, error="context.json is a symlink")
+    if not path.is_file():
+        return Context()
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        return Context(present=True, error=f"context.json is not JSON: {exc}")
+    loaded = data.get("loaded") if isinstance(data, dict) else None
+    if not isinstance(loaded, list):
+        return Context(present=True, error="context.json has no 'loaded' list")
+    return Context(tuple(str(x) for x in loaded), True)
+
+
+@dataclass(frozen=True)
+class Transcript:
+    """transcript.jsonl rows as written by the adapter; present=False when there is none."""
+
+    rows: tuple[dict[str, Any], ...] = field(default=())
+    present: bool = False
+
+
+def read_transcript(path: Path) -> Transcript:
+    """Read transcript.jsonl; an absent or empty file means the adapter gave none."""
+    rows, _ = read_jsonl(path)
+    return Transcript(tuple(rows), path.is_file() and bool(rows))
+
+
+def read_events(state_dir: Path, name: str = EVENTS_FILE) -> tuple[dict[str, Any], ...] | None:
+    """A treatment's JSONL event log in the state dir, or None when it wrote none."""
+    path = state_dir / name
+    if not path.is_file():
+        return None
+    rows, _ = read_jsonl(path)
+    return tuple(rows)

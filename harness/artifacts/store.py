@@ -1,0 +1,55 @@
+"""Atomic writes and schema-checked reads: how every record reaches and leaves the disk.
+
+A reader sees a record's old content or its new content, never half of it, and a record
+written by a newer assay is refused with a message that says so rather than misread.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import tempfile
+from pathlib import Path
+from typing import TypeVar
+
+from pydantic import BaseModel
+
+
+class FutureSchemaError(ValueError):
+    """A record written by a newer assay than this one."""
+
+
+M = TypeVar("M", bound=BaseModel)
+
+
+def write_atomic(path: Path, text: str) -> None:
+    """Write a file so a reader sees the old content or the new, never half."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
+    try:
+        os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide records from every other reader
+        with os.fdopen(fd, "w", encoding="utf-8") as fh:
+            fh.write(text)
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def write_record(path: Path, record: BaseModel) -> None:
+    """Serialise a record as sorted, indented JSON, atomically."""
+    data = record.model_dump(mode="json")
+    write_atomic(path, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_record(path: Path, model: type[M], current: int) -> M:
+    """Read a record, refusing one from a newer schema with a clear message."""
+    data = json.loads(path.read_text(encoding="utf-8"))
+    version = data.get("schema_version", 0)
+    if isinstance(version, int) and version > current:
+        raise FutureSchemaError(
+            f"{path}: schema_version {version} is newer than this assay understands ({current}); upgrade assay"
+        )
+    return model.model_validate(data)

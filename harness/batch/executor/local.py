@@ -1,0 +1,53 @@
+"""The local executor: a thread pool on this machine (`--parallel N`).
+
+Threads suffice: a trial spends its time waiting on its agent's processes. Each worker
+reports its outcome itself, right after its trial and before it takes the next one, so a
+fail-fast stop (the callback sets `cancel`) reaches the very next trial. Ctrl-C sets the
+same event: every running trial kills its agent's whole tree and records itself as
+interrupted (rerun on resume); trials not started yet are dropped.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+
+from harness.batch.executor.task import TrialOutcome, TrialTask, execute
+
+
+class LocalExecutor:
+    """Runs trials in a pool of threads."""
+
+    name = "local"
+
+    def run(
+        self,
+        tasks: Sequence[TrialTask],
+        *,
+        parallel: int,
+        on_outcome: Callable[[TrialOutcome], None],
+        cancel: threading.Event,
+    ) -> list[TrialOutcome]:
+        def one(task: TrialTask) -> TrialOutcome:
+            outcome = execute(task, cancel)
+            on_outcome(outcome)
+            return outcome
+
+        outcomes: list[TrialOutcome] = []
+        pool = ThreadPoolExecutor(max_workers=max(1, parallel), thread_name_prefix="trial")
+        pending: set[Future[TrialOutcome]] = set()
+        try:
+            pending = {pool.submit(one, task) for task in tasks}
+            while pending:
+                done, pending = wait(pending, timeout=0.5, return_when=FIRST_COMPLETED)
+                outcomes.extend(future.result() for future in done)
+        except KeyboardInterrupt:
+            cancel.set()
+            for future in pending:
+                future.cancel()
+            outcomes.extend(f.result() for f in pending if not f.cancelled())
+            raise
+        finally:
+            pool.shutdown(wait=True, cancel_futures=True)
+        return outcomes

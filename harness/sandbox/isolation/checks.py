@@ -1,0 +1,50 @@
+"""Check commands in the same isolation as the agent: they execute code the agent wrote.
+
+The grader runs each check in a scratch copy of the workspace (grader files overlaid; the
+snapshot pass uses copies of its own). A check command is wrapped so that it sees the folder
+it runs in read-write (bound when it starts: the wrapper is built before that folder is
+known), a fresh HOME, the toolchain and the folders it needs read-only (the cell's PATH
+tools), with the network off; not the project, the run directory, or any other trial.
+A check whose `cwd` is a subfolder sees only that subfolder.
+
+    wrap = check_wrapper(select(job.options.isolation), home=scratch / "home", read_only=tools)
+    CheckContext(..., wrap=wrap)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+from harness.sandbox.isolation.base import Isolation, Mount, SandboxSpec
+
+Wrapper = Callable[[Sequence[str]], list[str]]
+
+
+def check_wrapper(isolation: Isolation, *, home: Path, read_only: Sequence[Path] = ()) -> Wrapper | None:
+    """A wrapper confining check commands, or None when `isolation` cannot confine here.
+
+    None for `none` and for an isolation whose probe fails: the caller keeps its own
+    (weaker) wrapper, and says so.
+    """
+    if isolation.name == "none" or isolation.probe() is not None:
+        return None
+    home.mkdir(parents=True, exist_ok=True)
+    mounts = (
+        Mount(home, home, writable=True),
+        *(Mount(p, p, writable=False) for p in read_only if p.exists()),
+    )
+
+    def wrap(argv: Sequence[str]) -> list[str]:
+        spec = SandboxSpec(
+            argv=["env", f"HOME={home}", *argv],
+            cwd=Path("."),
+            env={},
+            home=home,
+            mounts=mounts,
+            network=False,
+            bind_cwd=True,
+        )
+        return isolation.wrap(spec)
+
+    return wrap

@@ -1,0 +1,261 @@
+"""Resource limits of a confined command, and whether they were hit.
+
+Measured on this kind of machine: cgroup v1 memory and pids controllers work as root
+(v2 controllers are not delegated); `RLIMIT_AS`, `RLIMIT_FSIZE` and `RLIMIT_CPU` take
+effect; `RLIMIT_NPROC` only for a non-root uid. So memory and processes use a per-trial
+cgroup when one can be made, `RLIMIT_AS` for memory otherwise; file size and CPU time
+are rlimits; the total size of the writable folders is watched from outside.
+
+    with confine(isolation, spec, label=job_id, watch=(workspace,)) as box:
+        result = run(box.argv, env=dict(spec.env))      # harness.sandbox.proc
+        hits = box.limits_hit(result.returncode)         # e.g. ("memory",)
+
+A hit is detectable after the fact: the cgroup's OOM-kill and pids-refusal counters,
+the signal a killed process died of, a file cut exactly at the size limit, the watcher.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import signal
+import threading
+import time
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
+
+CGROUP_V1 = Path("/sys/fs/cgroup")
+MIB = 1024 * 1024
+LIMIT_NAMES = ("memory", "pids", "file_size", "cpu", "workspace")
+"""Names a hit is recorded under (RunRecord.limits_hit also has timeout and output, the runner's)."""
+
+
+def _sanitize(label: str) -> str:
+    return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[-80:]
+
+
+def _cgroup_root(controller: str) -> Path | None:
+    root = CGROUP_V1 / controller
+    if (
+        os.geteuid() != 0
+        or not (root / "cgroup.procs").exists()
+        or (CGROUP_V1 / "cgroup.controllers").exists()
+    ):
+        return None
+    return root
+
+
+def _make_cgroup(
+    controller: str, name: str, settings: dict[str, str], optional: dict[str, str]
+) -> Path | None:
+    root = _cgroup_root(controller)
+    if root is None:
+        return None
+    path = root / "assay" / name
+    try:
+        path.mkdir(parents=True)
+        for key, value in settings.items():
+            (path / key).write_text(value)
+        for key, value in optional.items():  # e.g. swap accounting, present only when enabled
+            with contextlib.suppress(OSError):
+                (path / key).write_text(value)
+    except OSError:
+        with contextlib.suppress(OSError):
+            path.rmdir()
+        return None
+    return path
+
+
+def tree_size(paths: Sequence[Path]) -> int:
+    """Bytes on disk under these folders (allocated blocks: sparse files do not count)."""
+    total = 0
+    stack = [p for p in paths if p.exists()]
+    while stack:
+        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
+            for entry in entries:
+                with contextlib.suppress(OSError):
+                    st = entry.stat(follow_symlinks=False)
+                    total += st.st_blocks * 512
+                    if entry.is_dir(follow_symlinks=False):
+                        stack.append(Path(entry.path))
+    return total
+
+
+def _files_at(paths: Sequence[Path], size: int) -> bool:
+    for root in paths:
+        for dirpath, _dirs, files in os.walk(root):
+            for name in files:
+                with contextlib.suppress(OSError):
+                    if os.lstat(os.path.join(dirpath, name)).st_size == size:
+                        return True
+    return False
+
+
+@dataclass
+class Confinement:
+    """A wrapped command plus the limit machinery around it (use through `confine`)."""
+
+    argv: list[str]
+    limits: SandboxLimits
+    cgroups: dict[str, Path]
+    watch: tuple[Path, ...] = ()
+    on_exceed: Callable[[], None] | None = None
+    enforced: dict[str, str] = field(default_factory=dict)
+    """Limit name -> how it is enforced ("cgroup", "rlimit", "watch"); absent: not enforced."""
+    _workspace_hit: bool = False
+    _stop: threading.Event = field(default_factory=threading.Event)
+
+    def _watch(self) -> None:
+        assert self.limits.workspace_mb is not None
+        limit = self.limits.workspace_mb * MIB
+        while not self._stop.wait(0.25):
+            if tree_size(self.watch) > limit:
+                self._workspace_hit = True
+                self.kill()
+                if self.on_exceed is not None:
+                    self.on_exceed()
+                return
+
+    def start(self) -> None:
+        """Start the workspace watcher (confine does this)."""
+        if self.limits.workspace_mb is not None and self.watch:
+            threading.Thread(target=self._watch, daemon=True, name="assay-workspace-watch").start()
+
+    def pids(self) -> list[int]:
+        """Processes still in the trial's cgroups."""
+        found: set[int] = set()
+        for path in self.cgroups.values():
+            with contextlib.suppress(OSError):
+                found.update(int(p) for p in (path / "cgroup.procs").read_text().split())
+        return sorted(found)
+
+    def kill(self) -> None:
+        """SIGKILL every process left in the trial's cgroups (a backstop for the tree kill)."""
+        deadline = time.monotonic() + 5
+        while (left := self.pids()) and time.monotonic() < deadline:
+            for pid in left:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+            time.sleep(0.02)
+
+    def limits_hit(self, returncode: int | None) -> tuple[str, ...]:
+        """The limits the command hit, in LIMIT_NAMES order."""
+        hits: set[str] = set()
+        mem = self.cgroups.get("memory")
+        if mem is not None:
+            with contextlib.suppress(OSError, ValueError):
+                stats = dict(line.split() for line in (mem / "memory.oom_control").read_text().splitlines())
+                if int(stats.get("oom_kill", "0")) > 0:
+                    hits.add("memory")
+        pids = self.cgroups.get("pids")
+        if pids is not None:
+            with contextlib.suppress(OSError, ValueError):
+                events = dict(line.split() for line in (pids / "pids.events").read_text().splitlines())
+                if int(events.get("max", "0")) > 0:
+                    hits.add("pids")
+        died_of = {-returncode, returncode - 128} if returncode is not None else set()
+        cut = self.limits.file_size_mb is not None and _files_at(self.watch, self.limits.file_size_mb * MIB)
+        if signal.SIGXFSZ in died_of or cut:
+            hits.add("file_size")
+        if signal.SIGXCPU in died_of:
+            hits.add("cpu")
+        if self._workspace_hit or (
+            self.limits.workspace_mb is not None
+            and self.watch
+            and tree_size(self.watch) > self.limits.workspace_mb * MIB
+        ):
+            hits.add("workspace")
+        return tuple(name for name in LIMIT_NAMES if name in hits)
+
+    def close(self) -> None:
+        """Stop the watcher, end what is left, remove the cgroups."""
+        self._stop.set()
+        self.kill()
+        for path in self.cgroups.values():
+            for _ in range(50):
+                try:
+                    path.rmdir()
+                    break
+                except FileNotFoundError:
+                    break
+                except OSError:
+                    time.sleep(0.02)
+
+
+def _prefix(limits: SandboxLimits, cgroups: dict[str, Path], enforced: dict[str, str]) -> list[str]:
+    argv: list[str] = []
+    if cgroups:
+        joins = " && ".join(f"echo $$ > {path / 'cgroup.procs'}" for path in cgroups.values())
+        argv += ["/bin/sh", "-c", f'{joins} && exec "$@"', "assay-limits"]
+    rlimits: list[str] = []
+    if limits.file_size_mb is not None:
+        rlimits.append(f"--fsize={limits.file_size_mb * MIB}")
+        enforced["file_size"] = "rlimit"
+    if limits.cpu_s is not None:
+        rlimits.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 2}")  # SIGXCPU first: a visible cause
+        enforced["cpu"] = "rlimit"
+    if limits.memory_mb is not None and "memory" not in cgroups:
+        rlimits.append(f"--as={limits.memory_mb * MIB}")
+        enforced["memory"] = "rlimit"
+    if limits.pids is not None and "pids" not in cgroups and os.geteuid() != 0:
+        rlimits.append(f"--nproc={limits.pids}")
+        enforced["pids"] = "rlimit"
+    if rlimits:
+        argv += [shutil.which("prlimit") or "prlimit", *rlimits, "--"]
+    return argv
+
+
+@contextlib.contextmanager
+def confine(
+    isolation: Isolation,
+    spec: SandboxSpec,
+    *,
+    label: str,
+    watch: Sequence[Path] = (),
+    on_exceed: Callable[[], None] | None = None,
+) -> Iterator[Confinement]:
+    """Wrap spec with `isolation` and apply spec.limits; always cleans up its cgroups.
+
+    Args:
+        isolation: The plug-in that confines the command.
+        spec: What the command may see and do.
+        label: A name for the trial's cgroups (the job id).
+        watch: Writable host folders whose total size spec.limits.workspace_mb caps.
+        on_exceed: Called when the watcher sees the size limit crossed (after the cgroup kill),
+            so a caller without cgroups can end its process tree.
+    """
+    limits = spec.limits
+    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}"
+    cgroups: dict[str, Path] = {}
+    # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
+    mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"
+    memory = _make_cgroup(
+        "memory", name, {"memory.limit_in_bytes": mem_bytes}, {"memory.memsw.limit_in_bytes": mem_bytes}
+    )
+    if memory is not None:
+        cgroups["memory"] = memory
+    if limits.pids is not None:
+        pids = _make_cgroup("pids", name, {"pids.max": str(limits.pids)}, {})
+        if pids is not None:
+            cgroups["pids"] = pids
+    enforced: dict[str, str] = {}
+    if memory is not None and limits.memory_mb is not None:
+        enforced["memory"] = "cgroup"
+    if "pids" in cgroups:
+        enforced["pids"] = "cgroup"
+    box = Confinement(
+        argv=[], limits=limits, cgroups=cgroups, watch=tuple(watch), on_exceed=on_exceed, enforced=enforced
+    )
+    try:
+        box.argv = [*_prefix(limits, cgroups, box.enforced), *isolation.wrap(spec)]
+        if limits.workspace_mb is not None and box.watch:
+            box.enforced["workspace"] = "watch"
+        box.start()
+        yield box
+    finally:
+        box.close()

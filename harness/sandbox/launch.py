@@ -1,0 +1,114 @@
+"""Running a command the way the agent runs: scrubbed env, isolation, read-only links, tree kill.
+
+The runner builds one `Launcher` per trial; the canaries, the setup commands and the adapter
+all go through it, so a canary proves exactly the environment the agent gets.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.sandbox import proc
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.sandbox.isolation.limits import confine
+from harness.sandbox.pathsafe import collect
+
+
+@dataclass(frozen=True)
+class Launcher:
+    """Everything fixed about how a trial's commands run."""
+
+    isolation: Isolation
+    cwd: Path
+    env: Mapping[str, str]
+    home: Path
+    mounts: tuple[Mount, ...]
+    network: bool
+    limits: SandboxLimits
+    ro_binds: tuple[tuple[Path, Path], ...] = ()
+    outbox: tuple[Path, Path] | None = None
+    """(outbox, run dir): the sandbox sees the outbox at the run dir's path; collected after each command."""
+    watch: tuple[Path, ...] = ()
+    """Writable folders whose total size limits.workspace_mb caps."""
+    label: str = "trial"
+    """Name of the command's cgroups (the job id)."""
+    refused: list[str] = field(default_factory=list)
+    """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
+    prefix: tuple[str, ...] = ()
+    """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+
+    def spec(self, argv: Sequence[str]) -> SandboxSpec:
+        """What `argv` may see and do."""
+        return SandboxSpec(
+            argv=[*self.prefix, *argv],
+            cwd=self.cwd,
+            env=dict(self.env),
+            home=self.home,
+            mounts=self.mounts,
+            network=self.network,
+            limits=self.limits,
+        )
+
+    def argv(self, argv: Sequence[str]) -> list[str]:
+        """The isolation's argv for `argv` (before proc adds its namespace launcher)."""
+        return self.isolation.wrap(self.spec(argv))
+
+    def run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None = None,
+        timeout_s: float | None = None,
+        log: Path | None = None,
+        output_cap: int = 10_000_000,
+        capture: bool = False,
+        cancel: threading.Event | None = None,
+    ) -> proc.ProcResult:
+        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
+        with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
+            done = self._run(
+                box.argv,
+                stdin=stdin,
+                timeout_s=timeout_s,
+                log=log,
+                output_cap=output_cap,
+                capture=capture,
+                cancel=cancel,
+            )
+            hits = box.limits_hit(done.exit_code)
+        if self.outbox is not None:
+            self.refused.extend(collect(*self.outbox))
+        return dataclasses.replace(done, limits_hit=hits) if hits else done
+
+    def _run(
+        self,
+        argv: Sequence[str],
+        *,
+        stdin: bytes | None,
+        timeout_s: float | None,
+        log: Path | None,
+        output_cap: int,
+        capture: bool,
+        cancel: threading.Event | None,
+    ) -> proc.ProcResult:
+        return proc.run(
+            argv,
+            cwd=self.cwd,
+            env=self.env,
+            stdin=stdin,
+            timeout_s=timeout_s,
+            log=log,
+            output_cap=output_cap,
+            capture=capture,
+            network=self.network,
+            ro_binds=self.ro_binds,
+            cancel=cancel,
+        )
+
+    def shell(self, command: str, **kwargs: object) -> proc.ProcResult:
+        """Run a shell command line (see `run`)."""
+        return self.run(["sh", "-c", command], **kwargs)  # type: ignore[arg-type]

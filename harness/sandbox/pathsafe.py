@@ -1,0 +1,248 @@
+"""Path safety: nothing the agent wrote can make the harness read or write outside a root.
+
+The agent controls its workspace, symlinks included. Whatever the harness later does
+with a workspace-relative path — writing a provision or evidence file into it, copying
+it into a snapshot or the preserved workspace, reading an entry file for a check — goes
+through these functions, so a symlink to `/etc/shadow` or to the scenario's reference,
+or a name like `../../run.json`, cannot leak a target or overwrite one.
+
+    dest = resolve_inside(workspace, "src/app.py")          # PathEscape if it leaves workspace
+    data = read_inside(workspace, "answer.json")            # never follows a symlink
+    copy_tree(workspace, run_dir / "workspace")              # symlinks copied as links, never followed
+"""
+
+from __future__ import annotations
+
+import errno
+import fnmatch
+import functools
+import os
+import re
+import shutil
+import stat
+from collections.abc import Iterable, Iterator
+from pathlib import Path, PurePosixPath
+
+from harness.artifacts.names import RESERVED, TRACE_FILE
+
+
+class PathEscape(ValueError):
+    """A path that leaves its root, or goes through a symlink where none may be followed."""
+
+
+def clean_relative(rel: str | PurePosixPath) -> PurePosixPath:
+    """A relative, normalised path; refuses absolute paths, `..`, empty names and NULs."""
+    text = str(rel)
+    if not text or "\x00" in text:
+        raise PathEscape(f"invalid path {text!r}")
+    path = PurePosixPath(text)
+    if path.is_absolute():
+        raise PathEscape(f"{text!r} is absolute; a workspace-relative path is required")
+    parts = [p for p in path.parts if p != "."]
+    if ".." in parts:
+        raise PathEscape(f"{text!r} climbs out with '..'")
+    if not parts:
+        raise PathEscape(f"{text!r} names the root itself")
+    return PurePosixPath(*parts)
+
+
+def is_inside(root: Path, path: Path) -> bool:
+    """True when `path`, fully resolved (symlinks followed), lies within resolved `root`."""
+    real_root = root.resolve()
+    real = path.resolve()
+    return real == real_root or real_root in real.parents
+
+
+def resolve_inside(root: Path, rel: str | PurePosixPath, *, allow_final_symlink: bool = False) -> Path:
+    """`root / rel` for reading or writing, refusing any route out of `root`.
+
+    Every existing component is checked: a directory symlink on the way must stay inside
+    `root`; the final component may not be a symlink at all unless `allow_final_symlink`
+    (a write would follow it, a read would leak its target).
+    """
+    clean = clean_relative(rel)
+    path = root / clean
+    current = root
+    for index, part in enumerate(clean.parts):
+        current = current / part
+        if not current.is_symlink():
+            continue
+        last = index == len(clean.parts) - 1
+        if last and not allow_final_symlink:
+            raise PathEscape(f"{clean} is a symlink (to {os.readlink(current)!r}); refusing to follow it")
+        if not is_inside(root, current):
+            raise PathEscape(f"{clean}: {current.relative_to(root)} is a symlink out of {root}")
+    return path
+
+
+def _open_nofollow(root: Path, rel: PurePosixPath) -> int:
+    """An fd for root/rel opened component by component with O_NOFOLLOW (no race with a swap)."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        for part in rel.parts[:-1]:
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        return os.open(rel.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+    except OSError as exc:
+        if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink where a file or folder was expected
+            raise PathEscape(f"{rel}: a symlink on the way; refusing to follow it") from exc
+        raise
+    finally:
+        os.close(fd)
+
+
+def read_inside(root: Path, rel: str | PurePosixPath, *, max_bytes: int | None = None) -> bytes:
+    """The bytes of a regular file under root, following no symlink at all."""
+    clean = clean_relative(rel)
+    fd = _open_nofollow(root, clean)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise PathEscape(f"{clean} is not a regular file")
+        with os.fdopen(fd, "rb", closefd=False) as fh:
+            return fh.read() if max_bytes is None else fh.read(max_bytes)
+    finally:
+        os.close(fd)
+
+
+def write_inside(root: Path, rel: str | PurePosixPath, data: bytes) -> Path:
+    """Write a file under root (parents created), refusing symlinks on the way or in place."""
+    path = resolve_inside(root, rel)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    resolve_inside(root, rel)  # again: mkdir may have met a symlink planted meanwhile
+    flags = os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW
+    fd = os.open(path, flags, 0o644)
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+    return path
+
+
+def walk(root: Path, _rel: PurePosixPath | None = None) -> Iterator[tuple[PurePosixPath, os.stat_result]]:
+    """Every entry under root, depth first in name order (lstat: symlinks reported, never followed)."""
+    _rel = _rel or PurePosixPath()
+    with os.scandir(root / _rel) as it:
+        entries = sorted(it, key=lambda e: e.name)
+    for entry in entries:
+        child = _rel / entry.name
+        st = entry.stat(follow_symlinks=False)
+        yield child, st
+        if stat.S_ISDIR(st.st_mode):
+            yield from walk(root, child)
+
+
+def copy_tree(src: Path, dest: Path, *, skip: Iterable[str] = ()) -> list[str]:
+    """Copy src into dest: regular files and folders; symlinks recreated as links (their
+    targets never read); devices, FIFOs and sockets skipped. Returns what was skipped.
+
+    `skip` are glob patterns of relative paths left out (e.g. `.git`).
+    """
+    skipped: list[str] = []
+    patterns = tuple(skip)
+    dest.mkdir(parents=True, exist_ok=True)
+    for rel, st in walk(src):
+        name = rel.as_posix()
+        if patterns and any(
+            fnmatch.fnmatchcase(name, p) or fnmatch.fnmatchcase(rel.parts[0], p) for p in patterns
+        ):
+            continue
+        target = dest / rel
+        if stat.S_ISDIR(st.st_mode):
+            target.mkdir(exist_ok=True)
+        elif stat.S_ISLNK(st.st_mode):
+            target.unlink(missing_ok=True)
+            os.symlink(os.readlink(src / rel), target)
+        elif stat.S_ISREG(st.st_mode):
+            fd = _open_nofollow(src, rel)
+            with os.fdopen(fd, "rb") as fin, open(target, "wb") as fout:
+                shutil.copyfileobj(fin, fout, 1024 * 1024)
+            os.chmod(target, stat.S_IMODE(st.st_mode) & 0o777)
+        else:
+            skipped.append(name)
+    return skipped
+
+
+@functools.lru_cache(maxsize=1024)
+def glob_regex(pattern: str) -> re.Pattern[str]:
+    """A workspace-relative glob as a regex: `*` and `?` stay in one folder, `**` crosses
+    folders, a trailing `dir/` means everything below. The one glob dialect of assay
+    (`writable`, `unchanged`, file checks)."""
+    if pattern.endswith("/"):
+        pattern += "**"
+    out: list[str] = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            out.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            out.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            out.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            out.append("[^/]")
+            i += 1
+        else:
+            out.append(re.escape(pattern[i]))
+            i += 1
+    return re.compile("".join(out) + r"\Z")
+
+
+def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
+    """True when the workspace-relative path matches one of the globs (`**` spans folders)."""
+    text = clean_relative(rel).as_posix()
+    return any(glob_regex(g).match(text) for g in globs)
+
+
+def collect(outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,)) -> list[str]:
+    """Move what a sandboxed process wrote into its outbox over to `dest` (the run directory).
+
+    The sandbox sees the outbox at the run directory's path, so adapters and shims write
+    `usage.jsonl` & co. where their environment says, while the real run directory (records,
+    snapshots, job file) stays invisible. Moved: regular files, and folders that do not
+    exist in `dest` yet. Refused, and returned: symlinks, devices, reserved names
+    (`RESERVED`), anything that would land on an existing folder of `dest`. Files named in
+    `append` are appended to (the tracing shim writes across commands). Empty folders of
+    mount points that the sandbox created are dropped silently.
+    """
+    refused: list[str] = []
+    appended = frozenset(append)
+    for entry in sorted(os.listdir(outbox)):
+        src, target = outbox / entry, dest / entry
+        st = os.lstat(src)
+        if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
+            if any(
+                not stat.S_ISDIR(sub.st_mode) for _, sub in walk(src)
+            ):  # written under a mount point's shadow
+                refused.append(entry + "/")
+            shutil.rmtree(src)
+            continue
+        if (
+            entry in RESERVED
+            or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+            or target.is_symlink()
+        ):
+            refused.append(entry)
+            if stat.S_ISDIR(st.st_mode):
+                shutil.rmtree(src)
+            else:
+                src.unlink()
+            continue
+        if stat.S_ISDIR(st.st_mode):
+            target.mkdir()
+            for rel, sub in walk(src):
+                if stat.S_ISDIR(sub.st_mode):
+                    (target / rel).mkdir()
+                elif stat.S_ISREG(sub.st_mode):
+                    os.replace(src / rel, target / rel)
+                else:  # no symlink may enter the run directory: the harness writes there as root
+                    refused.append(f"{entry}/{rel.as_posix()}")
+            shutil.rmtree(src)
+        elif entry in appended and target.is_file():
+            with open(target, "ab") as fout:
+                fout.write(read_inside(outbox, entry))
+            src.unlink()
+        else:
+            os.replace(src, target)
+    return refused

@@ -1,0 +1,95 @@
+"""Canaries: proof, before the agent starts, that the cell is what it claims to be.
+
+`absent` names must not resolve on the agent's PATH (`command -v` in the agent's own
+environment and sandbox); `must_fail` commands (a network probe under `network: off`) must
+exit non-zero; `must_pass` commands must exit zero. Any failed canary makes the run invalid:
+it is excluded from rates and counted by the report.
+
+All canaries of a trial run in ONE launch of the agent's sandbox (a launch costs more than
+most canaries), each in its own subshell, its output and exit status framed by markers.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+from typing import Literal
+
+from compiler.contract import Canaries
+from harness.artifacts.records import CanaryResult
+from harness.sandbox.launch import Launcher
+
+TIMEOUT_S = 30.0
+_MARK = "@@assay-canary"
+_END = re.compile(rb"\n?" + _MARK.encode() + rb"-end (\d+) (\d+)\n")
+
+Kind = Literal["absent", "must_fail", "must_pass"]
+
+
+def _tail(data: bytes, limit: int = 300) -> str:
+    return data.decode("utf-8", errors="replace").strip()[-limit:]
+
+
+def _script(items: list[tuple[Kind, str]]) -> str:
+    lines = []
+    for index, (kind, what) in enumerate(items):
+        command = f"command -v {shlex.quote(what)}" if kind == "absent" else what
+        lines.append(
+            f"printf '{_MARK}-begin {index}\\n'; ( {command}\n) </dev/null 2>&1; printf '\\n{_MARK}-end {index} %d\\n' $?"
+        )
+    return "\n".join(lines) + "\n"
+
+
+def _parse(output: bytes, count: int) -> dict[int, tuple[int, bytes]]:
+    found: dict[int, tuple[int, bytes]] = {}
+    for index in range(count):
+        begin = output.find(f"{_MARK}-begin {index}\n".encode())
+        if begin < 0:
+            continue
+        body_start = begin + len(f"{_MARK}-begin {index}\n")
+        end = _END.search(output, body_start)
+        if end is None or int(end.group(1)) != index:
+            continue
+        found[index] = (int(end.group(2)), output[body_start : end.start()])
+    return found
+
+
+def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
+    """Run every canary; the result is ok only where the canary held."""
+    items: list[tuple[Kind, str]] = [
+        *(("absent", n) for n in canaries.absent),
+        *(("must_fail", c) for c in canaries.must_fail),
+        *(("must_pass", c) for c in canaries.must_pass),
+    ]
+    if not items:
+        return ()
+    done = launcher.shell(_script(items), timeout_s=TIMEOUT_S * len(items), capture=True)
+    outcomes = _parse(done.output, len(items))
+    results: list[CanaryResult] = []
+    for index, (kind, what) in enumerate(items):
+        if index not in outcomes:
+            detail = "did not run to an end" + (
+                " (timed out)" if done.timed_out else f" (launch exit {done.exit_code})"
+            )
+            results.append(
+                CanaryResult(kind=kind, command=what, ok=False, detail=detail + f": {_tail(done.output)}")
+            )
+            continue
+        code, out = outcomes[index]
+        if kind == "absent":
+            ok = code != 0
+            detail = "not found" if ok else f"{what} is reachable at {_tail(out)}"
+        elif kind == "must_fail":
+            ok = code != 0
+            detail = f"exit {code}" + ("" if ok else f": succeeded, expected failure; {_tail(out)}")
+        else:
+            ok = code == 0
+            detail = f"exit {code}" + ("" if ok else f": {_tail(out)}")
+        results.append(CanaryResult(kind=kind, command=what, ok=ok, detail=detail))
+    return tuple(results)
+
+
+def invalid_reason(results: tuple[CanaryResult, ...]) -> str | None:
+    """Why the run is invalid, or None when every canary held."""
+    failed = [f"canary {r.kind} {r.command!r} failed: {r.detail}" for r in results if not r.ok]
+    return "; ".join(failed) or None
