@@ -15,6 +15,8 @@ import pytest
 
 from tests.helpers import FIXTURES
 
+collect_ignore = ["fixtures"]  # projects and scenarios, their own tests included: data, never collected
+
 
 @pytest.fixture
 def project_source() -> Path:

@@ -7,11 +7,13 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import BARE_ENV, assay
+
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
 from compiler.contract import iter_jobs
 from tests.grade.helpers import make_run
-from tests.grade.project import SCENARIO, compile_project, run_assay, write_project
+from tests.grade.project import SCENARIO, compile_project, write_project
 
 WORK = {
     1: "def handler(x):\n    return x + 1\n",  # passes while the hidden test expects 2
@@ -33,7 +35,18 @@ def test_report_regrade(tmp_path: Path) -> None:
         make_run(runs / f"trial-{job.trial:02d}", job, workspace={"app/main.py": WORK[job.trial]})
 
     # No grade.json yet: the report grades what needs grading.
-    first = run_assay(project, "report", "runs", "--format", "json,md", "--out", "out1")
+    first = assay(
+        "--project",
+        project,
+        "report",
+        "runs",
+        "--format",
+        "json,md",
+        "--out",
+        "out1",
+        cwd=project,
+        env=BARE_ENV,
+    )
     assert first.returncode == 0, first.stderr
     s1 = summary(project / "out1")
     cell = s1["cells"][0]  # type: ignore[index]
@@ -42,7 +55,19 @@ def test_report_regrade(tmp_path: Path) -> None:
     assert [g["key"] for g in s1["groups"] if g["by"] == "family"] == ["arith"]  # type: ignore[attr-defined, union-attr]
 
     # Regrading an unchanged tree changes nothing and flags nothing.
-    same = run_assay(project, "report", "runs", "--regrade", "--format", "json", "--out", "out2")
+    same = assay(
+        "--project",
+        project,
+        "report",
+        "runs",
+        "--regrade",
+        "--format",
+        "json",
+        "--out",
+        "out2",
+        cwd=project,
+        env=BARE_ENV,
+    )
     assert same.returncode == 0, same.stderr
     kinds = {d["kind"] for d in summary(project / "out2")["diagnostics"]}  # type: ignore[attr-defined, union-attr]
     assert not kinds & {"regrade", "flaky-check", "regrade-changed-grader"}
@@ -50,7 +75,19 @@ def test_report_regrade(tmp_path: Path) -> None:
     # The hidden check changes: a regrade flips trials 1 and 2, reported as a grader change, not as flakiness.
     (project / "scenarios" / "add-one" / "scenario.yaml").write_text(SCENARIO.format(expected=3))
     compile_project(project)
-    changed = run_assay(project, "report", "runs", "--regrade", "--format", "json,md", "--out", "out3")
+    changed = assay(
+        "--project",
+        project,
+        "report",
+        "runs",
+        "--regrade",
+        "--format",
+        "json,md",
+        "--out",
+        "out3",
+        cwd=project,
+        env=BARE_ENV,
+    )
     assert changed.returncode == 0, changed.stderr
     s3 = summary(project / "out3")
     assert s3["header"]["regraded"] is True  # type: ignore[index]

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
 from compiler.pipeline import build
-from tests.helpers import assay
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import EXAMPLE_PARTS, ROOT, assay
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    for folder in ("specs", "tools", "agents", "guides", "wiki"):
-        if (REPO / folder).is_dir():
-            shutil.copytree(REPO / folder, root / folder)
-    return root
+def project_source() -> Path:
+    """The `project` fixture copies the example project without its scenarios."""
+    return ROOT
+
+
+@pytest.fixture
+def project_parts() -> tuple[str, ...]:
+    return EXAMPLE_PARTS
 
 
 def test_scaffold_compiles_and_validates(project: Path) -> None:
