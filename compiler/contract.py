@@ -141,6 +141,11 @@ class AgentSpec(Frozen):
     requires: tuple[str, ...] = Field(
         default=(), description="Executables/resources a worker must have to run this agent."
     )
+    sanity: Literal["pass", "fail"] | None = Field(
+        default=None,
+        description="A sanity agent (oracle: pass, no-op: fail): how the report reads its runs, not what runs "
+        "(outside the job hash).",
+    )
 
 
 class CheckSpec(Frozen):
@@ -255,13 +260,15 @@ class ScenarioJob(Frozen):
 class Limits(Frozen):
     """Per-trial resource limits."""
 
-    timeout_s: float = Field(default=600.0, description="Agent wall-clock limit per session.")
-    output_bytes: int = Field(default=10_000_000, description="Cap on the agent's captured stdout+stderr.")
-    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
-    pids: int | None = Field(default=None, description="Process-count limit.")
-    file_size_mb: int | None = Field(default=None, description="Largest file the agent may write.")
-    workspace_mb: int | None = Field(default=None, description="Total workspace size limit.")
-    check_timeout_s: float = Field(default=60.0, description="Default per-check wall-clock limit.")
+    timeout_s: float = Field(default=600.0, gt=0, description="Agent wall-clock limit per session.")
+    output_bytes: int = Field(
+        default=10_000_000, ge=0, description="Cap on the agent's captured stdout+stderr."
+    )
+    memory_mb: int | None = Field(default=None, ge=1, description="Memory limit of the agent's process tree.")
+    pids: int | None = Field(default=None, ge=1, description="Process-count limit.")
+    file_size_mb: int | None = Field(default=None, ge=0, description="Largest file the agent may write.")
+    workspace_mb: int | None = Field(default=None, ge=0, description="Total workspace size limit.")
+    check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
 
 
 class Options(Frozen):
@@ -270,7 +277,7 @@ class Options(Frozen):
     env_pass: tuple[str, ...] = Field(
         default=(), description="Host environment variables passed into the scrubbed environment."
     )
-    infra_retries: int = Field(default=2, description="Retries of an adapter that exits 75.")
+    infra_retries: int = Field(default=2, ge=0, description="Retries of an adapter that exits 75.")
     isolation: str = Field(
         default="auto", description="Isolation plug-in name: auto, bwrap, unshare, none, or a dotted path."
     )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Any, Optional
+from typing import Annotated, Any, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -32,10 +32,10 @@ def partial(model: type[BaseModel], name: str) -> type[SpecModel]:
     """
     fields: dict[str, Any] = {}
     for fname, info in model.model_fields.items():
-        fields[fname] = (
-            Optional[_lists(info.annotation)],  # noqa: UP045  (a runtime type, not an annotation)
-            Field(default=None, description=info.description),
-        )
+        tp: Any = Optional[_lists(info.annotation)]  # noqa: UP045  (a runtime type, not an annotation)
+        if info.metadata:  # the contract's minimums too
+            tp = Annotated.__class_getitem__((tp, *info.metadata))  # type: ignore[attr-defined]
+        fields[fname] = (tp, Field(default=None, description=info.description))
     made: type[SpecModel] = create_model(
         name, __base__=SpecModel, __doc__=f"Overrides of {model.__name__}.", **fields
     )

@@ -30,7 +30,7 @@ from compiler.contract import (
     Options,
     Provisions,
 )
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.helpers import fix_scenario, make_job
 
 ROOT = Path(__file__).resolve().parents[2]

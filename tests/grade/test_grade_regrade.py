@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from compiler.contract import iter_jobs
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.grade.helpers import make_run, strip_times
 from tests.grade.project import SCENARIO, compile_project, write_project
 from tests.helpers import BARE_ENV, assay

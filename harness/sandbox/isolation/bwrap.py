@@ -5,7 +5,7 @@ sandboxed process could signal host processes, and without dropping capabilities
 could `nsenter` the host's namespaces. So every sandbox gets the full safe set:
 `--unshare-all --unshare-user --uid N --cap-drop ALL --disable-userns --new-session
 --die-with-parent` (pid namespace included), and a fresh empty root holding only the
-toolchain view (`harness.sandbox.isolation.view`) and the spec's mounts. `--die-with-parent`
+toolchain view (`harness.sandbox.isolation.toolchain`) and the spec's mounts. `--die-with-parent`
 plus the pid namespace ends every descendant, double-forked ones too, when the sandbox
 ends. `/proc/sys` is re-bound read-only (see `wrap`). A folder that holds Unix sockets stays reachable under `--unshare-net`, so the
 runner must never mount one except the model gateway's.
@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from harness.sandbox.isolation.base import SandboxSpec
-from harness.sandbox.isolation.view import Symlink, ViewEntry, below_private_tmp, toolchain
+from harness.sandbox.isolation.toolchain import Symlink, ViewEntry, below_private_tmp, toolchain
 
 SANDBOX_UID = 1000
 """The uid (and gid) the agent sees when the spec names none and the harness is root."""

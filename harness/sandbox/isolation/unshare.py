@@ -20,7 +20,7 @@ import subprocess
 from pathlib import Path
 
 from harness.sandbox.isolation.base import SandboxSpec
-from harness.sandbox.isolation.view import (
+from harness.sandbox.isolation.toolchain import (
     DEV_NODES,
     ReadOnly,
     Symlink,
