@@ -240,7 +240,7 @@ def alive(marker: str, *, argv0: str | None = None) -> list[int]:
     return found
 
 
-def assay(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
+def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
     """argv of the assay CLI running job files of `project` into `runs`."""
     return [
         sys.executable,
@@ -261,7 +261,7 @@ def on_cluster(
     project: Path, cluster: Cluster, *flags: str, runs: Path, jobs: Path, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """`assay matrix --executor dask` of the job files against the cluster, waited for."""
-    argv = assay(
+    argv = matrix_argv(
         project,
         "--executor",
         "dask",

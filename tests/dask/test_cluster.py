@@ -24,10 +24,10 @@ from tests.dask.conftest import (
     ROOT,
     Cluster,
     alive,
-    assay,
     cells,
     child_env,
     cluster_job,
+    matrix_argv,
     on_cluster,
     spawn,
     wait_for,
@@ -51,7 +51,7 @@ def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(
     jobs = [cluster_job(agent, control, trial) for trial in range(1, 9)]
     runs = tmp_path / "runs"
     client = spawn(
-        assay(
+        matrix_argv(
             project,
             "--executor",
             "dask",
