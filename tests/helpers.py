@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
 BARE_ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
 """A user's environment with only the system's tools on PATH (for `assay(..., env=BARE_ENV)`)."""
-EXAMPLE_PARTS = ("specs", "tools", "agents", "guides", "wiki")
+EXAMPLE_PARTS = ("specs", "tools", "guides", "wiki")
 """What the example project (this repository) is made of besides its scenarios."""
 FIXTURE = FIXTURES / "runner" / "project"
 """The runner's small project: scenario `fix`, tool `mytool` in tools/bin, the scripted agent's script."""

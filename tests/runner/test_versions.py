@@ -14,7 +14,7 @@ from harness.batch.versions import VersionError, pair
 from tests.helpers import assay
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
+PARTS = ("specs", "scenarios", "tools", "guides", "wiki")
 
 
 def test_pair_names_baseline_and_candidate() -> None:
