@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURES
+from tests.helpers import FIXTURE
 
 collect_ignore = ["fixtures"]  # projects and scenarios, their own tests included: data, never collected
 
@@ -21,7 +21,7 @@ collect_ignore = ["fixtures"]  # projects and scenarios, their own tests include
 @pytest.fixture
 def project_source() -> Path:
     """The folder `project` copies."""
-    return FIXTURES / "runner" / "project"
+    return FIXTURE
 
 
 @pytest.fixture
