@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -34,19 +35,10 @@ def test_report_regrade(tmp_path: Path) -> None:
     for job in iter_jobs(project / "generated"):
         make_run(runs / f"trial-{job.trial:02d}", job, workspace={"app/main.py": WORK[job.trial]})
 
+    report = partial(assay, "--project", project, "report", "runs", cwd=project, env=BARE_ENV)
+
     # No grade.json yet: the report grades what needs grading.
-    first = assay(
-        "--project",
-        project,
-        "report",
-        "runs",
-        "--format",
-        "json,md",
-        "--out",
-        "out1",
-        cwd=project,
-        env=BARE_ENV,
-    )
+    first = report("--format", "json,md", "--out", "out1")
     assert first.returncode == 0, first.stderr
     s1 = summary(project / "out1")
     cell = s1["cells"][0]  # type: ignore[index]
@@ -55,19 +47,7 @@ def test_report_regrade(tmp_path: Path) -> None:
     assert [g["key"] for g in s1["groups"] if g["by"] == "family"] == ["arith"]  # type: ignore[attr-defined, union-attr]
 
     # Regrading an unchanged tree changes nothing and flags nothing.
-    same = assay(
-        "--project",
-        project,
-        "report",
-        "runs",
-        "--regrade",
-        "--format",
-        "json",
-        "--out",
-        "out2",
-        cwd=project,
-        env=BARE_ENV,
-    )
+    same = report("--regrade", "--format", "json", "--out", "out2")
     assert same.returncode == 0, same.stderr
     kinds = {d["kind"] for d in summary(project / "out2")["diagnostics"]}  # type: ignore[attr-defined, union-attr]
     assert not kinds & {"regrade", "flaky-check", "regrade-changed-grader"}
@@ -75,19 +55,7 @@ def test_report_regrade(tmp_path: Path) -> None:
     # The hidden check changes: a regrade flips trials 1 and 2, reported as a grader change, not as flakiness.
     (project / "scenarios" / "add-one" / "scenario.yaml").write_text(SCENARIO.format(expected=3))
     compile_project(project)
-    changed = assay(
-        "--project",
-        project,
-        "report",
-        "runs",
-        "--regrade",
-        "--format",
-        "json,md",
-        "--out",
-        "out3",
-        cwd=project,
-        env=BARE_ENV,
-    )
+    changed = report("--regrade", "--format", "json,md", "--out", "out3")
     assert changed.returncode == 0, changed.stderr
     s3 = summary(project / "out3")
     assert s3["header"]["regraded"] is True  # type: ignore[index]
