@@ -6,18 +6,24 @@ When generated/manifest.json is missing or older than any input (or the compiler
 `bench-<cell>` session: `nox -s bench-bin-none-off -- --agent X --trials 2`. `bench-` names cells
 only; benchmarks of assay itself are the `perf-*` sessions.
 
-Sessions install the project into a reused virtualenv (`pip install -e .[dev]`), so a
-fresh machine with python3 and nox needs nothing else; `nox --no-venv` runs them on the
-current interpreter instead.
+Sessions that need the same packages share one environment: `.nox/env-dev` (the project with
+its `dev` extra) for almost all of them, `.nox/env-dev-dask` for the Dask ones. The first session
+on a clone makes it (with uv when there is one: `pip install nox[uv]`, or uv on PATH; else
+venv and pip); every later session starts its work at once. An environment is made again when
+pyproject.toml changes. `nox --no-venv` runs the sessions on the current interpreter instead.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import nox
@@ -28,6 +34,7 @@ MANIFEST = GENERATED / "manifest.json"
 WATCHED = ("specs", "scenarios", "compiler")
 
 nox.options.reuse_venv = "yes"
+nox.options.default_venv_backend = "none"  # the sessions share environments of their own: _install
 nox.options.sessions = ["compile", "validate", "tests", "lint", "schema-drift"]
 
 
@@ -76,31 +83,83 @@ def _stale(data: dict[str, object]) -> bool:
     return False
 
 
-COMPILER_DEPS = ("pydantic", "pyyaml", "cerberus", "jinja2")
-BOOTSTRAP = ROOT / ".nox" / "_compile"
+ENVS = ROOT / ".nox"
+Runner = Callable[[Sequence[str]], object]
+
+
+def _uv() -> str | None:
+    """A uv binary: on PATH, or the `uv` package beside nox (`pip install nox[uv]`); None without."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:
+        import uv  # type: ignore[import-not-found,unused-ignore]
+
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def _stamp(extras: Sequence[str]) -> str:
+    """What an environment was made from: pyproject.toml, the extras, this Python."""
+    parts = [(ROOT / "pyproject.toml").read_bytes(), ",".join(extras).encode(), sys.version.encode()]
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+def _ready(env: Path, extras: Sequence[str]) -> bool:
+    try:
+        done = (env / ".assay-env").read_text(encoding="utf-8") == _stamp(extras)
+    except OSError:
+        return False
+    return done and (env / "bin" / "python").exists()
+
+
+def _make_env(extras: Sequence[str], run: Runner) -> Path:
+    """The shared environment with the project and `extras` installed, made once per pyproject.toml.
+
+    A lock keeps two nox runs from making the same environment at once; the stamp is written
+    last, so an interrupted install is made again, not used.
+    """
+    env = ENVS / ("env-" + "-".join(extras))
+    if _ready(env, extras):
+        return env
+    ENVS.mkdir(exist_ok=True)
+    with (ENVS / f"{env.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _ready(env, extras):
+            return env
+        py, target = str(env / "bin" / "python"), f".[{','.join(extras)}]"
+        uv = _uv()
+        if uv is not None:
+            run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(env)])
+            run([uv, "pip", "install", "--quiet", "--python", py, "-e", target])
+        else:
+            run([sys.executable, "-m", "venv", "--clear", str(env)])
+            run([py, "-m", "pip", "install", "--quiet", "-e", target])
+        marker = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2], encoding='utf-8')"
+        run([py, "-c", marker, str(env / ".assay-env"), _stamp(extras)])
+    return env
+
+
+def _bootstrap(argv: Sequence[str]) -> object:
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
 def _python() -> str:
-    """An interpreter that can import the compiler: nox's own, a session venv, or a bootstrapped one.
+    """An interpreter that can import the compiler: nox's own, the shared environment, or a new one.
 
-    On a fresh clone none has the compiler's four dependencies, so the first listing makes
-    `.nox/_compile` with just those (about 15 s, once); `nox -l` then lists every session.
+    On a fresh clone none has the compiler's dependencies, so the first listing makes the shared
+    `.nox/env-dev` (the one every session uses next); `nox -l` then lists every session.
     """
-    candidates = [sys.executable, *sorted(str(p) for p in (ROOT / ".nox").glob("*/bin/python"))]
+    candidates = [sys.executable, *sorted(str(p) for p in ENVS.glob("*/bin/python"))]
     for exe in candidates:
         probe = subprocess.run(
             [exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True
         )
         if probe.returncode == 0:
             return exe
-    print(
-        "nox: installing the compiler's dependencies into .nox/_compile (once) to compile specs/",
-        file=sys.stderr,
-    )
-    made = subprocess.run([sys.executable, "-m", "venv", str(BOOTSTRAP)], capture_output=True, text=True)
-    exe = str(BOOTSTRAP / "bin" / "python")
-    if made.returncode == 0:
-        subprocess.run([exe, "-m", "pip", "install", "-q", *COMPILER_DEPS], capture_output=True, text=True)
+    print("nox: installing the project into .nox/env-dev (once) to compile specs/", file=sys.stderr)
+    exe = str(_make_env(("dev",), _bootstrap) / "bin" / "python")
     return exe if Path(exe).exists() else sys.executable
 
 
@@ -119,18 +178,24 @@ def _manifest() -> dict[str, object]:
     return data
 
 
-def _venv(session: nox.Session) -> bool:
-    return session.venv_backend != "none" and not isinstance(
-        session.virtualenv, nox.virtualenv.PassthroughEnv
-    )
+def _no_venv(session: nox.Session) -> bool:
+    """True under `nox --no-venv` (the sessions then run on nox's own interpreter)."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return bool(getattr(config, "no_venv", False)) or getattr(config, "force_venv_backend", None) == "none"
 
 
-def _install(session: nox.Session) -> str:
-    """Install the project into the session's venv; the python to run (nox's own without a venv)."""
-    if _venv(session):
-        session.install("-e", ".[dev]")
-        return "python"
-    return sys.executable
+def _install(session: nox.Session, extras: Sequence[str] = ("dev",)) -> str:
+    """The python of the shared environment for `extras` (made on first use); nox's own under --no-venv."""
+    if _no_venv(session):
+        return sys.executable
+
+    def run(argv: Sequence[str]) -> object:
+        return session.run_install(*argv, external=True, silent=True)
+
+    env = _make_env(extras, run)
+    session.env["VIRTUAL_ENV"] = str(env)  # its tools first on PATH, as in a session's own venv
+    session.env["PATH"] = os.pathsep.join([str(env / "bin"), os.environ.get("PATH", os.defpath)])
+    return str(env / "bin" / "python")
 
 
 @nox.session
@@ -354,11 +419,8 @@ def perf_harness(session: nox.Session) -> None:
 
 
 def _install_dask(session: nox.Session) -> str:
-    """The project with its `dask` extra (distributed) in the session's venv."""
-    if _venv(session):
-        session.install("-e", ".[dev,dask]")
-        return "python"
-    return sys.executable
+    """The project with its `dask` extra (distributed): the shared `.nox/env-dev-dask`."""
+    return _install(session, ("dev", "dask"))
 
 
 @nox.session
