@@ -6,17 +6,22 @@ When generated/manifest.json is missing or older than any input (or the compiler
 `bench-<cell>` session: `nox -s bench-bin-none-off -- --agent X --trials 2`. `bench-` names cells
 only; benchmarks of assay itself are the `perf-*` sessions.
 
-Sessions that need the same packages share one environment: `.nox/env-dev` (the project with
-its `dev` extra) for almost all of them, `.nox/env-dev-dask` for the Dask ones. The first session
-on a clone makes it (with uv when there is one: `pip install nox[uv]`, or uv on PATH; else
-venv and pip); every later session starts its work at once. An environment is made again when
-pyproject.toml changes. `nox --no-venv` runs the sessions on the current interpreter instead.
+A session runs on nox's own interpreter when that already has this checkout installed with
+what the session needs (the README's first line installs it so: the demo installs nothing
+more). Otherwise sessions that need the same packages share one environment: `.nox/env-dev`
+(the project with its `dev` extra) for most, `.nox/env-dev-dask` for the Dask ones,
+`.nox/env-inspect` for Inspect AI in `perf`. The first session that needs one makes it (with
+uv, which the project's `nox[uv]` dependency brings; else venv and pip), and every later
+session starts its work at once; it is made again when pyproject.toml changes. `lint` always
+uses `.nox/env-dev`, as on a fresh clone. `nox --no-venv` runs every session on nox's own
+interpreter.
 """
 
 from __future__ import annotations
 
 import fcntl
 import hashlib
+import importlib.util
 import json
 import os
 import re
@@ -100,45 +105,53 @@ def _uv() -> str | None:
         return None
 
 
-def _stamp(extras: Sequence[str]) -> str:
-    """What an environment was made from: pyproject.toml, the extras, this Python."""
-    parts = [(ROOT / "pyproject.toml").read_bytes(), ",".join(extras).encode(), sys.version.encode()]
+def _stamp(install: Sequence[str]) -> str:
+    """What an environment was made from: what was installed (pyproject.toml for the project), this Python."""
+    parts = [" ".join(install).encode(), sys.version.encode()]
+    if "-e" in install:
+        parts.append((ROOT / "pyproject.toml").read_bytes())
     return hashlib.sha256(b"\0".join(parts)).hexdigest()
 
 
-def _ready(env: Path, extras: Sequence[str]) -> bool:
+def _ready(env: Path, install: Sequence[str]) -> bool:
     try:
-        done = (env / ".assay-env").read_text(encoding="utf-8") == _stamp(extras)
+        done = (env / ".assay-env").read_text(encoding="utf-8") == _stamp(install)
     except OSError:
         return False
     return done and (env / "bin" / "python").exists()
 
 
-def _make_env(extras: Sequence[str], run: Runner) -> Path:
-    """The shared environment with the project and `extras` installed, made once per pyproject.toml.
+def _make_env(name: str, install: Sequence[str], run: Runner) -> Path:
+    """The shared environment `.nox/env-<name>` with `install` (pip arguments) in it, made once.
 
-    A lock keeps two nox runs from making the same environment at once; the stamp is written
-    last, so an interrupted install is made again, not used.
+    Made again when what it holds changes (pyproject.toml for the project). A lock keeps two nox
+    runs from making the same environment at once; the stamp is written last, so an
+    interrupted install is made again, not used.
     """
-    env = ENVS / ("env-" + "-".join(extras))
-    if _ready(env, extras):
+    env = ENVS / f"env-{name}"
+    if _ready(env, install):
         return env
     ENVS.mkdir(exist_ok=True)
     with (ENVS / f"{env.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
-        if _ready(env, extras):
+        if _ready(env, install):
             return env
-        py, target = str(env / "bin" / "python"), f".[{','.join(extras)}]"
+        py = str(env / "bin" / "python")
         uv = _uv()
         if uv is not None:
             run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(env)])
-            run([uv, "pip", "install", "--quiet", "--python", py, "-e", target])
+            run([uv, "pip", "install", "--quiet", "--python", py, *install])
         else:
             run([sys.executable, "-m", "venv", "--clear", str(env)])
-            run([py, "-m", "pip", "install", "--quiet", "-e", target])
+            run([py, "-m", "pip", "install", "--quiet", *install])
         marker = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2], encoding='utf-8')"
-        run([py, "-c", marker, str(env / ".assay-env"), _stamp(extras)])
+        run([py, "-c", marker, str(env / ".assay-env"), _stamp(install)])
     return env
+
+
+def _project_env(extras: Sequence[str], run: Runner) -> Path:
+    """The shared environment with this checkout (editable) and its `extras`."""
+    return _make_env("-".join(extras), ["-e", f".[{','.join(extras)}]"], run)
 
 
 def _bootstrap(argv: Sequence[str]) -> object:
@@ -159,7 +172,7 @@ def _python() -> str:
         if probe.returncode == 0:
             return exe
     print("nox: installing the project into .nox/env-dev (once) to compile specs/", file=sys.stderr)
-    exe = str(_make_env(("dev",), _bootstrap) / "bin" / "python")
+    exe = str(_project_env(("dev",), _bootstrap) / "bin" / "python")
     return exe if Path(exe).exists() else sys.executable
 
 
@@ -184,31 +197,78 @@ def _no_venv(session: nox.Session) -> bool:
     return bool(getattr(config, "no_venv", False)) or getattr(config, "force_venv_backend", None) == "none"
 
 
-def _install(session: nox.Session, extras: Sequence[str] = ("dev",)) -> str:
-    """The python of the shared environment for `extras` (made on first use); nox's own under --no-venv."""
-    if _no_venv(session):
-        return sys.executable
+def _provides(needs: Sequence[str]) -> bool:
+    """True when nox's own interpreter has this checkout installed with every requirement of
+    `needs` (its extras): the README's first line installs it so, and a session then needs no
+    environment of its own."""
+    try:
+        from importlib import metadata
 
+        from packaging.requirements import Requirement
+
+        origin = importlib.util.find_spec("harness")
+        requires = metadata.requires("assay") or []
+    except (ImportError, ValueError, metadata.PackageNotFoundError):
+        return False
+    if origin is None or origin.origin is None or Path(origin.origin).resolve().parents[1] != ROOT:
+        return False
+    for line in requires:
+        req = Requirement(line)
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("", *needs)):
+            continue
+        try:
+            if not req.specifier.contains(metadata.version(req.name), prereleases=True):
+                return False
+        except metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+def _install(
+    session: nox.Session,
+    needs: Sequence[str] = ("dev",),
+    *,
+    extras: Sequence[str] = ("dev",),
+    own: bool = True,
+) -> str:
+    """The python a session runs: nox's own when it already has this checkout and what `needs`
+    (and `own` allows it), else that of the shared environment with `extras` (made on first use).
+    Under `nox --no-venv` always nox's own."""
+    if _no_venv(session) or (own and _provides(needs)):
+        return sys.executable
+    return _env_python(session, _project_env(extras, _installer(session)))
+
+
+def _installer(session: nox.Session) -> Runner:
     def run(argv: Sequence[str]) -> object:
         return session.run_install(*argv, external=True, silent=True)
 
-    env = _make_env(extras, run)
-    session.env["VIRTUAL_ENV"] = str(env)  # its tools first on PATH, as in a session's own venv
+    return run
+
+
+def _env_python(session: nox.Session, env: Path) -> str:
+    """The environment's python, its tools first on PATH (as in a session's own venv)."""
+    session.env["VIRTUAL_ENV"] = str(env)
     session.env["PATH"] = os.pathsep.join([str(env / "bin"), os.environ.get("PATH", os.defpath)])
     return str(env / "bin" / "python")
+
+
+def _runtime(session: nox.Session) -> str:
+    """The python of a session that needs only assay itself (no test or lint tools)."""
+    return _install(session, ())
 
 
 @nox.session
 def compile(session: nox.Session) -> None:
     """Compile specs/ and scenarios/ into generated/."""
-    py = _install(session)
+    py = _runtime(session)
     session.run(py, "-m", "harness", "compile", *session.posargs)
 
 
 @nox.session
 def validate(session: nox.Session) -> None:
     """Scenario validity: references pass, seeds fail, negatives fail exactly what they name."""
-    py = _install(session)
+    py = _runtime(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "validate", *session.posargs)
 
@@ -229,7 +289,7 @@ def tests(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """The gates: ruff check, ruff format --check and mypy --strict (without the dask extra, as on a fresh clone)."""
-    py = _install(session)
+    py = _install(session, own=False)  # as on a fresh clone, whatever nox runs on
     session.run(py, "-m", "ruff", "check", ".")
     session.run(py, "-m", "ruff", "format", "--check", ".")
     session.run(py, "-m", "mypy", "--strict")
@@ -263,7 +323,7 @@ _DEFAULT = _MANIFEST.get("default_matrix")
 @nox.session
 def bench(session: nox.Session) -> None:
     """Run the whole default matrix (-- --agent X --trials N filter)."""
-    py = _install(session)
+    py = _runtime(session)
     if not isinstance(_DEFAULT, str):
         session.error("no default matrix in generated/manifest.json")
     session.run(py, "-m", "harness", "matrix", _DEFAULT, *session.posargs)
@@ -271,7 +331,7 @@ def bench(session: nox.Session) -> None:
 
 def _bench_cell(matrix: str, cell: str) -> object:
     def run(session: nox.Session) -> None:
-        py = _install(session)
+        py = _runtime(session)
         session.run(py, "-m", "harness", "matrix", matrix, "--cell", cell, *session.posargs)
 
     run.__doc__ = f"Run cell {cell} of matrix {matrix} (-- --agent X --trials N filter)."
@@ -314,7 +374,7 @@ def agents(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """Report over a run tree: report.md, summary.json, report.html, junit.xml
     (-- <run-tree> [--regrade] [--format md,html,json,junit] [--out DIR]; default tree runs/<default matrix>)."""
-    py = _install(session)
+    py = _runtime(session)
     args = list(session.posargs)
     if not args or args[0].startswith("-"):
         if not isinstance(_DEFAULT, str):
@@ -389,7 +449,7 @@ def demo(session: nox.Session) -> None:
     none/none/off, bin/none/off and none/memory/off x the held-out example scenarios, the two-session
     handoff included), write runs/demo/report.{md,html} and summary.json. After
     `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
-    py = _install(session)
+    py = _runtime(session)
     session.run(py, "-m", "harness", "compile")
     # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
     session.run(py, "-m", "harness", "matrix", "demo", "--parallel", "4", *session.posargs)
@@ -403,11 +463,25 @@ def demo_versions(session: nox.Session) -> None:
     """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
     vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
     with the uplift-delta table and the control's drift."""
-    py = _install(session)
+    py = _runtime(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
     out = str(ROOT / "runs" / "demo-versions")
     session.run(py, "-m", "harness", "report", out, "--out", out)
+
+
+INSPECT_AI = "inspect-ai==0.3.285"
+"""Inspect AI, measured side by side in `perf` (pinned: the comparison is with one release)."""
+
+
+@nox.session
+def perf(session: nox.Session) -> None:
+    """assay's speed against its goals, from one run: 200 trivial trials side by side with Inspect AI
+    (installed once into .nox/env-inspect), the per-trial overhead by stage, grading throughput, the
+    README's demo and test command on fresh clones (-- --skip-demo --skip-tests --skip-grade)."""
+    py = _install(session)
+    inspect = _make_env("inspect", [INSPECT_AI], _installer(session)) / "bin" / "python"
+    session.run(py, "benchmarks/bench_perf.py", "--inspect", str(inspect), *session.posargs)
 
 
 @nox.session(name="perf-harness")
@@ -420,7 +494,7 @@ def perf_harness(session: nox.Session) -> None:
 
 def _install_dask(session: nox.Session) -> str:
     """The project with its `dask` extra (distributed): the shared `.nox/env-dev-dask`."""
-    return _install(session, ("dev", "dask"))
+    return _install(session, ("dev", "dask"), extras=("dev", "dask"))
 
 
 @nox.session
