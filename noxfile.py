@@ -7,8 +7,9 @@ When generated/manifest.json is missing or older than any input (or the compiler
 only; benchmarks of assay itself are the `perf-*` sessions.
 
 A session runs on nox's own interpreter when that already has this checkout installed with
-what the session needs (the README's first line installs it so: the demo installs nothing
-more). Otherwise sessions that need the same packages share one environment: `.nox/env-dev`
+what the session needs (assay itself is enough for `compile` and `report`; the example suite
+needs `dev`: its tool under test and its pytest checks). Otherwise sessions that need the same
+packages share one environment: `.nox/env-dev`
 (the project with its `dev` extra) for most, `.nox/env-dev-dask` for the Dask ones,
 `.nox/env-inspect` for Inspect AI in `perf`. The first session that needs one makes it (with
 uv, which the project's `nox[uv]` dependency brings; else venv and pip), and every later
@@ -254,7 +255,8 @@ def _env_python(session: nox.Session, env: Path) -> str:
 
 
 def _runtime(session: nox.Session) -> str:
-    """The python of a session that needs only assay itself (no test or lint tools)."""
+    """The python of a session that needs only assay itself: no test or lint tools, and no run of
+    the example suite (its tool under test, ruff, and its pytest checks come with `dev`)."""
     return _install(session, ())
 
 
@@ -268,7 +270,7 @@ def compile(session: nox.Session) -> None:
 @nox.session
 def validate(session: nox.Session) -> None:
     """Scenario validity: references pass, seeds fail, negatives fail exactly what they name."""
-    py = _runtime(session)
+    py = _install(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "validate", *session.posargs)
 
@@ -323,7 +325,7 @@ _DEFAULT = _MANIFEST.get("default_matrix")
 @nox.session
 def bench(session: nox.Session) -> None:
     """Run the whole default matrix (-- --agent X --trials N filter)."""
-    py = _runtime(session)
+    py = _install(session)
     if not isinstance(_DEFAULT, str):
         session.error("no default matrix in generated/manifest.json")
     session.run(py, "-m", "harness", "matrix", _DEFAULT, *session.posargs)
@@ -331,7 +333,7 @@ def bench(session: nox.Session) -> None:
 
 def _bench_cell(matrix: str, cell: str) -> object:
     def run(session: nox.Session) -> None:
-        py = _runtime(session)
+        py = _install(session)
         session.run(py, "-m", "harness", "matrix", matrix, "--cell", cell, *session.posargs)
 
     run.__doc__ = f"Run cell {cell} of matrix {matrix} (-- --agent X --trials N filter)."
@@ -449,7 +451,7 @@ def demo(session: nox.Session) -> None:
     none/none/off, bin/none/off and none/memory/off x the held-out example scenarios, the two-session
     handoff included), write runs/demo/report.{md,html} and summary.json. After
     `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
-    py = _runtime(session)
+    py = _install(session)
     session.run(py, "-m", "harness", "compile")
     # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
     session.run(py, "-m", "harness", "matrix", "demo", "--parallel", "4", *session.posargs)
@@ -463,7 +465,7 @@ def demo_versions(session: nox.Session) -> None:
     """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
     vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
     with the uplift-delta table and the control's drift."""
-    py = _runtime(session)
+    py = _install(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
     out = str(ROOT / "runs" / "demo-versions")

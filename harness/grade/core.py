@@ -27,6 +27,7 @@ from harness.artifacts.run_view import MissingArtifacts, RunView, load_view, rea
 from harness.artifacts.store import FutureSchemaError, write_record
 from harness.checks import CheckContext, run_checks, snapshot_validity
 from harness.checks.engine import scrub_outcome
+from harness.checks.registry import READ_ONLY_KINDS
 from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
@@ -35,6 +36,8 @@ from harness.sandbox import isolation, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
+IN_PROCESS = "in-process"
+"""`details.check_isolation` of a grade whose checks all read in the grader's process (no command ran)."""
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
 
 
@@ -202,6 +205,9 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         )
     except (MissingArtifacts, proj.UnknownScenario) as exc:
         return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+    if grader_dir is None and all(c.kind in READ_ONLY_KINDS for c in view.checks):
+        # Nothing runs in the workspace and nothing hidden goes into it: no copy to make.
+        return _assess(view, view.workspace, judge, scenario.notable_exits, project, base, in_place=True)
     scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
     try:
         workspace = scratch / "ws"
@@ -246,8 +252,11 @@ def _assess(
     notable: Sequence[int],
     project: Path | None,
     base: dict[str, Any],
+    *,
+    in_place: bool = False,
 ) -> Grade:
-    wrapper, wrapper_name = _check_wrap(view, workspace, project)
+    # In place, every check reads in this process: no command, so no wrapper to confine one.
+    wrapper, wrapper_name = (None, IN_PROCESS) if in_place else _check_wrap(view, workspace, project)
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,

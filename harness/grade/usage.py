@@ -22,10 +22,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from harness.artifacts.grade_sections import Usage
 from harness.artifacts.readers import Turn
+from harness.grade.project import read_yaml
 
 PRICES_FILE = Path("specs") / "prices.yaml"
 _KINDS = ("input", "output", "cache_read", "cache_write")
@@ -54,7 +53,7 @@ def load_prices(project: Path | None) -> PriceTable | None:
     """The project's price table, or None when it has none."""
     if project is None or not (project / PRICES_FILE).is_file():
         return None
-    raw: Any = yaml.safe_load((project / PRICES_FILE).read_text(encoding="utf-8"))
+    raw: Any = read_yaml(project / PRICES_FILE)
     if not isinstance(raw, dict) or raw.get("kind") != "prices" or not isinstance(raw.get("models"), dict):
         raise PriceTableError(f"{PRICES_FILE}: expected kind: prices with a models map")
     if not raw.get("version"):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec, confines
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.pathsafe import collect
 
@@ -107,6 +107,7 @@ class Launcher:
             network=self.network,
             ro_binds=self.ro_binds,
             cancel=cancel,
+            namespaces=not confines(self.isolation),
         )
 
     def shell(self, command: str, **kwargs: object) -> proc.ProcResult:

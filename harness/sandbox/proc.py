@@ -89,9 +89,20 @@ def _pdeathsig_prefix() -> tuple[str, ...]:
 
 
 def launcher_argv(
-    argv: Sequence[str], *, network: bool = True, ro_binds: Sequence[tuple[Path, Path]] = ()
+    argv: Sequence[str],
+    *,
+    network: bool = True,
+    ro_binds: Sequence[tuple[Path, Path]] = (),
+    namespaces: bool = True,
 ) -> tuple[list[str], str]:
-    """The full argv that runs `argv` with tree ending, and the tree-kill mode it gives."""
+    """The full argv that runs `argv` with tree ending, and the tree-kill mode it gives.
+
+    `namespaces=False`: argv is a sandbox that is a pid namespace of its own (its whole tree ends
+    with it), with its own network namespace and mounts (bwrap, unshare); a second layer of
+    each would only cost a process start and a network namespace per command.
+    """
+    if not namespaces:
+        return [*_pdeathsig_prefix(), *argv], "pidns"
     if pidns_available():
         ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
         if not network:
@@ -198,6 +209,7 @@ def run(
     network: bool = True,
     ro_binds: Sequence[tuple[Path, Path]] = (),
     cancel: threading.Event | None = None,
+    namespaces: bool = True,
 ) -> ProcResult:
     """Run a command to its end (or the harness's), then make sure its whole tree is gone.
 
@@ -213,8 +225,10 @@ def run(
         network: False runs the command in an empty network namespace (when namespaces work).
         ro_binds: (source, target) folders bind-mounted read-only inside the command's namespace.
         cancel: Set from another thread to end the command early (Ctrl-C).
+        namespaces: False when argv is a sandbox with namespaces of its own (see `launcher_argv`);
+            `network` and `ro_binds` are then the sandbox's to enforce.
     """
-    full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds)
+    full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds, namespaces=namespaces)
     run_env = dict(env)
     if mode == "pidns" and not network:
         run_env["ASSAY_LO_UP"] = "1"
