@@ -2,7 +2,8 @@
 
 Files into the workspace or HOME, knowledge folders linked read-only, the skill folder, the
 tracing shim in front of PATH, the state directory (seeded by `state_setup`), the model
-gateway, the sandbox, setup commands, the baseline commit, then the canaries. Everything that
+gateway, the sandbox, setup commands, the baseline commit, then the canaries (made ready to run
+first in the agent's own launch: `Ready.first`). Everything that
 is not the workspace lives in the run directory, so a sandbox that shows the agent only the run
 directory shows it everything it may use and nothing of the project. A step's evidence files
 are provisions too, placed for that step only.
@@ -13,14 +14,16 @@ from __future__ import annotations
 import os
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from compiler.contract import Job, Step
-from harness.artifacts.names import META_DIR, SETUP_LOG
+from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG, TRACE_FILE
 from harness.gateway import model_route
 from harness.sandbox import pathsafe, proc
+from harness.sandbox.gate import Gate
 from harness.sandbox.isolation import Mount
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, canaries, environment, shim
@@ -30,6 +33,10 @@ from harness.trial.workspace import Workspace, commit_baseline, copy_tree
 if TYPE_CHECKING:
     from harness.trial.prepare import Trial
     from harness.trial.record import Outcome
+
+
+PRE_AGENT_TRACE = "pre-agent-trace.jsonl"
+"""Under `.assay/`: the trace rows of setup commands and canaries (not the agent's tool use)."""
 
 
 class ProvisionError(RuntimeError):
@@ -51,19 +58,32 @@ class Provided:
     """How knowledge links are read-only: "bind" (a read-only mount) or "copy" (a read-only copy)."""
 
 
+class FirstPhase(NamedTuple):
+    """The canaries, to run in the agent's own launch before it (`harness.sandbox.gate`)."""
+
+    script: str
+    gate: Gate
+    finish: Callable[[str], None]
+    """Called after that launch with how it ended ("timed out", "launch exit 1"): the canaries'
+    verdicts onto the trial's record."""
+
+
 class Ready(NamedTuple):
     """What the run stage needs: the sandbox and the agent's command line in it."""
 
     launcher: Launcher
     argv: list[str]
     """The adapter's command, behind the gateway's forwarder when the gateway carries only the model."""
+    first: FirstPhase | None = None
+    """The canaries, still to run, before the agent in its first launch."""
 
 
 def provide(trial: Trial, out: Outcome) -> Ready:
-    """Put the cell's world in place and prove it with the canaries; returns the agent's sandbox.
+    """Put the cell's world in place; returns the agent's sandbox and the canaries that prove it.
 
-    The canaries' verdict (and an unenforceable `network: off`) lands on `out.fields["invalid"]`:
-    an invalid run still runs, and the report counts it apart.
+    The canaries run in the agent's first launch, before it (`Ready.first`); their verdict (and
+    an unenforceable `network: off`) lands on `out.fields["invalid"]`: an invalid run still runs,
+    and the report counts it apart.
     """
     job, paths = trial.job, trial.paths
     make_dirs(paths)
@@ -89,14 +109,36 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     seed_state(job, launcher, paths)
     commit_baseline(trial.ws)
     out.lap("setup_baseline")
-    out.canaries = canaries.run(job.cell.provisions.canaries, launcher)
-    out.lap("canaries")
-    out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(job, out.iso)
-    # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
-    # counts every row as the agent's tool use), so their rows are kept aside.
-    if paths.trace.is_file():
-        paths.trace.replace(paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
-    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv)
+    out.fields["invalid"] = canaries.unenforceable(job, out.iso)
+    argv = gw.wrap(out.argv) if gw and not carried else out.argv
+    found = canaries.phase(job.cell.provisions.canaries)
+    if found is None:
+        keep_trace_aside(paths)
+        return Ready(launcher, argv)
+    return Ready(launcher, argv, _first_phase(job, found, paths, out))
+
+
+def _first_phase(job: Job, found: canaries.Phase, paths: TrialPaths, out: Outcome) -> FirstPhase:
+    gate = Gate(timeout_s=found.timeout_s, opened=lambda _output: keep_trace_aside(paths))
+
+    def finish(ended: str) -> None:
+        out.canaries = canaries.verdicts(found, gate.output, ended=ended)
+        out.carve("canaries", gate.phase_s or 0.0)
+        out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(job, out.iso)
+
+    return FirstPhase(found.script, gate, finish)
+
+
+def keep_trace_aside(paths: TrialPaths) -> None:
+    """Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+    counts every row as the agent's tool use), so their rows are kept aside, before the agent
+    starts: those collected already, and those still in the sandbox's outbox."""
+    aside = paths.run_dir / META_DIR / PRE_AGENT_TRACE
+    for rows in (paths.trace, paths.run_dir / OUTBOX_DIR / TRACE_FILE):
+        if rows.is_file() and not rows.is_symlink():
+            with aside.open("ab") as fh:
+                fh.write(rows.read_bytes())
+            rows.unlink()
 
 
 def _src(project: Path, rel: str, what: str) -> Path:
