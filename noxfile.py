@@ -277,15 +277,42 @@ def validate(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (pytest; collecting no test is a failure)."""
+    """The fast test suite, in parallel (collecting no test is a failure). The heavy suites have
+    sessions of their own: isolation, faults, dask, browser, agents (all in .ci/run)."""
     py = _install(session)
+    _pytest(session, py, "-m", FAST, *(f"--ignore={d}" for d in HEAVY_DIRS), "-n", "4", *session.posargs)
+
+
+FAST = "not slow and not isolation and not dask and not browser and not agents"
+"""The README's test command: every test but the heavy suites' (markers in pyproject.toml)."""
+HEAVY_DIRS = ("tests/isolation", "tests/dask")
+"""Folders of heavy suites: the `isolation` and `dask` sessions run them."""
+
+
+def _pytest(session: nox.Session, py: str, *args: str) -> None:
     try:
-        session.run(py, "-m", "pytest", *session.posargs)
+        session.run(py, "-m", "pytest", "-p", "no:cacheprovider", *args)
     except nox.command.CommandFailed as exc:
         # session.run returns no exit code, so exit 5 (no tests collected) is told apart here.
         if getattr(exc, "return_code", None) == 5:
             session.error("pytest collected no tests: a test run that checks nothing is a failure")
         raise
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """The slow suite: crash and interrupt recovery (SIGKILL and Ctrl-C halfway, resume), builds of
+    compared versions, a fresh copy's install; the `slow` marker outside the other heavy suites."""
+    py = _install(session)
+    _pytest(
+        session,
+        py,
+        "-m",
+        "slow and not isolation and not dask and not browser and not agents",
+        "-rs",
+        "tests",
+        *session.posargs,
+    )
 
 
 @nox.session
