@@ -280,13 +280,14 @@ def tests(session: nox.Session) -> None:
     """The fast test suite, in parallel (collecting no test is a failure). The heavy suites have
     sessions of their own: isolation, faults, dask, browser, agents (all in .ci/run)."""
     py = _install(session)
-    _pytest(session, py, "-m", FAST, *(f"--ignore={d}" for d in HEAVY_DIRS), "-n", "4", *session.posargs)
+    marks = () if "-m" in session.posargs else ("-m", FAST)  # `-- -m X` chooses the tests instead
+    _pytest(session, py, *marks, *(f"--ignore={d}" for d in HEAVY_DIRS), "-n", "4", *session.posargs)
 
 
-FAST = "not slow and not isolation and not dask and not browser and not agents"
+FAST = "not slow and not faults and not isolation and not dask and not browser and not agents"
 """The README's test command: every test but the heavy suites' (markers in pyproject.toml)."""
-HEAVY_DIRS = ("tests/isolation", "tests/dask")
-"""Folders of heavy suites: the `isolation` and `dask` sessions run them."""
+HEAVY_DIRS = ("tests/isolation", "tests/dask", "tests/faults")
+"""Folders of heavy suites: the `isolation`, `dask` and `faults` sessions run them."""
 
 
 def _pytest(session: nox.Session, py: str, *args: str) -> None:
@@ -300,18 +301,13 @@ def _pytest(session: nox.Session, py: str, *args: str) -> None:
 
 
 @nox.session
-def faults(session: nox.Session) -> None:
-    """The slow suite: crash and interrupt recovery (SIGKILL and Ctrl-C halfway, resume), builds of
-    compared versions, a fresh copy's install; the `slow` marker outside the other heavy suites."""
+def slow(session: nox.Session) -> None:
+    """The slow-marked tests outside the other heavy suites: Ctrl-C and SIGKILL of a matrix halfway
+    and its resume through the CLI, builds of compared versions, a fresh copy's install."""
     py = _install(session)
+    marks = "slow and not faults and not isolation and not dask and not browser and not agents"
     _pytest(
-        session,
-        py,
-        "-m",
-        "slow and not isolation and not dask and not browser and not agents",
-        "-rs",
-        "tests",
-        *session.posargs,
+        session, py, "-m", marks, "-rs", *(f"--ignore={d}" for d in HEAVY_DIRS), "tests", *session.posargs
     )
 
 
@@ -384,7 +380,7 @@ def agents(session: nox.Session) -> None:
     """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
     tests against the scripted model server (-- extra pytest args)."""
     py = _install(session)
-    session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
+    session.run(py, "-m", "adapters.install", *AGENT_CLIS)
     session.run(
         py,
         "-m",
@@ -438,6 +434,26 @@ def perf_report(session: nox.Session) -> None:
     """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """Fault injection into a real matrix: SIGKILL and SIGTERM of the runner at every stage boundary,
+    a full disk; prints kills x stages with the counts lost, duplicated and differing (all 0)."""
+    py = _install(session)
+    session.run(
+        py,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "faults",
+        "-s",
+        "-rs",
+        "tests/faults",
+        *session.posargs,
+    )
 
 
 @nox.session

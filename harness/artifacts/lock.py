@@ -72,8 +72,9 @@ def hold(root: Path, *, wait: bool = False, poll_s: float = 0.5) -> Iterator[Pat
                     ) from None
                 time.sleep(poll_s)  # a wait for another process, not for a result: polling is the contract
         info = {"pid": os.getpid(), "host": socket.gethostname(), "started": time.time(), "argv": sys.argv}
-        os.ftruncate(fd, 0)
-        os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
+        with contextlib.suppress(OSError):  # who holds it is a courtesy; a full disk must not stop here
+            os.ftruncate(fd, 0)
+            os.pwrite(fd, (json.dumps(info) + "\n").encode(), 0)
         scratch = _fresh_scratch(root)
         previous = tempfile.tempdir
         tempfile.tempdir = str(scratch)  # every mkdtemp of this process: grading copies, check folders

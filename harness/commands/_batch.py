@@ -155,7 +155,7 @@ def run_jobs(
     except lock.TreeBusy as exc:
         raise TreeBusy(str(exc)) from None
     except OSError as exc:
-        raise TreeUnwritable(f"{io_detail(exc)}; nothing was run") from None
+        raise TreeUnwritable(f"{io_detail(exc, runs_root)}; nothing was run") from None
 
 
 def _run_held(
@@ -203,9 +203,8 @@ def _run_held(
     batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     io = [o for o in outcomes if o.status == IO_ERROR]
     if io:
-        raise TreeUnwritable(
-            f"{io[0].detail}; the matrix stopped after {len(outcomes) - len(io)} trial(s); rerun to resume"
-        )
+        finished = sum(1 for o in outcomes if o.status not in (IO_ERROR, "skipped"))
+        raise TreeUnwritable(f"{io[0].detail}; the matrix stopped after {finished} trial(s); rerun to resume")
     return 1 if counts.get("error") else 0
 
 

@@ -236,3 +236,33 @@ def test_a_closed_stderr_never_stops_the_matrix(project: Path, tmp_path: Path) -
     )
     assert done.returncode == 0
     assert len([d for d in find_runs(runs) if read_grade(d) is not None]) == 3
+
+
+def test_a_report_over_a_partial_matrix_names_what_is_missing(compiled: Path, tmp_path: Path) -> None:
+    runs = tmp_path / "runs"
+    ran = assay("--project", compiled, "matrix", "smoke", "--cell", "none/none/off", "--runs", runs)
+    assert ran.returncode == 0, ran.stderr
+    out = tmp_path / "report"
+    done = assay("--project", compiled, "report", runs / "smoke", "--out", out)
+    assert done.returncode == 0, done.stderr
+    summary = json.loads((out / "summary.json").read_text())
+    cells = {c["cell"]: c for c in summary["completeness"]["cells"]}
+    assert cells["none/none/off"]["done"] == cells["none/none/off"]["planned"] > 0
+    missing = cells["bin/none/off"]
+    assert missing["done"] == 0 and len(missing["not_run"]) == missing["planned"] > 0
+    report = (out / "report.md").read_text()
+    assert f"bin/none/off: 0 of {missing['planned']} planned trials done" in report
+    assert missing["not_run"][0] in report
+
+
+def test_a_garbage_run_json_is_run_again_and_the_report_survives_it(project: Path, tmp_path: Path) -> None:
+    jobs = _jobs(tmp_path / "jobs", n=2)
+    runs = tmp_path / "runs"
+    assert _matrix(project, tmp_path / "jobs", runs).returncode == 0
+    broken = run_dir_for(jobs[0], runs)
+    (broken / RUN_FILE).write_bytes(b"\x00\xff{ not json")
+    report = assay("--project", project, "report", runs, "--out", tmp_path / "r")
+    assert report.returncode == 0 and "Traceback" not in report.stderr, report.stderr
+    again = _matrix(project, tmp_path / "jobs", runs)
+    assert again.returncode == 0, again.stderr
+    assert read_run(broken).exit_code == 0 and read_grade(broken) is not None

@@ -18,7 +18,7 @@ from pathlib import Path
 from compiler.contract import Job
 from harness.artifacts.records import RunRecord, read_run
 from harness.sandbox.isolation import select
-from harness.trial import run_trial
+from harness.trial import faults, run_trial
 
 
 @dataclass(frozen=True)
@@ -93,10 +93,10 @@ IO_ERROR = "io-error"
 IO_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT, errno.EACCES, errno.EPERM})
 
 
-def io_detail(exc: OSError) -> str:
+def io_detail(exc: OSError, where: Path | None = None) -> str:
     """`<path>: <reason>`, the one line a full or read-only disk gets."""
-    where = exc.filename if exc.filename is not None else "the run tree"
-    return f"cannot write {where}: {exc.strerror or exc}"
+    path = exc.filename if exc.filename is not None else where or "the run tree"
+    return f"cannot write {path}: {exc.strerror or exc}"
 
 
 def execute(task: TrialTask, cancel: threading.Event | None = None) -> TrialOutcome:
@@ -124,13 +124,14 @@ def execute(task: TrialTask, cancel: threading.Event | None = None) -> TrialOutc
             )
         status, detail = classify(record)
         if status in ("ungraded", "error", "invalid") and not record.interrupted and grader_available():
+            faults.stop_point("grading", run_dir, cancel)
             graded, graded_detail = grade(run_dir, Path(task.project))
             if status == "ungraded":
                 status, detail = graded, graded_detail
     except OSError as exc:
         if exc.errno not in IO_ERRNOS:
             return outcome("error", "".join(traceback.format_exception_only(exc)).strip())
-        return outcome(IO_ERROR, io_detail(exc))
+        return outcome(IO_ERROR, io_detail(exc, run_dir))
     except Exception:  # the per-trial boundary: a grader crash is this trial's problem, not the matrix's
         return outcome("error", "grader crashed: " + traceback.format_exc(limit=3))
     return outcome(status, detail)
