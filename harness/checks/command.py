@@ -49,7 +49,8 @@ class CommandCheck:
         if not cwd.is_dir():
             raise CheckError(f"working folder {param(spec, 'cwd')!r} does not exist in the workspace")
         timeout = ctx.timeout_for(spec)
-        done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
+        env = command_env(spec, workspace, ctx)
+        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
         shown = run if isinstance(run, str) else " ".join(argv)
         if done.timed_out:
             raise CheckError(f"`{shown}` timed out after {timeout:g}s")

@@ -63,11 +63,12 @@ def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
 
 
-def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[Any, str]:
+def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[Any, str, bool]:
     """Check commands run in the agent's isolation (they execute its code), network off; without
     one (isolation `none`, or it cannot run here) only in a network namespace, as before.
 
-    Returns the wrapper and its name, recorded in the grade (`details.check_isolation`)."""
+    Returns the wrapper, its name (recorded in the grade: `details.check_isolation`), and whether
+    it is a sandbox with namespaces of its own (`CheckContext.sandboxed`)."""
     try:
         iso = isolation.select(view.job.options.isolation)
     except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
@@ -75,8 +76,8 @@ def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[A
     tools = [d for rel in view.job.cell.provisions.path if (d := proj.project_dir(project, rel)) is not None]
     wrap = check_wrapper(iso, home=workspace.parent / "home", read_only=tools) if iso is not None else None
     if wrap is not None and iso is not None:
-        return wrap, iso.name
-    return (_no_network, "netns") if _netns_prefix() else (None, "none")
+        return wrap, iso.name, isolation.confines(iso)
+    return (_no_network, "netns", False) if _netns_prefix() else (None, "none", False)
 
 
 def check_env() -> dict[str, str]:
@@ -256,7 +257,9 @@ def _assess(
     in_place: bool = False,
 ) -> Grade:
     # In place, every check reads in this process: no command, so no wrapper to confine one.
-    wrapper, wrapper_name = (None, IN_PROCESS) if in_place else _check_wrap(view, workspace, project)
+    wrapper, wrapper_name, sandboxed = (
+        (None, IN_PROCESS, False) if in_place else _check_wrap(view, workspace, project)
+    )
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,
@@ -264,6 +267,7 @@ def _assess(
         env=check_env(),
         timeout_s=None,
         wrap=wrapper,
+        sandboxed=sandboxed,
         extra={"run": view, "judge": judge},
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
