@@ -12,6 +12,7 @@ are provisions too, placed for that step only.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
 from collections.abc import Callable
@@ -21,11 +22,20 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from compiler.contract import Job, Step
 from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG, TRACE_FILE
-from harness.gateway import model_route
+from harness.artifacts.prices import load_prices
+from harness.gateway import Meter, model_route
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.gate import Gate
-from harness.sandbox.isolation import Mount
+from harness.sandbox.isolation import Isolation, Mount
 from harness.sandbox.launch import Launcher
+from harness.sandbox.scenario import (
+    View,
+    copy_mounts,
+    environment_of,
+    needs_view,
+    refuse_without_mounts,
+    view,
+)
 from harness.trial import agent, canaries, environment, shim
 from harness.trial.environment import SYSTEM_PATH, TrialPaths
 from harness.trial.workspace import Workspace, commit_baseline, copy_tree
@@ -35,6 +45,7 @@ if TYPE_CHECKING:
     from harness.trial.record import Outcome
 
 
+PROBE_TIMEOUT_S = 60.0
 PRE_AGENT_TRACE = "pre-agent-trace.jsonl"
 """Under `.assay/`: the trace rows of setup commands and canaries (not the agent's tool use)."""
 
@@ -59,13 +70,16 @@ class Provided:
 
 
 class FirstPhase(NamedTuple):
-    """The canaries, to run in the agent's own launch before it (`harness.sandbox.gate`)."""
+    """The canaries and the launch probe, to run in the agent's own launch before it
+    (`harness.sandbox.gate`): one sandbox start for all three."""
 
     script: str
     gate: Gate
     finish: Callable[[str], None]
     """Called after that launch with how it ended ("timed out", "launch exit 1"): the canaries'
-    verdicts onto the trial's record."""
+    verdicts onto the trial's record; raises AdapterCannotStart when the probe failed."""
+    alone: Callable[[], None]
+    """The launch probe in a launch of its own (when the phase never ended, before the agent's)."""
 
 
 class Ready(NamedTuple):
@@ -91,9 +105,21 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     out.lap("provision")
     out.argv = agent.command(job)
     args = agent.resolve_args(job, project=trial.project, run_dir=paths.run_dir)
-    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso)
+    meter = budget_meter(job, trial.project)
+    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso, meter=meter)
     gw = out.gateway = out.closing.enter_context(route)
+    if meter is not None:
+        if gw is not None and gw.gateway.routes.get(model_route.ROUTE) is not None:
+            out.meter = meter
+        else:
+            out.budget_note = (
+                "not enforced: no model gateway (isolation none)"
+                if out.iso.name == "none"
+                else "not enforced: the agent names no model endpoint (base_url) for the gateway to carry"
+            )
+    seen = scenario_view(job, trial.project, paths, out.iso)
     env = environment.build(job, paths, agent_args=gw.args if gw else args)
+    env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
     env = gw.scrub(env) if gw else env
     carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
     launcher = out.launcher = environment.launcher(
@@ -104,29 +130,47 @@ def provide(trial: Trial, out: Outcome) -> Ready:
         out.iso,
         extra=(gw.mount(),) if gw else (),
         prefix=tuple(gw.wrap([])) if gw and carried else (),
+        seen=seen,
     )
     setup(job, launcher, paths)
     seed_state(job, launcher, paths)
     commit_baseline(trial.ws)
     out.lap("setup_baseline")
     out.fields["invalid"] = canaries.unenforceable(job, out.iso)
-    argv = gw.wrap(out.argv) if gw and not carried else out.argv
-    found = canaries.phase(job.cell.provisions.canaries)
-    if found is None:
-        keep_trace_aside(paths)
-        return Ready(launcher, argv)
-    return Ready(launcher, argv, _first_phase(job, found, paths, out))
+    first = _first_phase(job, canaries.phase(job.cell.provisions.canaries), launcher, paths, out)
+    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first)
 
 
-def _first_phase(job: Job, found: canaries.Phase, paths: TrialPaths, out: Outcome) -> FirstPhase:
-    gate = Gate(timeout_s=found.timeout_s, opened=lambda _output: keep_trace_aside(paths))
+PROBE_MARK = "@@assay-launch-probe"
+
+
+def _first_phase(
+    job: Job, found: canaries.Phase | None, launcher: Launcher, paths: TrialPaths, out: Outcome
+) -> FirstPhase:
+    """The canaries, then the launch probe (`probe_launch`), as the first phase of the agent's launch."""
+    probe = shlex.join(agent.launch_probe(job, out.argv))
+    script = (found.script if found else "") + (
+        f"{probe} 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
+    )
+    timeout_s = (found.timeout_s if found else 0.0) + PROBE_TIMEOUT_S
+    gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths))
 
     def finish(ended: str) -> None:
-        out.canaries = canaries.verdicts(found, gate.output, ended=ended)
         out.carve("canaries", gate.phase_s or 0.0)
-        out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(job, out.iso)
+        if found is not None:
+            out.canaries = canaries.verdicts(found, gate.output, ended=ended)
+            out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(
+                job, out.iso
+            )
+        head, mark, tail = gate.output.rpartition(f"\n{PROBE_MARK} ".encode())
+        if mark:  # the probe failed: the adapter never started
+            (paths.run_dir / META_DIR / "launch-probe.log").write_bytes(head[-4000:])
+            why = head.decode("utf-8", errors="replace").strip()[-500:]
+            raise agent.AdapterCannotStart(
+                f"the adapter cannot start in the sandbox (exit {tail.split()[0].decode()}): {why}"
+            )
 
-    return FirstPhase(found.script, gate, finish)
+    return FirstPhase(script, gate, finish, lambda: probe_launch(job, launcher, out.argv, paths))
 
 
 def keep_trace_aside(paths: TrialPaths) -> None:
@@ -139,6 +183,43 @@ def keep_trace_aside(paths: TrialPaths) -> None:
             with aside.open("ab") as fh:
                 fh.write(rows.read_bytes())
             rows.unlink()
+
+
+def scenario_view(job: Job, project: Path, paths: TrialPaths, iso: Isolation) -> View | None:
+    """What the scenario shows the agent: its workdir, its mounts (writable ones copied into the run
+    directory, where the grader finds their final state), its environment (built once)."""
+    scenario = job.scenario
+    if not needs_view(scenario) and scenario.environment is None and not scenario.env:
+        return None
+    refuse_without_mounts(scenario, iso.name)
+    copy_mounts(scenario, project, paths.run_dir)
+    built = environment_of(scenario, project)
+    return view(
+        scenario, project, paths.workspace, mounts_root=paths.run_dir, checks=False, environment=built
+    )
+
+
+def probe_launch(job: Job, launcher: Launcher, argv: list[str], paths: TrialPaths) -> None:
+    """The sandbox starts and the adapter's program and files are in it, or the run failed to run
+    (a harness-side cause is never graded as the agent's failure)."""
+    log = paths.run_dir / META_DIR / "launch-probe.log"
+    done = launcher.run(agent.launch_probe(job, argv), timeout_s=60, log=log)
+    if done.exit_code != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.is_file() else ""
+        raise agent.AdapterCannotStart(
+            f"the adapter cannot start in the sandbox (exit {done.exit_code}): {tail}"
+        )
+
+
+def budget_meter(job: Job, project: Path) -> Meter | None:
+    """The meter of the trial's budgets (None without any); a money budget needs the price table."""
+    budgets = job.limits.budgets()
+    if not budgets:
+        return None
+    prices = load_prices(project) if "cost_usd" in budgets else None
+    if "cost_usd" in budgets and prices is None:
+        raise ProvisionError("the cost_usd budget needs specs/prices.yaml to price the model's tokens")
+    return Meter(budgets, prices)
 
 
 def _src(project: Path, rel: str, what: str) -> Path:
