@@ -49,6 +49,8 @@ class Gate:
     """What `opened` raised: the command was then never let start."""
     _buffer: bytearray = field(default_factory=bytearray)
     _done: threading.Event = field(default_factory=threading.Event)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+    _shut: bool = False
 
     def wrap(self, phase: str, argv: Sequence[str]) -> list[str]:
         """The launch's argv: the phase, the marker, one line read from stdin, then argv."""
@@ -62,8 +64,15 @@ class Gate:
 
     def feed(self, chunk: bytes) -> bytes:
         """Take the launch's output: kept while the phase runs; returns what the command printed."""
+        with self._lock:
+            return self._feed(chunk)
+
+    def _feed(self, chunk: bytes) -> bytes:
         if self.at is not None:
             return chunk
+        if self._shut:  # ended (its time ran out, say) before the marker: the gate never opens
+            self.output += chunk
+            return b""
         self._buffer += chunk
         tag = b"\n" + self.marker.encode() + b"\n"
         end = self._buffer.find(tag)
@@ -88,9 +97,13 @@ class Gate:
         return self.at is not None and self.failed is None
 
     def close(self) -> None:
-        """The launch is over: release a waiting feeder; keep what a phase that never ended printed."""
-        if self.at is None:
-            self.output = bytes(self._buffer)
+        """The launch is over, or being ended: the gate stays as it is (shut, if it never opened);
+        release a waiting feeder; keep what a phase that never ended printed."""
+        with self._lock:
+            if self.at is None and not self._shut:
+                self._shut = True
+                self.output = bytes(self._buffer)
+                self._buffer.clear()
         self._done.set()
 
     def deadline(self, timeout_s: float | None) -> float | None:

@@ -296,6 +296,8 @@ def run(
                 cancelled = True
             if timed_out or capped or cancelled:
                 exited.close()
+                if gate is not None:
+                    gate.close()  # what the phase prints while it is ended opens nothing
                 _end_tree(proc)
                 break
         # pid 1 is gone, so the namespace is empty; in fallback mode end stragglers of the group.
