@@ -125,7 +125,8 @@ def test_run_cli_stops_a_cli_retrying_past_its_limit_and_kills_the_whole_tree(tm
     assert done.returncode != 0
     assert (done.retries, done.stopped) == (2, True)
     assert [line for _, line in done.lines] == ["Retrying in 1 seconds"]
-    assert (tmp_path / "cli.stderr").read_text() == "again\n"
+    # the shell may live long enough to report its killed child ("Killed"): the tree ends either way
+    assert (tmp_path / "cli.stderr").read_text().startswith("again\n")
     grandchild = int(pid_file.read_text())
     for _ in range(50):
         if (
