@@ -11,7 +11,7 @@ from harness.grade import grade_run
 from harness.sandbox import proc
 from harness.sandbox.gate import Gate
 from harness.trial import run_trial
-from tests.runner.conftest import bin_cell, command_agent, make_job, none_cell
+from tests.helpers import bin_cell, command_agent, make_job, none_cell
 
 COMMAND = ["sh", "-c", 'read -r line; echo "got $line"; echo started > started']
 

@@ -7,7 +7,7 @@ import subprocess
 from pathlib import Path
 
 from harness.trial import run_trial, shim
-from tests.runner.conftest import command_agent, make_job
+from tests.helpers import command_agent, make_job
 
 
 def test_shim_records_invocations_and_tees_serve_sessions(tmp_path: Path) -> None:
