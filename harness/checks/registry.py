@@ -31,6 +31,12 @@ KINDS: dict[str, str] = {
 
 CHECK_KINDS = Plugins("check kind", KINDS, error=CheckError, dotted="pkg.mod:Class")
 
+READ_ONLY_KINDS = frozenset(
+    {"contains", "absent", "answer", "file-exists", "unchanged", "trace", "events", "transcript"}
+)
+"""Kinds that assess in this process by reading only: no command runs in the workspace, and
+nothing in it changes, so the grader may assess a run's own workspace without a scratch copy."""
+
 
 def names() -> list[str]:
     """Every built-in kind name, sorted."""

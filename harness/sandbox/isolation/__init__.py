@@ -25,6 +25,7 @@ __all__ = [
     "Overlay",
     "SandboxLimits",
     "SandboxSpec",
+    "confines",
     "select",
 ]
 
@@ -39,3 +40,13 @@ def select(name: str) -> Isolation:
         name = "none"
     chosen: Isolation = ISOLATIONS.load(name)()
     return chosen
+
+
+def confines(isolation: Isolation) -> bool:
+    """True when the isolation's sandbox is a pid namespace of its own (the whole tree ends with
+    it), with its own network namespace and mounts, so the runner adds no namespaces around it.
+
+    An isolation says so with `ends_tree = True` (bwrap, unshare); one that does not say is
+    wrapped as before.
+    """
+    return bool(getattr(isolation, "ends_tree", False))
