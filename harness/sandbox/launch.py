@@ -14,7 +14,8 @@ from pathlib import Path
 from typing import Protocol
 
 from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.sandbox.gate import Gate
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec, confines
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.pathsafe import collect
 
@@ -86,8 +87,12 @@ class Launcher:
         output_cap: int = 10_000_000,
         capture: bool = False,
         cancel: threading.Event | None = None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
-        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
+        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported.
+
+        With a `gate`, argv is `gate.wrap(phase, command)`: a first phase in the same sandbox
+        (`harness.sandbox.gate`)."""
         spec = self.spec(argv)
         with confine(self.isolation, spec, label=self.label, watch=self.watch) as box:
             try:
@@ -100,6 +105,7 @@ class Launcher:
                     output_cap=output_cap,
                     capture=capture,
                     cancel=cancel,
+                    gate=gate,
                 )
             finally:
                 if self.hook is not None:
@@ -120,6 +126,7 @@ class Launcher:
         output_cap: int,
         capture: bool,
         cancel: threading.Event | None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
         return proc.run(
             argv,
@@ -133,6 +140,8 @@ class Launcher:
             network=self.network,
             ro_binds=self.ro_binds,
             cancel=cancel,
+            namespaces=not confines(self.isolation),
+            gate=gate,
         )
 
     def shell(self, command: str, **kwargs: object) -> proc.ProcResult:

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import FIXTURE
 from tests.isolation.conftest import require
-from tests.runner.conftest import FIXTURE
 from tests.runner.odd_trees import remove_run, run_odd
 
 pytestmark = pytest.mark.isolation

@@ -33,9 +33,8 @@ from harness.artifacts.records import RunRecord
 from harness.grade import grade_run
 from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
-from tests.helpers import assay
+from tests.helpers import FIXTURE, assay, make_job, none_cell
 from tests.isolation.conftest import require
-from tests.runner.conftest import FIXTURE, make_job, none_cell
 
 pytestmark = pytest.mark.isolation
 

@@ -15,7 +15,7 @@ from harness.artifacts.records import RunRecord, RunStatus, read_grade
 from harness.grade import grade_run
 from harness.sandbox import fdtree
 from harness.trial import run_trial
-from tests.runner.conftest import make_job, none_cell
+from tests.helpers import make_job, none_cell
 
 LONG = "app/" + "/".join(["d" * 199] * 19)
 """19 folders of 199 bytes under app/: with the file below, a 4,000-byte relative path."""
