@@ -23,11 +23,9 @@ from compiler.contract import (
     Cell,
     CheckSpec,
     Job,
-    Limits,
     Options,
     Provisions,
     ScenarioJob,
-    job_id,
 )
 from harness.artifacts.records import RunRecord
 from harness.grade import grade_run
@@ -126,17 +124,7 @@ def _job(project: Path, name: str, iso: str, *, forge: bool, use_tool: bool) -> 
         provisions=Provisions(path=("tools/bin",), trace=("mytool",), home_files={"agent.py": f"{name}.py"}),
     )
     agent = AgentSpec(id=name, adapter="command", command="python3 $HOME/agent.py")
-    return Job(
-        id=job_id("m", cell.name, name, "fix", 1),
-        hash="h",
-        matrix="m",
-        trial=1,
-        scenario=scenario,
-        cell=cell,
-        agent=agent,
-        limits=Limits(timeout_s=60),
-        options=Options(isolation=iso, infra_retries=0),
-    )
+    return make_job(scenario, agent=agent, cell=cell, options=Options(isolation=iso, infra_retries=0))
 
 
 def _run(project: Path, tmp_path: Path, name: str, iso: str, **how: bool) -> tuple[Path, RunRecord]:
