@@ -8,11 +8,12 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import Job, RoundsPlan
 from harness import batch
 from harness.artifacts import lock
 from harness.batch import versions
 from harness.batch.executor.task import IO_ERROR, io_detail
+from harness.batch.rounds import Schedule
 from harness.batch.select import from_files, matrix_settings, select
 from harness.errors import TreeBusy, TreeUnwritable, UsageError
 
@@ -56,6 +57,31 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-fast", action="store_true", help="stop at the first failed trial (default: the matrix's)"
     )
+    parser.add_argument(
+        "--until",
+        choices=("decided", "planned"),
+        default=None,
+        help="decided: run in rounds and stop each comparison once its uplift is decided "
+        "(default: the matrix's `until`, else planned: every trial)",
+    )
+    parser.add_argument(
+        "--min-uplift",
+        type=_fraction,
+        default=None,
+        help="with --until decided: the smallest uplift that matters (default: the matrix's, else 0)",
+    )
+    parser.add_argument(
+        "--budget-tokens",
+        type=_count(1, 10**15),
+        default=None,
+        help="matrix budget in tokens: no round is scheduled past it (default: the matrix's)",
+    )
+    parser.add_argument(
+        "--budget-usd",
+        type=_fraction_or_more,
+        default=None,
+        help="matrix budget in USD, priced by specs/prices.yaml (default: the matrix's)",
+    )
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
     parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
@@ -78,6 +104,43 @@ def _count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
+
+
+def _fraction(text: str) -> float:
+    """An argparse type: a number in [0, 1]."""
+    value = _number(text)
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{value:g} is out of range (0 to 1)")
+    return value
+
+
+def _fraction_or_more(text: str) -> float:
+    """An argparse type: a positive number."""
+    value = _number(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError(f"{value:g} must be above 0")
+    return value
+
+
+def _number(text: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
+
+
+def rounds_plan(args: argparse.Namespace, matrix: RoundsPlan | None) -> RoundsPlan | None:
+    """The matrix's rounds plan with the flags over it; None: run every trial at once."""
+    base = matrix or RoundsPlan()
+    plan = RoundsPlan(
+        until=args.until or base.until,
+        min_uplift=args.min_uplift if args.min_uplift is not None else base.min_uplift,
+        budget_tokens=args.budget_tokens if args.budget_tokens is not None else base.budget_tokens,
+        budget_cost_usd=args.budget_usd if args.budget_usd is not None else base.budget_cost_usd,
+    )
+    if plan.until == "planned" and plan.budget_tokens is None and plan.budget_cost_usd is None:
+        return None
+    return plan
 
 
 def _retry(text: str) -> tuple[str, ...]:
@@ -125,6 +188,7 @@ def run_jobs(
     seed: int,
     parallel: int | None = None,
     fail_fast: bool = False,
+    rounds: RoundsPlan | None = None,
 ) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
@@ -151,6 +215,7 @@ def run_jobs(
                 retry=retry,
                 fail_fast=fail_fast,
                 options=options,
+                rounds=rounds,
             )
     except lock.TreeBusy as exc:
         raise TreeBusy(str(exc)) from None
@@ -168,9 +233,59 @@ def _run_held(
     retry: tuple[str, ...],
     fail_fast: bool,
     options: dict[str, Any],
+    rounds: RoundsPlan | None = None,
 ) -> int:
-    """The batch, with the run tree held by this process."""
+    """The batch (or its rounds), with the run tree held by this process."""
     versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
+    errors = 0
+
+    def run(selected: list[Job]) -> bool:
+        nonlocal errors
+        counts = _one_batch(
+            selected,
+            args,
+            project=project,
+            runs_root=runs_root,
+            seed=seed,
+            retry=retry,
+            fail_fast=fail_fast,
+            options=options,
+        )
+        errors += counts.get("error", 0)
+        return not ((args.fail_fast or fail_fast) and (counts.get("error") or counts.get("failed")))
+
+    if rounds is None:
+        run(jobs)
+        return 1 if errors else 0
+    matrices = {j.matrix for j in jobs}
+    if len(matrices) != 1:
+        raise UsageError(
+            f"running in rounds needs the jobs of one matrix; these span {', '.join(sorted(matrices))}"
+        )
+    from harness.commands._rounds import run_in_rounds
+
+    schedule = Schedule(
+        until=rounds.until,
+        min_uplift=rounds.min_uplift,
+        budget_tokens=rounds.budget_tokens,
+        budget_cost_usd=rounds.budget_cost_usd,
+    )
+    run_in_rounds(jobs, schedule, run=run, root=runs_root / matrices.pop(), project=project, err=sys.stderr)
+    return 1 if errors else 0
+
+
+def _one_batch(
+    jobs: list[Job],
+    args: argparse.Namespace,
+    *,
+    project: Path,
+    runs_root: Path,
+    seed: int,
+    retry: tuple[str, ...],
+    fail_fast: bool,
+    options: dict[str, Any],
+) -> dict[str, int]:
+    """Plan and execute one batch; the outcome counts."""
     plan = batch.plan(
         jobs,
         project=project,
@@ -191,7 +306,7 @@ def _run_held(
         batch.say(err, f"assay: {len(plan.regraded)} finished trial(s) without a grade are graded")
     if not plan.tasks:
         batch.say(err, "assay: nothing to run")
-        return 0
+        return {}
     outcomes = batch.execute(
         plan.tasks,
         parallel=args.parallel,
@@ -203,9 +318,10 @@ def _run_held(
     batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
     io = [o for o in outcomes if o.status == IO_ERROR]
     if io:
-        finished = sum(1 for o in outcomes if o.status not in (IO_ERROR, "skipped"))
-        raise TreeUnwritable(f"{io[0].detail}; the matrix stopped after {finished} trial(s); rerun to resume")
-    return 1 if counts.get("error") else 0
+        raise TreeUnwritable(
+            f"{io[0].detail}; the matrix stopped after {len(outcomes) - len(io)} trial(s); rerun to resume"
+        )
+    return counts
 
 
 def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: list[str] | None = None) -> int:
@@ -229,4 +345,11 @@ def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: lis
     names = {j.matrix for j in selected}
     settings = matrix_settings(project, matrix or (names.pop() if len(names) == 1 else None))
     seed = args.seed if args.seed is not None else settings.seed
-    return run_jobs(selected, args, seed=seed, parallel=settings.parallel, fail_fast=settings.fail_fast)
+    return run_jobs(
+        selected,
+        args,
+        seed=seed,
+        parallel=settings.parallel,
+        fail_fast=settings.fail_fast,
+        rounds=rounds_plan(args, settings.rounds),
+    )
