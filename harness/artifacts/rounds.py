@@ -105,6 +105,9 @@ class RoundsRecord(Record):
     method: str | None = Field(description="The sequential method, when until is decided.")
     alpha: float = Field(description="Chance of declaring any effect that is not there, over all rounds.")
     min_uplift: float = Field(description="The smallest uplift that matters (0: not used).")
+    scenario_threshold: float | None = Field(
+        default=None, description="The e-value a scenario comparison had to reach."
+    )
     rounds_planned: int = Field(description="The planned maximum of rounds (trials per cell).")
     rounds_run: int = Field(description="Rounds whose trials ran.")
     planned: int = Field(description="Trials in the full plan.")

@@ -49,6 +49,8 @@ class Schedule:
     alpha: float = 0.05
     min_uplift: float = 0.0
     method: str | None = None
+    threshold: float | None = None
+    """The e-value a scenario comparison must reach (for the record)."""
 
 
 def unit(job: Job) -> Unit:
@@ -242,6 +244,7 @@ def _write(
         method=schedule.method if schedule.until == "decided" else None,
         alpha=schedule.alpha,
         min_uplift=schedule.min_uplift,
+        scenario_threshold=schedule.threshold if schedule.until == "decided" else None,
         rounds_planned=state.rounds,
         rounds_run=state.done,
         planned=len(jobs),

@@ -4,7 +4,6 @@ report's reading of the tree (`report.collect`) and its sequential statistics (`
 from __future__ import annotations
 
 import dataclasses
-from collections import Counter
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TextIO
@@ -15,6 +14,7 @@ from harness.artifacts.rounds import RoundsRecord, Seen
 from harness.batch import rounds
 from harness.report import sequential
 from harness.report.collect import Unreadable, collect
+from harness.report.spend import terminal_lines
 
 
 def observe(root: Path, project: Path) -> list[Seen]:
@@ -52,7 +52,9 @@ def run_in_rounds(
     planned = max((j.trial for j in jobs), default=0)
     plan = sequential.design(comps, planned, min_uplift=schedule.min_uplift)
     if schedule.until == "decided":
-        schedule = dataclasses.replace(schedule, method=sequential.METHOD, alpha=plan.alpha)
+        schedule = dataclasses.replace(
+            schedule, method=sequential.METHOD, alpha=plan.alpha, threshold=plan.threshold
+        )
         batch.say(
             err,
             f"assay: until decided: {len(comps)} comparison(s) over {plan.scenario_comparisons} scenario "
@@ -72,41 +74,6 @@ def run_in_rounds(
         root=root,
         matrix=jobs[0].matrix if jobs else "",
     )
-    for line in outcome_lines(record):
+    for line in terminal_lines(record):
         batch.say(err, f"assay: {line}")
     return record
-
-
-def outcome_lines(record: RoundsRecord) -> list[str]:
-    """What a rounds run did, in a few lines (the terminal's and the report's)."""
-    lines = []
-    decided = [v for v in record.verdicts if v.status != "open"]
-    if record.until == "decided":
-        pooled = sum(1 for v in record.verdicts if v.scenario is None)
-        lines.append(
-            f"{record.rounds_run} of {record.rounds_planned} round(s) run; "
-            f"{len(decided)} decided ({pooled} comparison(s) and their scenarios looked at)"
-        )
-        for v in decided:
-            where = f"{v.agent} {v.condition}" + (f" on {v.scenario}" if v.scenario else " (all scenarios)")
-            what = "uplift" if v.status == "effect" else f"uplift below {record.min_uplift:g}"
-            lines.append(f"  decided at round {v.round}: {where}: {what} {_signed(v.value)}")
-    why = Counter(s.why for s in record.skipped)
-    if record.skipped:
-        saved = (
-            f"about {record.spend.saved_tokens:,.0f} tokens" if record.spend.saved_tokens is not None else ""
-        )
-        if record.spend.saved_cost_usd is not None and saved:
-            saved += f" (${record.spend.saved_cost_usd:.4f})"
-        lines.append(
-            f"ran {record.ran} of {record.planned} planned trial(s); not run: "
-            + ", ".join(f"{n} ({w})" for w, n in sorted(why.items()))
-            + (f"; saved {saved}" if saved else "")
-        )
-    if record.budget is not None and record.budget.reason:
-        lines.append(f"budget: {record.budget.reason}; scheduling stopped")
-    return lines
-
-
-def _signed(value: float | None) -> str:
-    return "n/a" if value is None else f"{value:+.2f}"
