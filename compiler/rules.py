@@ -77,6 +77,10 @@ def select_scenarios(m: MatrixIn, scenarios: dict[str, ScenarioIn]) -> list[str]
         and listed(sel.family, sc.job.family)
         and listed(sel.language, sc.job.language)
         and (sel.ids is None or s in sel.ids)
+        and (
+            sel.tags is None
+            or bool(set(sc.job.tags) & set([sel.tags] if isinstance(sel.tags, str) else sel.tags))
+        )
     )
 
 

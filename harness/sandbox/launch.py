@@ -40,6 +40,9 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    host_cwd: Path | None = None
+    """Where the launcher itself starts when `cwd` exists only inside the sandbox (a scenario's
+    workdir, where a mount shows the workspace); None: `cwd`."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
         """What `argv` may see and do."""
@@ -97,7 +100,7 @@ class Launcher:
     ) -> proc.ProcResult:
         return proc.run(
             argv,
-            cwd=self.cwd,
+            cwd=self.host_cwd or self.cwd,
             env=self.env,
             stdin=stdin,
             timeout_s=timeout_s,

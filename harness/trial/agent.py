@@ -11,6 +11,8 @@ run directory as `reference_dir`.
 from __future__ import annotations
 
 import importlib.util
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -50,6 +52,72 @@ def command(job: Job) -> list[str]:
             )
         return _python_module(module)
     return _python_module(agent.adapter)
+
+
+def host_files(job: Job) -> list[Path]:
+    """Host files the adapter's command names (seed 000's adapter by host path), to be mounted
+    read-only at their own paths; AdapterCannotStart when one is missing here."""
+    missing = [p for p in job.agent.host_files if not Path(p).exists()]
+    if missing:
+        raise AdapterCannotStart(
+            f"agent {job.agent.id!r}: its command names {', '.join(missing)}, missing on this machine"
+        )
+    return [Path(p) for p in sorted(job.agent.host_files)]
+
+
+class AdapterCannotStart(RuntimeError):
+    """A harness-side reason the adapter cannot start (a missing file, a sandbox that does not
+    start, a program the shell cannot find): the run failed to run, it is not the agent's failure."""
+
+
+LAUNCH_PROBE = (
+    'for f in "$@"; do [ -r "$f" ] || { echo "assay: $f is not readable in the sandbox" >&2; exit 126; }; done; '
+    'command -v "$0" >/dev/null 2>&1 || { echo "assay: $0 is not found in the sandbox" >&2; exit 127; }'
+)
+"""Exits 0 when the adapter's program and the files it names are there, inside the sandbox."""
+
+
+def launch_probe(job: Job, argv: list[str]) -> list[str]:
+    """A command that checks, inside the sandbox, that the adapter can start."""
+    program = argv[0]
+    if job.agent.adapter == "command" and job.agent.command:
+        program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
+    return ["/bin/sh", "-c", LAUNCH_PROBE, program, *sorted(job.agent.host_files)]
+
+
+SHELL_WORDS = frozenset({"if", "for", "while", "until", "case", "exec", "cd", "export", "set", "source", "."})
+
+
+def _program(command: str) -> str | None:
+    """The program a simple shell command starts (None for a compound one: `(...)`, `if`, `a | b`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and re.match(r"^\w+=", words[0]):
+        words = words[1:]
+    if not words or not re.fullmatch(r"[\w./+-]+", words[0]) or words[0] in SHELL_WORDS:
+        return None
+    return words[0]
+
+
+LAUNCH_FAILURE = ("not found", "Permission denied", "No such file or directory", "cannot execute")
+
+
+def launch_failure(job: Job, exit_code: int | None, log_tail: str) -> str | None:
+    """Why an adapter that exited 126/127 never started (the shell's own message about its program);
+    None when the exit is the agent's own."""
+    if exit_code not in (126, 127):
+        return None
+    program = _program(job.agent.command or "") if job.agent.adapter == "command" else sys.executable
+    if program is None:
+        return None
+    lines = [
+        line for line in log_tail.splitlines() if program in line and any(m in line for m in LAUNCH_FAILURE)
+    ]
+    if not lines:
+        return None
+    return f"the adapter could not start (exit {exit_code}): {lines[-1].strip()[:300]}"
 
 
 def _project_file(project: Path, rel: str) -> Path | None:

@@ -40,7 +40,7 @@ from harness.artifacts.names import (
 from harness.artifacts.records import StepRecord
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.launch import Launcher
-from harness.trial import capture, workspace
+from harness.trial import agent, capture, workspace
 from harness.trial.environment import TrialPaths
 from harness.trial.provision import Ready, place_evidence, remove_evidence
 from harness.trial.snapshots import Watcher
@@ -206,6 +206,15 @@ def stash_attempt(run_dir: Path, label: str) -> None:
             shutil.move(str(run_dir / name), dest / name)
 
 
+def _tail(log: Path, size: int = 4000) -> str:
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - size))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 class Session:
     """Runs the adapter for one session, with exit-75 retries."""
 
@@ -268,6 +277,8 @@ class Session:
             error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
         elif done.limits_hit:  # like a timeout: stopped by the harness, so never graded as a pass
             error = f"agent hit its {', '.join(done.limits_hit)} limit"
+        else:  # exit 126/127 from the launch itself (the shell could not run the adapter's program)
+            error = agent.launch_failure(self.job, done.exit_code, _tail(self.paths.agent_log))
         metrics = capture.metrics(self.paths, duration_s=done.duration_s)
         step = StepRecord(
             name=name,

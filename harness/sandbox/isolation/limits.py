@@ -243,7 +243,17 @@ def confine(
         pids = _make_cgroup("pids", name, {"pids.max": str(limits.pids)}, {})
         if pids is not None:
             cgroups["pids"] = pids
+    if limits.cpus is not None:
+        period = 100_000
+        quota = max(1000, int(limits.cpus * period))
+        cpu = _make_cgroup(
+            "cpu", name, {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(quota)}, {}
+        )
+        if cpu is not None:
+            cgroups["cpu"] = cpu
     enforced: dict[str, str] = {}
+    if "cpu" in cgroups:
+        enforced["cpus"] = "cgroup"
     if memory is not None and limits.memory_mb is not None:
         enforced["memory"] = "cgroup"
     if "pids" in cgroups:
