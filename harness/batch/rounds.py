@@ -79,7 +79,10 @@ def comparisons(jobs: Iterable[Job]) -> Comparisons:
 
 
 def needed(job: Job, comps: Comparisons, verdicts: Sequence[Verdict]) -> bool:
-    """Whether the job's trial still serves an open comparison (or, in none, whether any is open)."""
+    """Whether the job's trial still serves an open comparison (or, in none, whether any is open);
+    with no comparison at all there is nothing to decide, and every trial runs."""
+    if not comps:
+        return True
     version, agent, cell, scenario = unit(job)
     treatment = (version, agent, cell)
     if treatment in comps:

@@ -51,6 +51,8 @@ def run_in_rounds(
     comps = rounds.comparisons(jobs)
     planned = max((j.trial for j in jobs), default=0)
     plan = sequential.design(comps, planned, min_uplift=schedule.min_uplift)
+    if schedule.until == "decided" and not comps:
+        batch.say(err, "assay: until decided: no comparison with a control to decide; every trial runs")
     if schedule.until == "decided":
         schedule = dataclasses.replace(
             schedule, method=sequential.METHOD, alpha=plan.alpha, threshold=plan.threshold

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import contextlib
 import json
 import multiprocessing
 from collections import defaultdict
@@ -13,6 +12,7 @@ from typing import Any, NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
 from harness.artifacts.rounds import RoundsRecord, read_rounds
+from harness.artifacts.store import FutureSchemaError
 from harness.report import completeness
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
@@ -70,12 +70,18 @@ def read_manifest_hints(project: Path | None) -> ManifestHints:
 
 
 def read_all_rounds(root: Path) -> list[RoundsRecord]:
-    """rounds.json of the tree's matrix (root) or of each matrix under it; an unreadable one is skipped."""
+    """rounds.json of the tree's matrix (root) or of each matrix under it; an unreadable one is skipped,
+    one from a newer assay stops the report (as every record does)."""
     found = []
     for folder in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
-        with contextlib.suppress(OSError, ValueError):
-            if (record := read_rounds(folder)) is not None:
-                found.append(record)
+        try:
+            record = read_rounds(folder)
+        except FutureSchemaError:
+            raise
+        except (OSError, ValueError):
+            continue
+        if record is not None:
+            found.append(record)
     return found
 
 

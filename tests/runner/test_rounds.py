@@ -127,3 +127,4 @@ def test_what_a_round_still_needs() -> None:
     assert needed(by[("oracle", "none/none/off")], comps, one)  # in no comparison: runs while any is open
     both = [verdict("bin/none/off", "effect"), verdict("none/wiki/off", "below", scenario=None)]
     assert not any(needed(j, comps, both) for j in jobs)
+    assert all(needed(j, {}, both) for j in jobs)  # nothing to decide: every trial runs
