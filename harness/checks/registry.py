@@ -30,6 +30,13 @@ KINDS: dict[str, str] = {
 }
 
 
+READ_ONLY_KINDS = frozenset(
+    {"contains", "absent", "answer", "file-exists", "unchanged", "trace", "events", "transcript"}
+)
+"""Kinds that assess in this process by reading only: no command runs in the workspace, and
+nothing in it changes, so the grader may assess a run's own workspace without a scratch copy."""
+
+
 def names() -> list[str]:
     """Every built-in kind name, sorted."""
     return sorted(KINDS)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import importlib.util
 import re
 import shlex
+import site
 import sys
 from pathlib import Path
 from typing import Any
@@ -30,11 +31,18 @@ CODE_ROOT = Path(adapters.__file__).resolve().parent.parent
 REFERENCE_DIR = ".assay/reference"
 """Run-dir-relative copy of the scenario's reference, for the oracle only."""
 
-_RUN_MODULE = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+_RUN_MODULE = (
+    "import sys; sys.path[0:0] = [sys.argv.pop(1)]; sys.path += sys.argv.pop(1).split(':'); "
+    "import runpy; runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+)
+"""Runs an adapter module as __main__ with the code root first on sys.path and the harness's
+site-packages last. Started with `-S`: `site` (which imports the editable install's path hooks,
+half of a cold start) is not needed, the code root already being on the path."""
 
 
 def _python_module(module: str) -> list[str]:
-    return [sys.executable, "-c", _RUN_MODULE, str(CODE_ROOT), module]
+    sites = ":".join(p for p in site.getsitepackages() if Path(p).is_dir())
+    return [sys.executable, "-S", "-c", _RUN_MODULE, str(CODE_ROOT), sites, module]
 
 
 def command(job: Job) -> list[str]:
@@ -183,6 +191,6 @@ def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
 
 def describe(argv: list[str]) -> str:
     """A short human label of what ran, for run.json."""
-    if len(argv) >= 5 and argv[1] == "-c" and argv[2] == _RUN_MODULE:
-        return f"python -m {argv[4]}"
+    if _RUN_MODULE in argv:
+        return f"python -m {argv[-1]}"
     return " ".join(argv)

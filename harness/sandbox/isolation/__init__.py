@@ -26,6 +26,7 @@ __all__ = [
     "Overlay",
     "SandboxLimits",
     "SandboxSpec",
+    "confines",
     "select",
 ]
 
@@ -53,3 +54,13 @@ def select(name: str) -> Isolation:
     raise UsageError(
         f"unknown isolation {name!r}; valid: auto, {', '.join(sorted(REGISTRY))}, or pkg.mod:Class"
     )
+
+
+def confines(isolation: Isolation) -> bool:
+    """True when the isolation's sandbox is a pid namespace of its own (the whole tree ends with
+    it), with its own network namespace and mounts, so the runner adds no namespaces around it.
+
+    An isolation says so with `ends_tree = True` (bwrap, unshare); one that does not say is
+    wrapped as before.
+    """
+    return bool(getattr(isolation, "ends_tree", False))
