@@ -8,12 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from compiler.contract import AgentSpec, Job
+from compiler.contract import AgentSpec, CheckSpec, Job
 from harness.artifacts.rounds import Verdict, read_rounds
 from harness.artifacts.run_tree import run_dir_for
 from harness.batch.rounds import comparisons, needed
-from tests.helpers import assay
-from tests.runner.conftest import bin_cell, make_job, none_cell
+from tests.helpers import assay, bin_cell, fix_scenario, make_job, none_cell
 
 # The tool on PATH is all it takes: with it the agent fixes the file, without it it does nothing.
 SCRIPT = {
@@ -24,29 +23,15 @@ SCRIPT = {
 AGENT = AgentSpec(id="fixer", adapter="scripted", args={"script_inline": SCRIPT})
 
 
+FIXED = CheckSpec(id="fixed", kind="absent", params={"file": "app/main.py", "text": ["import os"]})
+
+
 def _jobs(folder: Path, trials: int) -> list[Job]:
     folder.mkdir(parents=True, exist_ok=True)
     jobs = []
     for cell in (none_cell(), bin_cell()):
         for t in range(1, trials + 1):
-            job = make_job(agent=AGENT, cell=cell, trial=t)
-            job = job.model_copy(
-                update={
-                    "scenario": job.scenario.model_copy(
-                        update={
-                            "checks": (
-                                job.scenario.checks[0].model_copy(
-                                    update={
-                                        "id": "fixed",
-                                        "kind": "absent",
-                                        "params": {"file": "app/main.py", "text": ["import os"]},
-                                    }
-                                ),
-                            )
-                        }
-                    )
-                }
-            )
+            job = make_job(fix_scenario(checks=(FIXED,)), agent=AGENT, cell=cell, trial=t)
             (folder / f"{cell.name.replace('/', '-')}-t{t:02d}.json").write_text(job.model_dump_json())
             jobs.append(job)
     return jobs
