@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -13,8 +14,8 @@ from harness import batch
 from harness.artifacts import lock
 from harness.batch import versions
 from harness.batch.executor.task import IO_ERROR, io_detail
-from harness.batch.rounds import Schedule
 from harness.batch.select import from_files, matrix_settings, select
+from harness.commands import _rounds
 from harness.errors import TreeBusy, TreeUnwritable, UsageError
 from harness.sandbox import isolation, scenario
 
@@ -58,31 +59,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-fast", action="store_true", help="stop at the first failed trial (default: the matrix's)"
     )
-    parser.add_argument(
-        "--until",
-        choices=("decided", "planned"),
-        default=None,
-        help="decided: run in rounds and stop each comparison once its uplift is decided "
-        "(default: the matrix's `until`, else planned: every trial)",
-    )
-    parser.add_argument(
-        "--min-uplift",
-        type=_fraction,
-        default=None,
-        help="with --until decided: the smallest uplift that matters (default: the matrix's, else 0)",
-    )
-    parser.add_argument(
-        "--budget-tokens",
-        type=_count(1, 10**15),
-        default=None,
-        help="matrix budget in tokens: no round is scheduled past it (default: the matrix's)",
-    )
-    parser.add_argument(
-        "--budget-usd",
-        type=_fraction_or_more,
-        default=None,
-        help="matrix budget in USD, priced by specs/prices.yaml (default: the matrix's)",
-    )
+    _rounds.add_options(parser)
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
     parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
@@ -105,43 +82,6 @@ def _count(low: int, high: int) -> Callable[[str], int]:
         return value
 
     return parse
-
-
-def _fraction(text: str) -> float:
-    """An argparse type: a number in [0, 1]."""
-    value = _number(text)
-    if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{value:g} is out of range (0 to 1)")
-    return value
-
-
-def _fraction_or_more(text: str) -> float:
-    """An argparse type: a positive number."""
-    value = _number(text)
-    if value <= 0:
-        raise argparse.ArgumentTypeError(f"{value:g} must be above 0")
-    return value
-
-
-def _number(text: str) -> float:
-    try:
-        return float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number") from None
-
-
-def rounds_plan(args: argparse.Namespace, matrix: RoundsPlan | None) -> RoundsPlan | None:
-    """The matrix's rounds plan with the flags over it; None: run every trial at once."""
-    base = matrix or RoundsPlan()
-    plan = RoundsPlan(
-        until=args.until or base.until,
-        min_uplift=args.min_uplift if args.min_uplift is not None else base.min_uplift,
-        budget_tokens=args.budget_tokens if args.budget_tokens is not None else base.budget_tokens,
-        budget_cost_usd=args.budget_usd if args.budget_usd is not None else base.budget_cost_usd,
-    )
-    if plan.until == "planned" and plan.budget_tokens is None and plan.budget_cost_usd is None:
-        return None
-    return plan
 
 
 def _retry(text: str) -> tuple[str, ...]:
@@ -204,127 +144,87 @@ def run_jobs(
     else:
         args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
-    retry = _retry(args.retry)
+    run = Batch(args, project, runs_root, seed, _retry(args.retry), fail_fast, options)
     try:
         with lock.hold(runs_root, wait=args.wait):
-            return _run_held(
-                jobs,
-                args,
-                project=project,
-                runs_root=runs_root,
-                seed=seed,
-                retry=retry,
-                fail_fast=fail_fast,
-                options=options,
-                rounds=rounds,
-            )
+            return _run_held(jobs, run, rounds)
     except lock.TreeBusy as exc:
         raise TreeBusy(str(exc)) from None
     except OSError as exc:
         raise TreeUnwritable(f"{io_detail(exc, runs_root)}; nothing was run") from None
 
 
-def _run_held(
-    jobs: list[Job],
-    args: argparse.Namespace,
-    *,
-    project: Path,
-    runs_root: Path,
-    seed: int,
-    retry: tuple[str, ...],
-    fail_fast: bool,
-    options: dict[str, Any],
-    rounds: RoundsPlan | None = None,
-) -> int:
+def _run_held(jobs: list[Job], run: Batch, rounds: RoundsPlan | None) -> int:
     """The batch (or its rounds), with the run tree held by this process."""
-    versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
-    if args.executor != "dask":  # a cluster's workers build environments where they run
-        scenario.prepare(((j.scenario, isolation.select(j.options.isolation).name) for j in jobs), project)
-    errors = 0
-
-    def run(selected: list[Job]) -> bool:
-        nonlocal errors
-        counts = _one_batch(
-            selected,
-            args,
-            project=project,
-            runs_root=runs_root,
-            seed=seed,
-            retry=retry,
-            fail_fast=fail_fast,
-            options=options,
+    versions.prepare(run.project, jobs, run.runs_root)  # builds compared versions, writes versions.json
+    if run.args.executor != "dask":  # a cluster's workers build environments where they run
+        scenario.prepare(
+            ((j.scenario, isolation.select(j.options.isolation).name) for j in jobs), run.project
         )
-        errors += counts.get("error", 0)
-        return not ((args.fail_fast or fail_fast) and (counts.get("error") or counts.get("failed")))
-
     if rounds is None:
         run(jobs)
-        return 1 if errors else 0
-    matrices = {j.matrix for j in jobs}
-    if len(matrices) != 1:
-        raise UsageError(
-            f"running in rounds needs the jobs of one matrix; these span {', '.join(sorted(matrices))}"
+    else:
+        _rounds.run_in_rounds(
+            jobs, rounds, run=run, runs_root=run.runs_root, project=run.project, err=sys.stderr
         )
-    from harness.commands._rounds import run_in_rounds
-
-    schedule = Schedule(
-        until=rounds.until,
-        min_uplift=rounds.min_uplift,
-        budget_tokens=rounds.budget_tokens,
-        budget_cost_usd=rounds.budget_cost_usd,
-    )
-    run_in_rounds(jobs, schedule, run=run, root=runs_root / matrices.pop(), project=project, err=sys.stderr)
-    return 1 if errors else 0
+    return 1 if run.errors else 0
 
 
-def _one_batch(
-    jobs: list[Job],
-    args: argparse.Namespace,
-    *,
-    project: Path,
-    runs_root: Path,
-    seed: int,
-    retry: tuple[str, ...],
-    fail_fast: bool,
-    options: dict[str, Any],
-) -> dict[str, int]:
-    """Plan and execute one batch; the outcome counts."""
-    plan = batch.plan(
-        jobs,
-        project=project,
-        runs_root=runs_root,
-        seed=seed,
-        force=args.force,
-        concurrent=args.parallel != 1,
-        retry=retry,
-    )
-    err = sys.stderr
-    if plan.skipped:
-        batch.say(err, f"assay: {len(plan.skipped)} finished trial(s) skipped")
-    if plan.retried:
-        batch.say(
-            err, f"assay: {len(plan.retried)} trial(s) that failed on the harness's side run again (--retry)"
+@dataclass
+class Batch:
+    """Runs a batch of jobs (all of them, or one round) with the invocation's settings."""
+
+    args: argparse.Namespace
+    project: Path
+    runs_root: Path
+    seed: int
+    retry: tuple[str, ...]
+    fail_fast: bool
+    options: dict[str, Any]
+    errors: int = 0
+    """Trials that errored on the harness's side, over every batch run so far."""
+
+    def __call__(self, jobs: list[Job]) -> bool:
+        """Plan and execute the jobs; False when fail-fast stopped them (nothing more should run)."""
+        args, err = self.args, sys.stderr
+        plan = batch.plan(
+            jobs,
+            project=self.project,
+            runs_root=self.runs_root,
+            seed=self.seed,
+            force=args.force,
+            concurrent=args.parallel != 1,
+            retry=self.retry,
         )
-    if plan.regraded:
-        batch.say(err, f"assay: {len(plan.regraded)} finished trial(s) without a grade are graded")
-    if not plan.tasks:
-        batch.say(err, "assay: nothing to run")
-        return {}
-    outcomes = batch.execute(
-        plan.tasks,
-        parallel=args.parallel,
-        executor=args.executor,
-        fail_fast=args.fail_fast or fail_fast,
-        options=options,
-    )
-    counts = batch.summary(outcomes)
-    batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    io = [o for o in outcomes if o.status == IO_ERROR]
-    if io:
-        raise TreeUnwritable(
-            f"{io[0].detail}; the matrix stopped after {len(outcomes) - len(io)} trial(s); rerun to resume"
+        if plan.skipped:
+            batch.say(err, f"assay: {len(plan.skipped)} finished trial(s) skipped")
+        if plan.retried:
+            batch.say(
+                err,
+                f"assay: {len(plan.retried)} trial(s) that failed on the harness's side run again (--retry)",
+            )
+        if plan.regraded:
+            batch.say(err, f"assay: {len(plan.regraded)} finished trial(s) without a grade are graded")
+        if not plan.tasks:
+            batch.say(err, "assay: nothing to run")
+            return True
+        fail_fast = args.fail_fast or self.fail_fast
+        outcomes = batch.execute(
+            plan.tasks,
+            parallel=args.parallel,
+            executor=args.executor,
+            fail_fast=fail_fast,
+            options=self.options,
         )
-    return counts
+        counts = batch.summary(outcomes)
+        batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        io = [o for o in outcomes if o.status == IO_ERROR]
+        if io:
+            raise TreeUnwritable(
+                f"{io[0].detail}; the matrix stopped after {len(outcomes) - len(io)} trial(s); rerun to resume"
+            )
+        self.errors += counts.get("error", 0)
+        return not (fail_fast and (counts.get("error") or counts.get("failed")))
 
 
 def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: list[str] | None = None) -> int:
@@ -354,5 +254,5 @@ def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: lis
         seed=seed,
         parallel=settings.parallel,
         fail_fast=settings.fail_fast,
-        rounds=rounds_plan(args, settings.rounds),
+        rounds=_rounds.plan(args, settings.rounds),
     )
