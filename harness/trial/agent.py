@@ -10,7 +10,6 @@ run directory as `reference_dir`.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
 import site
@@ -23,10 +22,17 @@ import yaml
 import adapters
 from compiler.contract import Job
 from harness.errors import UsageError
+from harness.plugins import Plugins
 from harness.trial.workspace import copy_tree
 
 CODE_ROOT = Path(adapters.__file__).resolve().parent.parent
 """The folder holding the adapters package, put on the adapter's sys.path (not its env)."""
+
+ADAPTERS = Plugins(
+    "adapter", {name: f"adapters.{name}" for name in adapters.__all__}, also=("command",), dotted="pkg.mod"
+)
+"""Built-in adapters by short name -> the module run as `python -m` (the compiler checks the
+same names, `compiler.load.builtin_adapters`)."""
 
 REFERENCE_DIR = ".assay/reference"
 """Run-dir-relative copy of the scenario's reference, for the oracle only."""
@@ -59,14 +65,11 @@ def command(job: Job) -> list[str]:
         return ["sh", "-c", agent.command]
     if agent.adapter == "noop":
         return list(NOOP)
-    if "." not in agent.adapter:
-        module = f"adapters.{agent.adapter}"
-        if importlib.util.find_spec(module) is None:
-            raise UsageError(
-                f"agent {agent.id!r}: no built-in adapter {agent.adapter!r} (no module {module})"
-            )
-        return _python_module(module)
-    return _python_module(agent.adapter)
+    try:
+        module = ADAPTERS.target(agent.adapter)
+    except UsageError as exc:
+        raise UsageError(f"agent {agent.id!r}: {exc}") from None
+    return _python_module(module)
 
 
 def host_files(job: Job) -> list[Path]:
