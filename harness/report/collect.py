@@ -92,6 +92,8 @@ class RunFacts:
     """`pass` / `fail` when the agent is a sanity bound (run.json `sanity`), else None."""
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
+    limits_hit: tuple[str, ...] = ()
+    """Resource limits the run hit (run.json `limits_hit`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -389,4 +391,5 @@ def collect(
             regrade=change,
             concurrent=run.concurrent,
             sanity=run.sanity,
+            limits_hit=run.limits_hit,
         )
