@@ -3,7 +3,8 @@
 Reads only generated/*.json: never YAML, never the compiler, so `nox -l` stays fast.
 When generated/manifest.json is missing or older than any input (or the compiler),
 `python -m harness compile` runs first. Per cell of the default matrix there is a
-`bench-<cell>` session: `nox -s bench-bin-none-off -- --agent X --trials 2`.
+`bench-<cell>` session: `nox -s bench-bin-none-off -- --agent X --trials 2`. `bench-` names cells
+only; benchmarks of assay itself are the `perf-*` sessions.
 
 Sessions install the project into a reused virtualenv (`pip install -e .[dev]`), so a
 fresh machine with python3 and nox needs nothing else; `nox --no-venv` runs them on the
@@ -162,9 +163,10 @@ def tests(session: nox.Session) -> None:
 
 @nox.session
 def lint(session: nox.Session) -> None:
-    """ruff and mypy --strict."""
+    """The gates: ruff check, ruff format --check and mypy --strict (without the dask extra, as on a fresh clone)."""
     py = _install(session)
     session.run(py, "-m", "ruff", "check", ".")
+    session.run(py, "-m", "ruff", "format", "--check", ".")
     session.run(py, "-m", "mypy", "--strict")
 
 
@@ -175,15 +177,15 @@ def schema_drift(session: nox.Session) -> None:
     session.run(py, "-m", "harness", "schema", "--check")
 
 
-@nox.session(name="bench-compile")
-def bench_compile(session: nox.Session) -> None:
+@nox.session(name="perf-compile")
+def perf_compile(session: nox.Session) -> None:
     """Compile benchmark: 500 scenarios x 15 cells x 4 agents x 5 trials; prints figures."""
     py = _install(session)
     session.run(py, "benchmarks/bench_compile.py", *session.posargs)
 
 
-@nox.session(name="bench-grade")
-def bench_grade(session: nox.Session) -> None:
+@nox.session(name="perf-grade")
+def perf_grade(session: nox.Session) -> None:
     """Grading benchmark: runs graded per second on the example suite; check subprocesses vs harness."""
     py = _install(session)
     session.run(py, "benchmarks/bench_grade.py", *session.posargs)
@@ -212,16 +214,12 @@ def _bench_cell(matrix: str, cell: str) -> object:
 
 
 _SAFE = re.compile(r"^bench-[a-z0-9]+(?:-[a-z0-9]+)*$")
-# Fixed sessions defined anywhere in this file, also below this loop (nox keeps the last definition).
-_FIXED = set(re.findall(r'@nox\.session\(name="([^"]+)"', Path(__file__).read_text(encoding="utf-8")))
+# `bench-` names cells only (benchmarks of assay itself are `perf-*`), so a cell cannot replace a fixed
+# session; the compiler keeps cell names unique.
+# The compiler derives plain names; anything else is not ours to run.
 for _s in _MANIFEST.get("sessions", []) or []:  # type: ignore[union-attr]
-    if isinstance(_s, dict) and isinstance(_s.get("name"), str) and isinstance(_s.get("cell"), str):
-        _name = _s["name"]
-        if not _SAFE.match(_name):
-            continue  # the compiler derives plain names; anything else is not ours to run
-        if _name in nox.registry.get() or _name in _FIXED:
-            _name += "-cell"  # a cell named like a fixed session (bench-compile) must not replace it
-        nox.session(name=_name)(_bench_cell(str(_s["matrix"]), _s["cell"]))
+    if isinstance(_s, dict) and isinstance(_s.get("cell"), str) and _SAFE.match(str(_s.get("name"))):
+        nox.session(name=_s["name"])(_bench_cell(str(_s["matrix"]), _s["cell"]))
 
 
 AGENT_CLIS = ("claude_code", "codex", "mini_swe_agent", "aider")
@@ -281,8 +279,8 @@ def browser(session: nox.Session) -> None:
     )
 
 
-@nox.session(name="bench-report")
-def bench_report(session: nox.Session) -> None:
+@nox.session(name="perf-report")
+def perf_report(session: nox.Session) -> None:
     """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
@@ -306,15 +304,15 @@ def isolation(session: nox.Session) -> None:
     )
 
 
-@nox.session(name="bench-validate")
-def bench_validate(session: nox.Session) -> None:
+@nox.session(name="perf-validate")
+def perf_validate(session: nox.Session) -> None:
     """Validity benchmark: assay validate on the example suite, per scenario and whole; prints figures."""
     py = _install(session)
     session.run(py, "benchmarks/bench_validate.py", *session.posargs)
 
 
-@nox.session(name="bench-isolation")
-def bench_isolation(session: nox.Session) -> None:
+@nox.session(name="perf-isolation")
+def perf_isolation(session: nox.Session) -> None:
     """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_isolation.py", *session.posargs)
@@ -347,8 +345,8 @@ def demo_versions(session: nox.Session) -> None:
     session.run(py, "-m", "harness", "report", out, "--out", out)
 
 
-@nox.session(name="bench-harness")
-def bench_harness(session: nox.Session) -> None:
+@nox.session(name="perf-harness")
+def perf_harness(session: nox.Session) -> None:
     """Runner benchmark: per-trial overhead (noop agent, one command check; median, p95) and
     200 concurrent agents sleeping 5 s (-- --inspect PY to measure Inspect AI side by side)."""
     py = _install(session)
@@ -370,8 +368,8 @@ def dask(session: nox.Session) -> None:
     session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
 
 
-@nox.session(name="bench-dask")
-def bench_dask(session: nox.Session) -> None:
+@nox.session(name="perf-dask")
+def perf_dask(session: nox.Session) -> None:
     """Dask vs local pool: 400 trials of a 2 s agent on 2 workers x 16 slots; prints figures (-- --trials N)."""
     py = _install_dask(session)
     session.run(py, "benchmarks/bench_dask.py", *session.posargs)

@@ -2,7 +2,7 @@
 
 Prints: cold compile, unchanged recompile, size of generated/, and `nox -l` for a
 project whose default matrix has 50 cells. Targets on a 2-core machine: < 15 s,
-< 3 s, < 100 MB, < 0.5 s. Run with `nox -s bench-compile` or directly.
+< 3 s, < 100 MB, < 0.5 s. Run with `nox -s perf-compile` or directly.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ Prints wall times, the ideal (ceil(N / slots) x 2 s), the overhead per trial in 
 ((wall x slots / N) - 2 s: what each trial costs on top of its agent) and, for Dask, where the
 time went: executor work on the worker around the trial process (unpacking, spawning,
 packing), the trial process beyond its agent (runner + grader), and the time from a task's end
-on its worker to its run installed in the client's run tree (transfer, install). Run with `nox -s bench-dask` or directly:
+on its worker to its run installed in the client's run tree (transfer, install). Run with `nox -s perf-dask` or directly:
 `python benchmarks/bench_dask.py --trials 400 --workers 2 --slots 16`.
 """
 
@@ -99,7 +99,7 @@ def _wait_for(ready: object, what: str, seconds: float = 60.0) -> None:
     deadline = time.monotonic() + seconds
     while not ready():  # type: ignore[operator]
         if time.monotonic() > deadline:
-            raise SystemExit(f"bench-dask: {what} not ready after {seconds:g} s")
+            raise SystemExit(f"perf-dask: {what} not ready after {seconds:g} s")
         time.sleep(0.05)
 
 
@@ -227,7 +227,7 @@ def main() -> int:
     finally:
         shutil.rmtree(base, ignore_errors=True)
     print(
-        f"bench-dask: {args.trials} trials of a {AGENT_S:g} s agent, {args.workers} workers x {args.slots} slots "
+        f"perf-dask: {args.trials} trials of a {AGENT_S:g} s agent, {args.workers} workers x {args.slots} slots "
         f"vs the local pool with --parallel {total} ({os.cpu_count()} cores)"
     )
     for key, value in figures.items():

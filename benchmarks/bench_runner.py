@@ -8,7 +8,7 @@
 3. Optionally (--inspect VENV_PYTHON): the same 200 trials in Inspect AI (local sandbox,
    mock model, one exec per sample) and the ratio of wall times.
 
-Run from the project root: `nox -s bench-harness` or `python benchmarks/bench_runner.py`.
+Run from the project root: `nox -s perf-harness` or `python benchmarks/bench_runner.py`.
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Per scenario: workspaces built, check runs (every verdict twice) and wall-clock seconds, then
 the whole suite with the default parallelism, and the check engine's own overhead per
-command (a `true` command through harness.sandbox.proc). Run with `nox -s bench-validate` or directly.
+command (a `true` command through harness.sandbox.proc). Run with `nox -s perf-validate` or directly.
 """
 
 from __future__ import annotations

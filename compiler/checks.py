@@ -84,6 +84,15 @@ def resolve_check(
                 params[name] = render_field(c, doc, (*path, name), params[name], ctx)
         if kind == "command" and "exit" not in params and "result" not in params:
             params["exit"] = 0
+        if kind == "answer" and "expected" in params:  # seed 000 names the value `expected`
+            if "equals" in params:
+                c.add(
+                    doc.loc((*path, "expected"), key=True),
+                    dotted((*path, "expected")),
+                    "E100",
+                    "give the expected value once: `equals` or `expected`, not both",
+                )
+            params["equals"] = params.pop("expected")
         return CheckSpec(
             id=spec.id,
             kind=kind,
@@ -94,7 +103,8 @@ def resolve_check(
             params=params,
         )
     before = len(c.errors)
-    given = dict(params.pop("with", {}) or {})
+    # Parameter names are fields of the kind: an `x-` key among them is an extension.
+    given = {k: v for k, v in (params.pop("with", {}) or {}).items() if not k.startswith("x-")}
     for k in list(params):
         given.setdefault(k, params.pop(k))
     values: dict[str, Any] = {}

@@ -177,6 +177,10 @@ class Negative(Frozen):
     patch: str | None = Field(
         default=None, description="Project-relative unified diff applied instead of (or after) the overlay."
     )
+    base: Literal["reference", "seed"] = Field(
+        default="reference",
+        description="What the overlay is laid on: seed + reference (assay's form) or the seed alone (seed 000's scenario.json, where negatives are overlays like the reference).",
+    )
 
 
 class Step(Frozen):

@@ -81,6 +81,61 @@ def _passes(model: type[BaseModel], canonical: str) -> bool:
     return ok
 
 
+EXTENSION = "x-"
+"""Prefix of free-form keys in a map whose keys are spec fields."""
+
+
+def _model_in(tp: Any) -> type[BaseModel] | None:
+    """The pydantic model a (possibly optional or union) annotation allows, if any."""
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return tp
+    if typing.get_origin(tp) in (Union, types.UnionType):
+        for arg in typing.get_args(tp):
+            found = _model_in(arg)
+            if found is not None:
+                return found
+    return None
+
+
+def _strip(value: Any, tp: Any) -> Any:
+    origin = typing.get_origin(tp)
+    if origin in (Union, types.UnionType):
+        args = [a for a in typing.get_args(tp) if a is not type(None)]
+        model = _model_in(tp)
+        if isinstance(value, dict) and model is not None:
+            return drop_extensions(value, model)
+        if isinstance(value, list):
+            lists = [a for a in args if typing.get_origin(a) in (list, tuple)]
+            return _strip(value, lists[0]) if lists else value
+        if isinstance(value, dict):
+            maps = [a for a in args if typing.get_origin(a) is dict]
+            return _strip(value, maps[0]) if maps else value
+        return value
+    if isinstance(tp, type) and issubclass(tp, BaseModel):
+        return drop_extensions(value, tp) if isinstance(value, dict) else value
+    if origin in (list, tuple) and isinstance(value, list):
+        item = typing.get_args(tp)[0]
+        return [_strip(v, item) for v in value]
+    if origin is dict and isinstance(value, dict):
+        item = typing.get_args(tp)[1]
+        return {k: _strip(v, item) for k, v in value.items()}  # keys are names: `x-` is a name here
+    return value
+
+
+def drop_extensions(value: dict[str, Any], model: type[BaseModel]) -> dict[str, Any]:
+    """The map without its `x-*` keys, wherever a key could be a field of a spec model.
+
+    Maps keyed by names (`negatives:`, levels, `env:`) keep them: there `x-keeps-newline` is a
+    negative's name, not an extension. Free-form values (`meta:`, `Any`) are left as written.
+    """
+    fields = {info.alias or name: info.annotation for name, info in model.model_fields.items()}
+    return {
+        k: _strip(v, fields[k]) if k in fields else v
+        for k, v in value.items()
+        if not (isinstance(k, str) and k.startswith(EXTENSION))
+    }
+
+
 def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
     """Valid keys of the map at `path` inside a document of `schema`."""
     rule: dict[str, Any] = {"type": "dict", "schema": schema}
@@ -140,6 +195,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
     schema = cerberus_schema(model)
     if not isinstance(value, dict):
         return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {_describe(value)}")]
+    value = drop_extensions(value, model)
     if _passes(model, json.dumps(value, sort_keys=True)):
         return []
     v = _validator(model)
@@ -220,7 +276,7 @@ def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, b
         c.extend(errors)
         return None
     try:
-        return model.model_validate(doc.data if data is None else data)
+        return model.model_validate(drop_extensions(doc.data if data is None else data, model))
     except ValidationError as exc:  # cerberus and the model agree by construction; this is a safety net
         for e in exc.errors():
             path = (*base, *e["loc"])

@@ -99,6 +99,8 @@ def _keys_ok(c: Collector, doc: Doc, path: Path_, entry: dict[str, Any], v: Vali
     allowed = [*v.levels, "agent"] + (["scenario"] if where != "constraint" else [])
     for key, value in entry.items():
         kp = (*path, key)
+        if key.startswith("x-"):
+            continue  # an extension: these keys are matrix keys, so `x-` cannot name one
         if key not in allowed:
             c.add(
                 doc.loc(kp, key=True),

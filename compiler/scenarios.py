@@ -54,7 +54,7 @@ def _expectations(
                     "an expectation is a name or a map",
                 )
                 continue
-            out.append(dict(entry))
+            out.append({k: v for k, v in entry.items() if not str(k).startswith("x-")})
             continue
         if name not in library:
             c.add(
@@ -164,9 +164,17 @@ def _judges(checks: list[CheckSpec], project: ProjectDoc) -> dict[str, dict[str,
 
 
 def _negatives(
-    c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, own: str, seen: dict[str, int]
+    c: Collector,
+    doc: Doc,
+    spec: ScenarioDoc,
+    src: Sources,
+    folder: str,
+    own: str,
+    seen: dict[str, int],
+    kinds_of: dict[str, str],
 ) -> list[Negative]:
-    """Negatives: each names known checks and has an overlay folder or a patch; no stray overlay folders."""
+    """Negatives: each names known checks (or tests of a pytest check) and has an overlay folder or
+    a patch; no stray overlay folders."""
     negatives: list[Negative] = []
     neg_dir = "negative" if own.endswith(".json") and _tree(src, folder, "negative") else "negatives"
     for name, neg in (spec.negatives or {}).items():
@@ -178,7 +186,16 @@ def _negatives(
                 "E241",
                 "a negative must name at least one check it fails",
             )
-        for j, cid in enumerate(neg.fails):
+        for j, named in enumerate(neg.fails):
+            cid, _, test = named.partition("::")  # `<check>::<test id>`: one test of a pytest check
+            if test and cid in seen and kinds_of.get(cid) != "pytest":
+                c.add(
+                    doc.loc((*np_, "fails", j)),
+                    dotted((*np_, "fails", j)),
+                    "E240",
+                    f"'{named}' names a test, but check '{cid}' is no pytest check",
+                    "name the check alone",
+                )
             if cid not in seen and cid not in {
                 ch.get("id") for ch in spec.checks or [] if isinstance(ch, dict)
             }:
@@ -211,6 +228,8 @@ def _negatives(
                 fails=tuple(neg.fails),
                 dir=f"{folder}/{neg_dir}/{name}" if has_dir else None,
                 patch=patch,
+                # Seed 000: "negative overlays" are overlays like the reference, on the seed alone.
+                base="seed" if own.endswith(".json") else "reference",
             )
         )
     declared = set(spec.negatives or {})
@@ -302,7 +321,7 @@ def build(
         for j, v in enumerate(values):
             ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
     checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project)
-    negatives = _negatives(c, doc, spec, src, folder, own, seen)
+    negatives = _negatives(c, doc, spec, src, folder, own, seen, {k.id: k.kind for k in checks})
     job = ScenarioJob(
         id=spec.id,
         root=folder,

@@ -3,7 +3,9 @@
 YAML 1.2 core scalars (only `true`/`false` are booleans, so `network: off` stays the
 string "off"), duplicate keys, `<<:` merge keys and custom tags are errors. Seed
 000's `scenario.json` is read by the same code (JSON is YAML 1.2), so its errors
-carry positions too. `x-*` keys are dropped here: they are free-form by design.
+carry positions too. `x-*` keys are kept here: whether one is an extension depends on
+the map it sits in (a field map, where it is dropped by `compiler.rawcheck`, or a map keyed
+by names, such as `negatives:`, where `x-keeps-newline` is just a name).
 """
 
 from __future__ import annotations
@@ -152,8 +154,6 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> A
                     "use `extends:` to inherit from another spec",
                 )
             )
-            continue
-        if key.startswith("x-"):
             continue
         if key in out:
             first = doc.keys[(*path, key)]

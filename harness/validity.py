@@ -7,7 +7,8 @@ the same check engine the grader uses:
 - `seed`: the untouched seed (+ grader files) must fail at least one check;
 - `negative <name>`: seed + reference + the negative's overlay folder, then its patch
   (a unified diff applied with `git apply` on top of seed + reference), + grader files,
-  must fail exactly the checks it names.
+  must fail exactly the checks it names. In seed 000's `scenario.json` form a negative is an
+  overlay like the reference, laid on the seed alone (`Negative.base == "seed"`).
 
 Grader files go on last because the grader copies them in after the agent has finished.
 Every workspace is judged twice; a check whose outcome differs is reported as flaky.
@@ -132,9 +133,8 @@ def workspaces(scenario: ScenarioJob, project: Path) -> list[Workspace]:
         overlay = (project / neg.dir,) if neg.dir else ()
         patch = project / neg.patch if neg.patch else None
         name = f"negative {neg.name}"
-        found.append(
-            Workspace(scenario, name, (seed, *reference, *overlay), patch, grader, frozenset(neg.fails))
-        )
+        under = reference if neg.base == "reference" else ()
+        found.append(Workspace(scenario, name, (seed, *under, *overlay), patch, grader, frozenset(neg.fails)))
     return found
 
 
@@ -221,16 +221,58 @@ def _verdicts(
                 )
             )
     else:
-        named = fails or frozenset()
-        for i, o in judged.items():
-            if i in named and o.outcome == "pass":
-                found.append(
-                    Problem(sid, overlay, i, "passes, but the negative names it: it must fail", "negative")
+        found += _negative(sid, overlay, fails or frozenset(), judged)
+    return found
+
+
+def _negative(
+    sid: str, overlay: str, named: frozenset[str], judged: dict[str, CheckOutcome]
+) -> list[Problem]:
+    """A negative fails exactly what it names: whole checks, or single tests (`<check>::<test id>`),
+    whose check then fails while its other tests pass."""
+    found: list[Problem] = []
+    tests: dict[str, set[str]] = {}
+    for entry in named:
+        cid, _, test = entry.partition("::")
+        if test:
+            tests.setdefault(cid, set()).add(test)
+    for i, o in judged.items():
+        if (i in named or i in tests) and o.outcome == "pass":
+            found.append(
+                Problem(sid, overlay, i, "passes, but the negative names it: it must fail", "negative")
+            )
+        elif i not in named and i not in tests and o.outcome == "fail":
+            found.append(
+                Problem(sid, overlay, i, f"fails, but the negative does not name it: {o.message}", "negative")
+            )
+        if i in named or i not in tests or o.outcome not in ("pass", "fail"):
+            continue
+        ran = {t.id: t for t in o.tests}
+        for test in sorted(tests[i] - set(ran)):
+            found.append(
+                Problem(
+                    sid, overlay, f"{i}::{test}", "the negative names this test; it did not run", "negative"
                 )
-            elif i not in named and o.outcome == "fail":
+            )
+        for t in o.tests:
+            if t.id in tests[i] and t.outcome != "fail":
                 found.append(
                     Problem(
-                        sid, overlay, i, f"fails, but the negative does not name it: {o.message}", "negative"
+                        sid,
+                        overlay,
+                        f"{i}::{t.id}",
+                        "passes, but the negative names it: it must fail",
+                        "negative",
+                    )
+                )
+            elif t.id not in tests[i] and t.outcome == "fail":
+                found.append(
+                    Problem(
+                        sid,
+                        overlay,
+                        f"{i}::{t.id}",
+                        f"fails, but the negative does not name it: {(t.message.splitlines() or [''])[0][:200]}",
+                        "negative",
                     )
                 )
     return found
@@ -253,7 +295,8 @@ def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
         available = {o.id: o for o in j.first if o.outcome != "unavailable"}
         problems += _verdicts(scenario, w.overlay, w.fails, available)
     coverage = tuple(
-        (c.id, tuple(n.name for n in scenario.negatives if c.id in n.fails)) for c in scenario.checks
+        (c.id, tuple(n.name for n in scenario.negatives if c.id in {f.partition("::")[0] for f in n.fails}))
+        for c in scenario.checks
     )
     problems += [
         Problem(sid, "coverage", cid, "no negative fails this check", "uncovered")

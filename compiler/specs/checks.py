@@ -93,6 +93,9 @@ class AnswerCheck(CheckCommon):
 
     key: str = Field(description="Dotted path into answer.json.")
     equals: Any = Field(default=None, description="Expected JSON value.")
+    expected: Any = Field(
+        default=None, description="Seed 000's name for `equals` (scenario.json); give one of the two."
+    )
     matches: str | None = Field(default=None, description="Regex the value's text must match.")
 
 
@@ -107,6 +110,20 @@ class UnchangedCheck(CheckCommon):
     """`unchanged`: files equal the seed."""
 
     paths: list[str] = Field(description="Globs of files that must equal the seed.")
+
+
+class PytestCheck(CheckCommon):
+    """`pytest`: run a pytest suite; one outcome per test (negatives may name `<check>::<test id>`)."""
+
+    tests: TextOrList = Field(
+        description="Test files or folders: workspace-relative, or absolute paths the scenario mounts."
+    )
+    args: list[str] | None = Field(default=None, description="Extra pytest arguments.")
+    cwd: str | None = Field(default=None, description="Working folder (default: the workspace).")
+    python: str | None = Field(
+        default=None, description="Interpreter that runs pytest (default: python3 of the check's PATH)."
+    )
+    env: dict[str, str] | None = Field(default=None, description="Extra environment of the run.")
 
 
 class TraceCheck(CheckCommon):
@@ -173,6 +190,7 @@ BUILTIN: dict[str, type[CheckCommon]] = {
     "answer": AnswerCheck,
     "file-exists": FileExistsCheck,
     "unchanged": UnchangedCheck,
+    "pytest": PytestCheck,
     "trace": TraceCheck,
     "events": EventsCheck,
     "transcript": TranscriptCheck,

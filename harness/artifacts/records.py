@@ -141,6 +141,19 @@ class RunRecord(Record):
     )
 
 
+class CaseOutcome(Record):
+    """One test of a check that runs a test suite (`pytest`): its own verdict."""
+
+    id: str = Field(
+        description="The test's id, as pytest names it (`test_file.py::Class::test_name[param]`)."
+    )
+    outcome: Literal["pass", "fail", "skip"] = Field(
+        description="pass, fail (a failure or an error in the test or its setup), or skip."
+    )
+    message: str = Field(default="", description="The failure's message (truncated), or why it was skipped.")
+    duration_s: float = Field(default=0.0, description="Seconds the test took.")
+
+
 class CheckOutcome(Record):
     """One check's verdict."""
 
@@ -157,6 +170,9 @@ class CheckOutcome(Record):
     )
     details: dict[str, Any] = Field(
         default_factory=dict, description="Kind-specific evidence, e.g. a judge's verdict verbatim."
+    )
+    tests: tuple[CaseOutcome, ...] = Field(
+        default=(), description="One outcome per test, for a check that runs a test suite (`pytest`)."
     )
 
 

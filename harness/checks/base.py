@@ -17,6 +17,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any, NamedTuple, Protocol
 
 from compiler.contract import CheckSpec, ScenarioJob
+from harness.artifacts.records import CaseOutcome
 from harness.sandbox.pathsafe import PathEscape, glob_regex, is_inside, resolve_inside
 
 Wrapper = Callable[[Sequence[str]], Sequence[str]]
@@ -36,6 +37,8 @@ class Verdict(NamedTuple):
 
     passed: bool
     message: str = ""
+    tests: tuple[CaseOutcome, ...] = ()
+    """One outcome per test, for a kind that runs a test suite."""
 
 
 @dataclass(frozen=True)

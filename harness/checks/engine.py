@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from compiler.contract import CheckSpec
-from harness.artifacts.records import CheckOutcome
+from harness.artifacts.records import CaseOutcome, CheckOutcome
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable
 from harness.checks.registry import get_kind
 
@@ -20,9 +20,10 @@ def run_check(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> CheckOutco
     """One check's outcome: pass, fail, error (it could not run) or unavailable."""
     started = time.monotonic()
     outcome: str
+    tests: tuple[CaseOutcome, ...] = ()
     try:
         verdict = get_kind(spec.kind).run(spec, workspace, ctx)
-        outcome, message = ("pass" if verdict.passed else "fail"), verdict.message
+        outcome, message, tests = ("pass" if verdict.passed else "fail"), verdict.message, verdict.tests
     except CheckError as exc:
         outcome, message = "error", str(exc)
     except CheckUnavailable as exc:
@@ -39,6 +40,7 @@ def run_check(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> CheckOutco
         message=message,
         authority=spec.authority,
         duration_s=round(time.monotonic() - started, 3),
+        tests=tests,
     )
 
 

@@ -20,6 +20,7 @@ KINDS: dict[str, str] = {
     "answer": "harness.checks.answer:AnswerCheck",
     "file-exists": "harness.checks.file_exists:FileExistsCheck",
     "unchanged": "harness.checks.unchanged:UnchangedCheck",
+    "pytest": "harness.checks.pytest_junit:PytestCheck",
     # Kinds that read the run (its trace, event log, transcript, snapshots), added by the grader.
     "trace": "harness.checks.trace:TraceCheck",
     "events": "harness.checks.events:EventsCheck",

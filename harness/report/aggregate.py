@@ -254,6 +254,7 @@ class Aggregator:
             version_deltas=deltas,
             control_drift=drift,
             expectations=self.diag.expectation_rows(order),
+            tests=self.diag.test_rows(order),
             sections=self.diag.section_rows(order),
             diagnostics=self.diag.diagnostics(
                 control=control,

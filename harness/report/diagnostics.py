@@ -13,7 +13,7 @@ from typing import Literal
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
 from harness.report.sections import disagreements, expectation_verdicts, flatten, notable_exits
-from harness.report.summary import Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
+from harness.report.summary import CaseRow, Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
 
 EVIDENCE_CAP = 20
 HEADROOM = 0.95
@@ -68,6 +68,8 @@ class DiagAcc:
         self.sections: dict[tuple[str | None, str, str, str, str], list[float]] = {}
         self.section_runs: Counter[tuple[str | None, str, str, str]] = Counter()
         self.expectations: dict[tuple[str | None, str, str, str], list[int]] = {}
+        self.tests: dict[tuple[str | None, str, str, str, str], list[int]] = {}
+        """(version, agent, condition, scenario, check::test) -> [passed, graded]."""
 
     def merge(self, other: DiagAcc) -> None:
         """Fold in the counters of another part of the tree."""
@@ -86,7 +88,7 @@ class DiagAcc:
                 self.unreadable_reasons.setdefault(run_dir, reason)
         self.regrade.merge(other.regrade)
         self.regrade_changed_grader.merge(other.regrade_changed_grader)
-        for table in ("checks", "expectations", "sections"):
+        for table in ("checks", "expectations", "sections", "tests"):
             mine_t, theirs_t = getattr(self, table), getattr(other, table)
             for key, values in theirs_t.items():
                 acc = mine_t.setdefault(key, [0] * len(values))
@@ -111,6 +113,12 @@ class DiagAcc:
         if run.status != "graded" or run.grade is None:
             return
         for check in run.grade.checks:
+            for case in check.tests:
+                row = self.tests.setdefault(
+                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case.id}"), [0, 0]
+                )
+                row[0] += case.outcome != "fail"
+                row[1] += 1
             tally = self.checks.setdefault((run.scenario, check.id), [0, 0])
             tally[0] += 1
             if check.outcome in ("fail", "error"):
@@ -172,6 +180,16 @@ class DiagAcc:
             for (v, a, c, e), (p, f, u) in sorted(
                 self.expectations.items(),
                 key=lambda kv: (str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30), kv[0][3]),
+            )
+        ]
+
+    def test_rows(self, order: dict[str, int]) -> list[CaseRow]:
+        """Rows by scenario, test, then version, agent, condition in reading order."""
+        return [
+            CaseRow(test=t, scenario=s, version=v, agent=a, condition=c, rate=rate(k, n))
+            for (v, a, c, s, t), (k, n) in sorted(
+                self.tests.items(),
+                key=lambda kv: (kv[0][3], kv[0][4], str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30)),
             )
         ]
 

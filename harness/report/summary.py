@@ -16,7 +16,8 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.artifacts.store import FutureSchemaError, write_atomic
 
-SUMMARY_SCHEMA = 1
+SUMMARY_SCHEMA = 2
+"""2: per-test pass rates (`tests`) of checks that run a test suite."""
 SUMMARY_FILE = "summary.json"
 
 
@@ -206,6 +207,17 @@ class ExpectationRow(Model):
     unavailable: int
 
 
+class CaseRow(Model):
+    """One test of a check that runs a suite (`pytest`): its pass rate per scenario and condition."""
+
+    test: str = Field(description="`<check id>::<test id>`.")
+    scenario: str
+    version: str | None
+    agent: str
+    condition: str
+    rate: Rate = Field(description="Graded runs where the test passed (a skipped test counts as passed).")
+
+
 class RunEntry(Model):
     """One run, as the JUnit XML and the HTML links need it."""
 
@@ -255,6 +267,9 @@ class Summary(Model):
     version_deltas: list[VersionDelta]
     control_drift: list[ControlDrift]
     expectations: list[ExpectationRow]
+    tests: list[CaseRow] = Field(
+        default_factory=list, description="Per-test pass rates of suite checks, one row per test and cell."
+    )
     sections: list[SectionRow]
     diagnostics: list[Diagnostic]
     findings: list[Finding]

@@ -1,4 +1,7 @@
-"""Every invalid spec under tests/fixtures/specs/invalid/<case>/ fails with exactly expected.txt."""
+"""Every invalid spec under tests/fixtures/specs/invalid/<case>/ fails with exactly expected.txt.
+
+Each case is an overlay on the valid base project (tests/compiler/corpus.py).
+"""
 
 from __future__ import annotations
 
@@ -12,9 +15,8 @@ import pytest
 
 from compiler.errors import SpecErrors
 from compiler.pipeline import build
+from tests.compiler.corpus import BASE, CASES, INVALID, materialise, overlay_files
 
-INVALID = Path(__file__).resolve().parents[1] / "fixtures" / "specs" / "invalid"
-CASES = sorted(p.name for p in INVALID.iterdir() if p.is_dir())
 LINE = re.compile(
     r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<path>[^:]+?): (?P<msg>.+)$"
 )
@@ -24,10 +26,23 @@ def test_corpus_is_large_enough() -> None:
     assert len(CASES) >= 30
 
 
+def test_base_is_valid() -> None:
+    plan = build(BASE)  # raises SpecErrors when the base is not valid
+    assert plan.default is not None and plan.matrices[plan.default].runs
+
+
 @pytest.mark.parametrize("case", CASES)
-def test_invalid_case(case: str) -> None:
-    folder = INVALID / case
-    expected = (folder / "expected.txt").read_text(encoding="utf-8")
+def test_case_is_a_minimal_overlay(case: str) -> None:
+    """A case holds only what differs from the base: a copied base file would hide a base change."""
+    for rel in overlay_files(case):
+        base = BASE / rel
+        assert not (base.is_file() and base.read_bytes() == (INVALID / case / rel).read_bytes()), rel
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_invalid_case(case: str, tmp_path: Path) -> None:
+    folder = materialise(case, tmp_path / case)
+    expected = (INVALID / case / "expected.txt").read_text(encoding="utf-8")
     with pytest.raises(SpecErrors) as info:
         build(folder)
     got = "\n".join(e.text() for e in info.value.errors) + "\n"
@@ -52,10 +67,10 @@ def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
 
 
 def test_cli_exit_2_and_formats(tmp_path: Path) -> None:
-    case = INVALID / "negatives-wrong"
+    case = materialise("negatives-wrong", tmp_path / "case")
     text = _assay(case, "compile", "--out", str(tmp_path / "g"))
     assert text.returncode == 2
-    assert text.stderr == (case / "expected.txt").read_text() + "4 error(s)\n"
+    assert text.stderr == (INVALID / "negatives-wrong" / "expected.txt").read_text() + "4 error(s)\n"
     assert not (tmp_path / "g").exists()
     as_json = _assay(case, "compile", "--format", "json", "--out", str(tmp_path / "g"))
     errors = json.loads(as_json.stdout)["errors"]

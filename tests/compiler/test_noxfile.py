@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -44,7 +45,7 @@ def test_lists_bench_sessions_and_recompiles_when_stale(valid_project: Path, tmp
         "lint",
         "schema-drift",
         "bench",
-        "bench-compile",
+        "perf-compile",
         "bench-none-none-off",
         "bench-bin-none-off",
         "bench-bin-skill-none-off",
@@ -57,3 +58,10 @@ def test_lists_bench_sessions_and_recompiles_when_stale(valid_project: Path, tmp
     matrix.write_text(matrix.read_text().replace("factors:\n  tool: [none, bin]", "factors:\n  tool: [none]"))
     names = _list(proj)
     assert "bench-bin-none-off" not in names and "bench-none-none-off" in names
+
+
+def test_bench_prefix_names_cells_only() -> None:
+    """Fixed sessions never start with `bench-`: a cell session can never replace one."""
+    fixed = re.findall(r'@nox\.session\(name="([^"]+)"', (ROOT / "noxfile.py").read_text(encoding="utf-8"))
+    assert "perf-compile" in fixed
+    assert [name for name in fixed if name.startswith("bench-")] == []

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 from report_tree import CONTROL, add_run
 
-from harness.report import build_summary
+from harness.report import SUMMARY_SCHEMA, build_summary
 from harness.report.render_md import render_markdown
 
 BIN = "bin/none/off"
@@ -52,7 +52,7 @@ def test_report_command_writes_files(tmp_path: Path) -> None:
     assert proc.returncode == 0, proc.stderr
     assert (out / "report.md").is_file()
     summary = json.loads((out / "summary.json").read_text())
-    assert summary["schema_version"] == 1 and summary["header"]["totals"]["graded"] == 4
+    assert summary["schema_version"] == SUMMARY_SCHEMA and summary["header"]["totals"]["graded"] == 4
     again = assay("report", out / "summary.json", "--format", "md", "--out", tmp_path / "again")
     assert again.returncode == 0, again.stderr
     assert (tmp_path / "again" / "report.md").read_text() == (out / "report.md").read_text()
@@ -68,7 +68,7 @@ def test_report_command_errors(tmp_path: Path) -> None:
 
 def test_future_summary_is_refused(tmp_path: Path) -> None:
     path = tmp_path / "summary.json"
-    path.write_text(json.dumps({"schema_version": 2}))
+    path.write_text(json.dumps({"schema_version": SUMMARY_SCHEMA + 1}))
     proc = assay("report", path, "--format", "md")
     assert proc.returncode == 2 and "newer than this assay" in proc.stderr
     assert "Traceback" not in proc.stderr

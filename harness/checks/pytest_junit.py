@@ -1,0 +1,139 @@
+"""`pytest`: run a pytest suite on the workspace; one outcome per test, read from JUnit XML.
+
+Parameters: `tests` (a path or a list: test files or folders, workspace-relative, or absolute
+paths the scenario mounts), `args` (extra pytest arguments), `cwd` (default the workspace) and
+`env`. The check passes when pytest exits 0 having run at least one test, none failing; each
+test's own outcome goes into the check's `tests` (grade.json lists them one by one), and a
+negative may name one as `<check id>::<test id>`.
+
+pytest runs with the check commands' isolation, environment and interpreter (the scenario's
+environment when it has one, else the harness's). Its JUnit report is written to a file
+descriptor of its own (fd 3, the command's stdout; its terminal output goes to stderr), so
+nothing is written into the workspace being judged. Exit 2 with a report (a test file that
+does not import: the agent's work is missing) is a failure; no report at all, no test
+collected (exit 5), a usage or internal error (exit 3, 4) means the check could not run.
+"""
+
+from __future__ import annotations
+
+import xml.etree.ElementTree as ET
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from compiler.contract import CheckSpec
+from harness.checks import _proc
+from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param
+from harness.checks.command import command_env, shell, tail
+from harness.artifacts.records import CaseOutcome
+
+JUNIT = 'exec 3>&1 1>&2; exec "$@" --junitxml=/dev/fd/3'
+"""Run "$@" with its stdout on stderr and its JUnit report on the original stdout."""
+
+PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q")
+"""No cache folder in the judged workspace; xunit1 reports carry each test's file."""
+
+MESSAGE_CHARS = 2000
+
+
+class PytestCheck:
+    """A pytest suite whose tests are judged one by one."""
+
+    name = "pytest"
+
+    def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
+        tests = [str(t) for t in as_list(param(spec, "tests", required=True))]
+        args = [str(a) for a in as_list(param(spec, "args"))]
+        python = str(param(spec, "python", "python3"))
+        argv = [shell(), "-c", JUNIT, "pytest", python, *PYTEST, *args, *tests]
+        if ctx.wrap is not None:
+            argv = list(ctx.wrap(argv))
+        cwd = _cwd(spec, workspace, ctx)
+        timeout = ctx.timeout_for(spec)
+        done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
+        if done.timed_out:
+            raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr)}")
+        cases = parse_junit(done.stdout)
+        code = done.exit_code
+        if code in (126, 127):
+            raise CheckError(f"pytest could not start (exit {code}){tail(done.stderr)}")
+        if code in (3, 4) or (cases is None and code != 5):
+            raise CheckError(f"pytest exited {code} without a test report{tail(done.stderr)}")
+        if code == 5 or not cases:
+            raise CheckError(f"pytest collected no test from {' '.join(tests)}{tail(done.stderr)}")
+        failed = [c for c in cases if c.outcome == "fail"]
+        ran = len(cases)
+        if failed:
+            first = failed[0]
+            return Verdict(
+                False,
+                f"{len(failed)} of {ran} test(s) failed: {first.id}: {first.message[:300]}",
+                tuple(cases),
+            )
+        if code != 0:
+            return Verdict(
+                False, f"pytest exited {code} though no test failed{tail(done.stderr)}", tuple(cases)
+            )
+        skipped = sum(c.outcome == "skip" for c in cases)
+        return Verdict(
+            True,
+            f"{ran - skipped} test(s) passed" + (f", {skipped} skipped" if skipped else ""),
+            tuple(cases),
+        )
+
+
+def _cwd(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Path:
+    cwd = inside(workspace, str(param(spec, "cwd", ".")))
+    if not cwd.is_dir():
+        raise CheckError(f"working folder {param(spec, 'cwd')!r} does not exist in the workspace")
+    return cwd
+
+
+def _case_id(case: ET.Element) -> str:
+    """pytest's node id of a test case (file::Class::name) from an xunit1 testcase element."""
+    name = case.get("name", "?")
+    file = case.get("file") or ""
+    classname = case.get("classname", "")
+    if not file:
+        return f"{classname}::{name}" if classname else name
+    module = ".".join(PurePosixPath(file).with_suffix("").parts)
+    cls = classname[len(module) + 1 :] if classname.startswith(module + ".") else ""
+    return "::".join(p for p in (file, *cls.split("."), name) if p)
+
+
+def _text(element: ET.Element) -> str:
+    message = element.get("message") or ""
+    body = (element.text or "").strip()
+    text = message if not body or body in message else f"{message}\n{body}".strip()
+    return text[:MESSAGE_CHARS]
+
+
+def parse_junit(report: str) -> list[CaseOutcome] | None:
+    """The test cases of a JUnit XML report, or None when there is no readable report."""
+    if "<testsuite" not in report:
+        return None
+    try:
+        root = ET.fromstring(report.strip())
+    except ET.ParseError:
+        return None
+    cases: list[CaseOutcome] = []
+    for case in root.iter("testcase"):
+        outcome, message = "pass", ""
+        for child in case:
+            if child.tag in ("failure", "error"):
+                outcome, message = "fail", (f"{child.tag}: " if child.tag == "error" else "") + _text(child)
+                break
+            if child.tag == "skipped":
+                outcome, message = "skip", _text(child)
+        cases.append(
+            CaseOutcome(
+                id=_case_id(case), outcome=outcome, message=message, duration_s=_seconds(case.get("time"))
+            )
+        )
+    return cases
+
+
+def _seconds(value: Any) -> float:
+    try:
+        return round(float(value), 3)
+    except (TypeError, ValueError):
+        return 0.0

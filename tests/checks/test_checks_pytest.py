@@ -1,0 +1,87 @@
+"""The `pytest` kind: a real pytest run, one outcome per test from its JUnit report."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Any
+
+from checks_util import write
+
+from compiler.contract import CheckSpec
+from harness.checks import CheckContext, run_check
+from harness.artifacts.records import CheckOutcome
+
+TESTS = """\
+import pytest
+from pathlib import Path
+
+
+def test_file_exists():
+    assert Path("out.txt").exists(), "out.txt is missing"
+
+
+class TestContent:
+    def test_says_hello(self):
+        assert Path("out.txt").read_text().strip() == "hello"
+
+    @pytest.mark.parametrize("n", [1, 2])
+    def test_param(self, n):
+        assert n > 0
+
+
+@pytest.mark.skip(reason="not here")
+def test_skipped():
+    pass
+"""
+
+
+def check(ws: Path, **params: Any) -> CheckOutcome:
+    spec = CheckSpec(id="tests", kind="pytest", timeout_s=60, params={"python": sys.executable, **params})
+    return run_check(spec, ws, CheckContext())
+
+
+def test_every_test_has_its_outcome(ws: Path) -> None:
+    write(ws, {"tests/test_out.py": TESTS, "out.txt": "hi\n"})
+    outcome = check(ws, tests="tests/test_out.py")
+    assert outcome.outcome == "fail"
+    assert {t.id: t.outcome for t in outcome.tests} == {
+        "tests/test_out.py::test_file_exists": "pass",
+        "tests/test_out.py::TestContent::test_says_hello": "fail",
+        "tests/test_out.py::TestContent::test_param[1]": "pass",
+        "tests/test_out.py::TestContent::test_param[2]": "pass",
+        "tests/test_out.py::test_skipped": "skip",
+    }
+    failed = next(t for t in outcome.tests if t.outcome == "fail")
+    assert "hello" in failed.message
+    assert outcome.message.startswith(
+        "1 of 5 test(s) failed: tests/test_out.py::TestContent::test_says_hello"
+    )
+    # Nothing of the run is left in the judged workspace.
+    assert sorted(p.name for p in ws.rglob("*") if p.is_file()) == ["out.txt", "test_out.py"]
+
+
+def test_all_passing_passes(ws: Path) -> None:
+    write(ws, {"tests/test_out.py": TESTS, "out.txt": "hello\n"})
+    outcome = check(ws, tests=["tests"], args=["-x"])
+    assert (outcome.outcome, outcome.message) == ("pass", "4 test(s) passed, 1 skipped")
+
+
+def test_a_test_file_that_cannot_import_fails(ws: Path) -> None:
+    """The agent's module is missing: the suite fails (it is the agent's work), it did not crash."""
+    write(
+        ws,
+        {
+            "tests/test_sol.py": "from solution import answer\n\ndef test_answer():\n    assert answer() == 42\n"
+        },
+    )
+    outcome = check(ws, tests="tests/test_sol.py")
+    assert outcome.outcome == "fail"
+    assert [t.outcome for t in outcome.tests] == ["fail"] and "solution" in outcome.tests[0].message
+
+
+def test_no_tests_or_no_pytest_is_an_error(ws: Path) -> None:
+    write(ws, {"tests/test_none.py": "x = 1\n"})
+    assert check(ws, tests="tests/test_none.py").outcome == "error"
+    missing = check(ws, tests="tests", python="/nonexistent/python3")
+    assert missing.outcome == "error" and "could not start" in missing.message
