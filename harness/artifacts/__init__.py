@@ -3,7 +3,7 @@
 The run-time mirror of `compiler.contract`: `names` (every file name of a run directory),
 `records` (run.json and grade.json, with `grade_sections`), `store` (atomic writes,
 schema-checked reads), `readers` (tolerant readers of what the agent's side wrote) and `tree`
-(where a run lives under a runs root, and whether it is finished), `tree_report` (what a walk over an
-agent-written tree found). It imports nothing else
-of the harness.
+(where a run lives under a runs root, and whether it is finished), and `sandbox_sections` (run.json's
+account of the sandbox: protections that held, what the walks over agent-written trees found). It
+imports nothing else of the harness.
 """

@@ -21,10 +21,10 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from compiler.contract import CheckSpec
+from harness.artifacts.records import CaseOutcome
 from harness.checks import _proc
 from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param
 from harness.checks.command import command_env, shell, tail
-from harness.artifacts.records import CaseOutcome
 
 JUNIT = 'exec 3>&1 1>&2; exec "$@" --junitxml=/dev/fd/3'
 """Run "$@" with its stdout on stderr and its JUnit report on the original stdout."""

@@ -1,7 +1,10 @@
 """Running a command the way the agent runs: scrubbed env, isolation, read-only links, tree kill.
 
 The runner builds one `Launcher` per trial; the canaries, the setup commands and the adapter
-all go through it, so a canary proves exactly the environment the agent gets.
+all go through it, so a canary proves exactly the environment the agent gets. After every
+command, before the harness reads anything the command wrote, every writable folder is
+neutralised (`harness.sandbox.neutralise`: setuid bits stripped, odd files listed) and the
+outbox is collected into the run directory.
 """
 
 from __future__ import annotations
@@ -12,9 +15,11 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.artifacts.sandbox_sections import TreeReport
 from harness.sandbox import proc
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
 from harness.sandbox.isolation.limits import confine
+from harness.sandbox.neutralise import merged, neutralise
 from harness.sandbox.pathsafe import collect
 
 
@@ -40,6 +45,9 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    trees: dict[str, TreeReport] = field(default_factory=dict)
+    """What the walks over each writable folder found (merged over commands), by name: the
+    outbox is "outbox", a folder of the run directory its relative path."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
         """What `argv` may see and do."""
@@ -80,9 +88,27 @@ class Launcher:
                 cancel=cancel,
             )
             hits = box.limits_hit(done.exit_code)
+        self.neutralise()
         if self.outbox is not None:
             self.refused.extend(collect(*self.outbox))
         return dataclasses.replace(done, limits_hit=hits) if hits else done
+
+    def neutralise(self) -> None:
+        """Walk every writable folder once: unsafe mode bits stripped, odd files listed in `trees`."""
+        for mount in self.mounts:
+            if mount.writable:
+                name = self._tree_name(mount)
+                self.trees[name] = merged(self.trees.get(name), neutralise(mount.src))
+
+    def _tree_name(self, mount: Mount) -> str:
+        if self.outbox is None:
+            return str(mount.dest)
+        outbox, run_dir = self.outbox
+        if mount.src == outbox:
+            return "outbox"
+        return (
+            mount.dest.relative_to(run_dir).as_posix() if run_dir in mount.dest.parents else str(mount.dest)
+        )
 
     def _run(
         self,

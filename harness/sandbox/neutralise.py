@@ -34,7 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import BinaryIO, Literal
 
-from harness.artifacts.tree_report import LISTED, OddFile, OddKind, TreeReport, printable
+from harness.artifacts.sandbox_sections import LISTED, OddFile, OddKind, TreeReport, printable
 
 EntryKind = Literal["dir", "file", "symlink"] | OddKind
 
@@ -88,7 +88,7 @@ class TreeEntry:
 
     @property
     def shown(self) -> str:
-        """The relative path, printable (see `harness.artifacts.tree_report.printable`)."""
+        """The relative path, printable (see `harness.artifacts.sandbox_sections.printable`)."""
         return printable(self.rel)
 
     def open(self) -> BinaryIO:
@@ -220,4 +220,65 @@ def neutralise(root: Path) -> TreeReport:
         odd_count=odd_count,
         odd=tuple(odd),
         deepest=deepest,
+    )
+
+
+def remove_tree(root: Path) -> None:
+    """Delete `root` and everything below it, at any depth, never following a symlink.
+
+    `shutil.rmtree` recurses (a tree 2,000 folders deep raises RecursionError) and joins paths;
+    this works on directory descriptors like `walk_tree`. A missing root is nothing to do.
+    """
+    if root.is_symlink() or not root.is_dir():
+        root.unlink(missing_ok=True)
+        return
+    fd = _open_dir(root, None)
+    st = os.fstat(fd)
+    stack = [_Frame(b"", (st.st_dev, st.st_ino), _clear_files(fd))]
+    try:
+        while True:
+            frame = stack[-1]
+            if frame.pending:
+                name = frame.pending.pop()
+                child_st = os.stat(name, dir_fd=fd, follow_symlinks=False)
+                child = _open_dir(name, (child_st.st_dev, child_st.st_ino), dir_fd=fd)
+                os.close(fd)
+                fd = child
+                stack.append(_Frame(name, (child_st.st_dev, child_st.st_ino), _clear_files(fd)))
+                continue
+            stack.pop()
+            if not stack:
+                break
+            parent = _open_dir("..", stack[-1].ident, dir_fd=fd)
+            os.close(fd)
+            fd = parent
+            os.rmdir(frame.rel, dir_fd=fd)  # here `rel` holds the folder's own name
+    finally:
+        os.close(fd)
+    os.rmdir(root)
+
+
+def _clear_files(fd: int) -> list[bytes]:
+    """Unlink every non-folder in the open folder; return its subfolders' names."""
+    folders: list[bytes] = []
+    for name in _listing(fd):
+        if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
+            folders.append(name)
+        else:
+            os.unlink(name, dir_fd=fd)
+    return folders
+
+
+def merged(earlier: TreeReport | None, later: TreeReport) -> TreeReport:
+    """Two walks of the same tree (after two commands): counts of stripped bits add up, the
+    latest walk says what the tree holds now."""
+    if earlier is None:
+        return later
+    paths = (*earlier.stripped_paths, *(p for p in later.stripped_paths if p not in earlier.stripped_paths))
+    return later.model_copy(
+        update={
+            "stripped": earlier.stripped + later.stripped,
+            "stripped_paths": paths[:LISTED],
+            "deepest": max(earlier.deepest, later.deepest),
+        }
     )

@@ -39,7 +39,8 @@ from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, St
 from harness.artifacts.store import write_record
 from harness.artifacts.tree import identity, start_run
 from harness.gateway import trial as gateway_trial
-from harness.sandbox import proc
+from harness.sandbox import proc, protections
+from harness.sandbox.identity import hand_over
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, select
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, canaries, capture, provision, workspace
@@ -247,6 +248,8 @@ def run_trial(
             extra=(gw.mount(),) if gw else (),
             prefix=tuple(gw.wrap([])) if gw and carried else (),
         )
+        for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
+            hand_over(folder)  # before the baseline: handing over later would change every ctime
         _setup(job, launcher, paths)
         multistep.seed_state(job, launcher, paths)
         workspace.commit_baseline(ws)
@@ -323,6 +326,8 @@ def run_trial(
         concurrent=concurrent,
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if job.scenario.steps else (),
+        protections=protections.measure(iso, neutralised=True) if launcher is not None else None,
+        sandbox_trees=dict(sorted(launcher.trees.items())) if launcher is not None else {},
         extra=_extra(provided, launcher)
         | ({"gateway": gateway_summary} if gateway_summary else {})
         | {"timings_s": timings},

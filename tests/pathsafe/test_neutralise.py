@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.artifacts.tree_report import printable
+from harness.artifacts.sandbox_sections import printable
 from harness.sandbox.neutralise import NotARegularFile, neutralise, walk_tree
 
 

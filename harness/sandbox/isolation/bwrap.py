@@ -2,13 +2,25 @@
 
 bwrap's defaults are unsafe when the harness runs as root: without a pid namespace a
 sandboxed process could signal host processes, and without dropping capabilities it
-could `nsenter` the host's namespaces. So every sandbox gets the full safe set:
-`--unshare-all --unshare-user --uid N --cap-drop ALL --disable-userns --new-session
---die-with-parent` (pid namespace included), and a fresh empty root holding only the
-toolchain view (`harness.sandbox.isolation.view`) and the spec's mounts. `--die-with-parent`
-plus the pid namespace ends every descendant, double-forked ones too, when the sandbox
-ends. `/proc/sys` is re-bound read-only (see `wrap`). A folder that holds Unix sockets stays reachable under `--unshare-net`, so the
-runner must never mount one except the model gateway's.
+could `nsenter` the host's namespaces. And a user namespace that maps the sandbox to the
+host's root leaves what it writes root-owned on the host (a setuid shell it copied was a
+host root shell). So there are two modes, both with a pid, ipc, uts and (unless
+`spec.network`) network namespace, a fresh empty root holding only the toolchain view
+(`harness.sandbox.isolation.view`) and the spec's mounts (bwrap binds them nosuid, nodev),
+`/proc/sys` read-only, `--new-session --die-with-parent`:
+
+- harness not root: `--unshare-user --uid <own> --cap-drop ALL --disable-userns`, the
+  harness's own (unprivileged) uid in a user namespace of its own;
+- harness root: no user namespace; bwrap sets everything up as root and the command starts
+  through `setpriv`, which becomes the sandbox's unprivileged host uid
+  (`harness.sandbox.identity`), clears groups, capabilities (bounding and inheritable sets)
+  and sets no_new_privs before it execs the command. New user namespaces are refused by a
+  seccomp filter (`harness.sandbox.isolation.seccomp`), and the spec's writable folders are
+  handed over to that uid (`chown --from=0`, symlinks never followed) when the command starts.
+
+`--die-with-parent` plus the pid namespace ends every descendant, double-forked ones too,
+when the sandbox ends. A folder that holds Unix sockets stays reachable under
+`--unshare-net`, so the runner must never mount one except the model gateway's.
 """
 
 from __future__ import annotations
@@ -16,16 +28,16 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
+from harness.sandbox.identity import sandbox_ids
+from harness.sandbox.isolation import seccomp
 from harness.sandbox.isolation.base import SandboxSpec
 from harness.sandbox.isolation.view import Symlink, ViewEntry, below_private_tmp, toolchain
 
-SANDBOX_UID = 1000
-"""The uid (and gid) the agent sees when the spec names none and the harness is root."""
-
-SAFE_FLAGS = (
+USER_FLAGS = (
     "--unshare-all",
     "--unshare-user",
     "--cap-drop",
@@ -34,7 +46,29 @@ SAFE_FLAGS = (
     "--new-session",
     "--die-with-parent",
 )
-"""Namespaces and privileges every bwrap sandbox drops (the safe set measured for root)."""
+"""Namespaces and privileges of a sandbox started by a harness that is not root."""
+
+ROOT_FLAGS = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--cap-drop",
+    "ALL",
+    # Only for setpriv, the first thing that runs: it changes uid and drops all of them.
+    "--cap-add",
+    "CAP_SETUID",
+    "--cap-add",
+    "CAP_SETGID",
+    "--cap-add",
+    "CAP_SETPCAP",
+    "--new-session",
+    "--die-with-parent",
+)
+"""Namespaces and privileges of a sandbox started by a root harness (no user namespace)."""
+
+SECCOMP_FD = 9
+"""The descriptor the seccomp filter is handed to bwrap on (opened by the wrapping shell)."""
 
 
 @functools.cache
@@ -67,20 +101,64 @@ def _probe() -> str | None:
     return None
 
 
-def _uid(spec: SandboxSpec) -> int:
-    if spec.uid is not None:
-        return spec.uid
-    return SANDBOX_UID if os.geteuid() == 0 else os.geteuid()
-
-
 def _view_args(entry: ViewEntry) -> list[str]:
     if isinstance(entry, Symlink):
         return ["--symlink", entry.target, str(entry.path)]
-    return ["--ro-bind-try", str(entry.path), str(entry.target)]
+    return [*_parents(entry.target), "--ro-bind-try", str(entry.path), str(entry.target)]
+
+
+def _parents(dest: Path) -> list[str]:
+    """Create dest's missing parents world-readable: bwrap makes them 0700 (its default perms
+    for a bind), which only a root-mapped sandbox could traverse. Existing folders are left as
+    they are (bwrap's --dir never chmods)."""
+    parent = dest.parent
+    return [] if parent == Path("/") else ["--perms", "0755", "--dir", str(parent)]
+
+
+def _setpriv() -> str:
+    found = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if found is None:
+        raise RuntimeError("bwrap under a root harness needs util-linux setpriv to leave root")
+    return found
+
+
+def _drop_root() -> list[str]:
+    """What the sandbox runs first under a root harness: become the sandbox uid, keep nothing."""
+    ids = sandbox_ids()
+    return [
+        _setpriv(),
+        f"--reuid={ids.uid}",
+        f"--regid={ids.gid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def _launch_script(spec: SandboxSpec, *, cwd_bind: bool) -> str | None:
+    """The root-side shell that runs bwrap: hands the writable folders over to the sandbox uid
+    and opens the seccomp filter; None when bwrap can be executed directly."""
+    ids = sandbox_ids()
+    filt = seccomp.filter_file() if os.geteuid() == 0 else None
+    own = [str(m.src) for m in spec.mounts if m.writable]
+    own += [str(o.upper) for o in spec.overlays]
+    steps: list[str] = []
+    if cwd_bind:
+        steps.append("w=$(pwd -P)")
+    if ids.switched and (own or cwd_bind):
+        chown = shutil.which("chown") or "chown"
+        targets = " ".join([*(['"$w"'] if cwd_bind else []), *map(shlex.quote, own)])
+        steps.append(f"{chown} -hR --from=0 {ids.uid}:{ids.gid} -- {targets}")
+    if not steps and filt is None:
+        return None
+    redirect = f" {SECCOMP_FD}<{shlex.quote(str(filt))}" if filt is not None else ""
+    return " && ".join([*steps, f'exec "$@"{redirect}'])
 
 
 class BwrapIsolation:
-    """Namespaces, an empty root, the toolchain read-only, only the spec's mounts."""
+    """Namespaces, an empty root, the toolchain read-only, only the spec's mounts; never host root."""
 
     name = "bwrap"
 
@@ -95,23 +173,30 @@ class BwrapIsolation:
         binary = bwrap_binary()
         if binary is None:
             raise RuntimeError("bwrap is not available: " + (_probe() or "unknown reason"))
-        uid = _uid(spec)
-        argv = [str(binary), *SAFE_FLAGS, "--uid", str(uid), "--gid", str(uid)]
-        if spec.network:
-            argv.append("--share-net")
+        root = os.geteuid() == 0
+        if root:
+            argv = [str(binary), *ROOT_FLAGS] + ([] if spec.network else ["--unshare-net"])
+            if seccomp.filter_file() is not None:
+                argv += ["--add-seccomp-fd", str(SECCOMP_FD)]
+        else:
+            uid = sandbox_ids().uid
+            argv = [str(binary), *USER_FLAGS, "--uid", str(uid), "--gid", str(os.getegid())]
+            if spec.network:
+                argv.append("--share-net")
         view = toolchain()
         for entry in (e for e in view if not below_private_tmp(e)):
             argv += _view_args(entry)
-        # bwrap leaves /proc/sys writable under a new net namespace; the sandbox's uid maps to
-        # the host's root, so without this it could set host sysctls (core_pattern: an escape).
+        # bwrap leaves /proc/sys writable under a new net namespace: read-only, whoever the uid.
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+        argv += ["--perms", "1777", "--tmpfs", "/dev/shm"]
         if spec.limits.tmp_mb is not None:
             argv += ["--size", str(spec.limits.tmp_mb * 1024 * 1024)]
-        argv += ["--tmpfs", "/tmp", "--dir", "/var/tmp"]
+        argv += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp"]
         for entry in (e for e in view if below_private_tmp(e)):
             argv += _view_args(entry)
         for overlay in spec.overlays:
             argv += [
+                *_parents(overlay.dest),
                 "--overlay-src",
                 str(overlay.lower),
                 "--overlay",
@@ -122,13 +207,19 @@ class BwrapIsolation:
         # Mounts in path order so a child mount lands on top of its parent's.
         for mount in sorted(spec.mounts, key=lambda m: len(m.dest.parts)):
             flag = "--bind" if mount.writable else "--ro-bind"
-            argv += [flag, str(mount.src), str(mount.dest)]
-        if not any(m.dest == spec.home for m in spec.mounts):
-            argv += ["--dir", str(spec.home)]  # HOME always exists, even if only in the sandbox
+            argv += [*_parents(mount.dest), flag, str(mount.src), str(mount.dest)]
+        if not any(m.dest == spec.home for m in spec.mounts):  # HOME always exists, even if only inside
+            argv += [*_parents(spec.home), "--perms", "1777" if root else "0700", "--dir", str(spec.home)]
         if spec.cwd != Path("."):  # "." = the caller's working folder, at the same path inside
             argv += ["--chdir", str(spec.cwd)]
+        command = [*(_drop_root() if root else []), *spec.argv]
+        script = _launch_script(spec, cwd_bind=spec.bind_cwd)
         if spec.bind_cwd:  # the folder is known only when the command starts: a shell adds the bind
-            script = f'w=$(pwd -P) && exec {shlex.join(argv)} --bind "$w" "$w" -- "$@"'
-            return ["/bin/sh", "-c", script, "assay-bwrap", *spec.argv]
-        argv += ["--", *spec.argv]
-        return argv
+            bind = '--perms 0755 --dir "$(dirname "$w")" --bind "$w" "$w"'
+            assert script is not None
+            script = script.replace('exec "$@"', f'exec {shlex.join(argv)} {bind} -- "$@"')
+            return ["/bin/sh", "-c", script, "assay-bwrap", *command]
+        argv += ["--", *command]
+        if script is None:
+            return argv
+        return ["/bin/sh", "-c", script, "assay-bwrap", *argv]

@@ -1,10 +1,11 @@
-"""What the harness found in a tree the agent wrote: the record of one neutralising walk.
+"""run.json's account of the sandbox: which protections held, and what the agent's trees held.
 
-`harness.sandbox.neutralise` produces a `TreeReport` for each agent-written tree (workspace,
-home, state, the run directory's outbox) before any host-side code reads it. Paths are
-relative to the tree and printable (`printable`): a name the agent chose may hold newlines,
-escape sequences or bytes that are not UTF-8, and none of that may reach a terminal or make
-a record unreadable.
+`Protections` is measured once per isolation and harness process by a probe sandbox
+(`harness.sandbox.protections`). `harness.sandbox.neutralise` produces a `TreeReport` for
+each agent-written tree (workspace, home, state, the run directory's outbox) before any
+host-side code reads it. Paths are relative to the tree and printable (`printable`): a name
+the agent chose may hold newlines, escape sequences or bytes that are not UTF-8, and none of
+that may reach a terminal or make a record unreadable.
 """
 
 from __future__ import annotations
@@ -18,6 +19,30 @@ OddKind = Literal["fifo", "socket", "char_device", "block_device", "unknown"]
 
 LISTED = 50
 """At most this many paths are listed per kind of finding; the counts are always complete."""
+
+
+class Protections(BaseModel):
+    """What held for the sandbox the run used (False: it did not, and `failed` says why)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    isolation: str = Field(default="none", description="The isolation plug-in measured.")
+    sandbox_uid: int | None = Field(
+        default=None, description="Host uid that owned a file the sandbox created (None: not measured)."
+    )
+    uid_unprivileged: bool = Field(default=False, description="The sandbox's host uid is not 0.")
+    nosuid_nodev: bool = Field(
+        default=False, description="The sandbox's writable mounts are nosuid and nodev (seen from inside)."
+    )
+    capabilities_dropped: bool = Field(
+        default=False, description="No effective capability, no_new_privs set (seen from inside)."
+    )
+    userns_blocked: bool = Field(default=False, description="Creating a user namespace inside fails.")
+    setuid_stripped: bool = Field(
+        default=False,
+        description="Every agent-writable tree was neutralised after each command (harness.sandbox.neutralise).",
+    )
+    failed: tuple[str, ...] = Field(default=(), description="One sentence per protection that did not hold.")
 
 
 class OddFile(BaseModel):
