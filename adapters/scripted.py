@@ -7,8 +7,9 @@ between 0 and 1 that are identical on every rerun. Conditions (`when:`) look at 
 provides — a command on PATH, a level, an environment variable, a file, the trace so far — so
 one script behaves differently per cell, as a real agent would.
 
-Every action writes a transcript event and a usage row (made-up but deterministic tokens), so
-the report's token columns are exercised without a model.
+Every action writes a transcript event and a usage row (made-up but deterministic tokens, model
+`scripted` unless the spec names one), so the report's token and cost columns are exercised without
+a model.
 """
 
 from __future__ import annotations
@@ -81,6 +82,7 @@ class Agent:
                 "reasoning": 0,
                 "context": self.context,
                 "context_limit": 200000,
+                "model": self.args.get("model") or "scripted",
             },
         )
 

@@ -32,7 +32,8 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from compiler.contract import Job, iter_jobs  # noqa: E402
-from harness.artifacts.records import RunRecord, write_record  # noqa: E402
+from harness.artifacts.records import RunRecord  # noqa: E402
+from harness.artifacts.store import write_record  # noqa: E402
 from harness.checks import _proc  # noqa: E402
 from harness.grade import grade_tree  # noqa: E402
 

@@ -72,7 +72,9 @@ def resolve_check(
             did_you_mean(str(kind), [*BUILTIN, *kinds]),
         )
         return None
-    user = kinds.get(kind) if kind not in BUILTIN else None
+    # A project's own kind wins over a built-in of the same name: a built-in added later (as
+    # `pytest` was) must not change what an existing project's checks mean.
+    user = kinds.get(kind)
     model = user_model(user) if user else BUILTIN[kind]
     spec = model_of(c, doc, model, raw, path)
     if spec is None:

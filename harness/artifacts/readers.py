@@ -182,6 +182,8 @@ class Turn:
     reasoning: int
     context: int | None
     context_limit: int | None
+    model: str | None = None
+    """The model the row says answered (UsageRow.model); priced only when the run names none."""
 
 
 def read_usage(path: Path) -> tuple[tuple[Turn, ...], int]:
@@ -191,6 +193,7 @@ def read_usage(path: Path) -> tuple[tuple[Turn, ...], int]:
     for row in rows:
         ctx = _num(row, "context")
         limit = _num(row, "context_limit")
+        model = row.get("model")
         turns.append(
             Turn(
                 t=_num(row, "t") or 0.0,
@@ -201,6 +204,7 @@ def read_usage(path: Path) -> tuple[tuple[Turn, ...], int]:
                 reasoning=int(_num(row, "reasoning") or 0),
                 context=None if ctx is None else int(ctx),
                 context_limit=None if limit is None else int(limit),
+                model=model if isinstance(model, str) and model else None,
             )
         )
     return tuple(sorted(turns, key=lambda u: u.t)), bad

@@ -8,7 +8,10 @@
     models:
       claude-sonnet-4-5: { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }
 
-A model id matches its exact key, else the longest key it starts with (dated snapshots).
+A model id matches its exact key, else the longest key it starts with (dated snapshots). The model is
+the run's (the agent spec's `model`, recorded in run.json); only when the run names none is each turn
+priced as the model its usage row names (the scripted agent's `scripted`, an adapter that reports the
+model it was answered by).
 Reasoning tokens are part of output where providers report them, so they are not billed twice.
 """
 
@@ -64,20 +67,31 @@ def load_prices(project: Path | None) -> PriceTable | None:
     return PriceTable(str(raw["version"]), models)
 
 
+def priced_model(turns: Sequence[Turn], model: str | None) -> str | None:
+    """What the turns are priced as: the run's model, else the model(s) the usage rows name."""
+    if model:
+        return model
+    named = sorted({t.model for t in turns if t.model})
+    return ", ".join(named) if named and all(t.model for t in turns) else None
+
+
 def cost(turns: Sequence[Turn], model: str | None, table: PriceTable | None) -> tuple[float | None, str]:
     """USD cost of the turns and the table version used (or why there is no cost)."""
     if table is None:
         return None, "no price table (specs/prices.yaml)"
-    if not model:
-        return None, f"{table.version}: the run names no model"
-    rates = table.rates(model)
-    if rates is None:
-        return None, f"{table.version}: model {model} is not priced"
-    total = sum(
-        getattr(t, kind) * rates.get(kind, rates.get("input", 0.0) if kind.startswith("cache") else 0.0)
-        for t in turns
-        for kind in _KINDS
-    )
+    if not model and not all(t.model for t in turns):
+        return None, f"{table.version}: the run names no model (nor does every usage row)"
+    total = 0.0
+    for turn in turns:
+        name = model or turn.model or ""
+        rates = table.rates(name)
+        if rates is None:
+            return None, f"{table.version}: model {name} is not priced"
+        total += sum(
+            getattr(turn, kind)
+            * rates.get(kind, rates.get("input", 0.0) if kind.startswith("cache") else 0.0)
+            for kind in _KINDS
+        )
     return round(total / 1_000_000, 6), table.version
 
 
@@ -111,7 +125,7 @@ def usage(
         tokens_to_first_valid=to_first,
         cost_usd=usd,
         price_table=version,
-        model=model,
+        model=priced_model(turns, model),
         malformed_rows=malformed,
         **sums,
     )

@@ -28,7 +28,9 @@ def uplift_figure(summary: Summary) -> go.Figure:
         values = [u.value or 0.0 for u in rows]
         hover = [
             f"{label}<br>uplift {u.value:+.2f} [{u.low:+.2f}, {u.high:+.2f}]<br>rate {u.rate} vs control {u.control_rate}"
-            f"<br>discordant +{u.only_treatment}/−{u.only_control}, McNemar p={u.mcnemar_p:.3g}<br>pairs {u.pairs}, scenarios {u.clusters}"
+            f"<br>p={u.p_value:.3g}, Holm p={u.p_adjusted if u.p_adjusted is not None else 1.0:.3g}"
+            f"{' (survives)' if u.survives else ''}<br>discordant +{u.only_treatment}/−{u.only_control}, "
+            f"McNemar p={u.mcnemar_p:.3g}<br>pairs {u.pairs}, scenarios {u.clusters}"
             for label, u in zip(labels, rows, strict=True)
         ]
         fig.add_trace(

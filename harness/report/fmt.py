@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from harness.report.summary import MetricStat, Rate
+from harness.report.summary import MetricStat, Rate, Uplift
 
 
 def rate_text(r: Rate) -> str:
@@ -38,6 +38,20 @@ def pvalue(p: float) -> str:
     return "1" if p >= 0.9995 else f"{p:.3f}" if p >= 0.001 else f"{p:.1e}"
 
 
+def holm_mark(u: Uplift) -> str:
+    """`0.094` or `0.012 ✓` (survives the Holm correction of its table); `—` without pairs."""
+    if u.p_adjusted is None:
+        return "—"
+    return pvalue(u.p_adjusted) + (" ✓" if u.survives else "")
+
+
+def units(u: Uplift) -> str:
+    """What the uplift's t counts: `5 scenarios (df 4)`, `1 scenario (df 4, pairs)`, or `n too small`."""
+    if u.units == "none":
+        return f"{u.clusters} ({'n too small' if u.pairs else 'no pairs'})"
+    return f"{u.clusters} (df {u.df}{', pairs' if u.units == 'pairs' else ''})"
+
+
 def metric(m: MetricStat | None) -> str:
     if m is None:
         return "—"
@@ -63,6 +77,8 @@ FILTERS: dict[str, Any] = {
     "num": num,
     "money": money,
     "pvalue": pvalue,
+    "holm": holm_mark,
+    "units": units,
     "metric": metric,
     "ver": ver,
     "leaf": leaf,

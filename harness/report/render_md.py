@@ -12,6 +12,13 @@ from harness.report.fmt import FILTERS
 from harness.report.summary import SectionRow, Summary
 
 TEMPLATES = Path(__file__).parent / "templates"
+METHOD = (
+    "Paired on (scenario, agent, trial); uplift = rate − control rate over the pairs. Interval and p come from "
+    "one test: the mean paired difference, its variance cluster-robust over scenarios (CR2) and never below a "
+    "small-sample floor, Student's t with scenarios − 1 df. McNemar p: the exact test on the discordant pairs, "
+    "which ignores scenarios (secondary)."
+)
+"""The caption of every uplift table (method details: harness/report/inference.py, docs/report.md)."""
 
 
 def environment(*, html: bool) -> jinja2.Environment:
@@ -40,6 +47,8 @@ def context(summary: Summary) -> dict[str, Any]:
         "h": summary.header,
         "hv": bool(summary.header.versions),
         "headline": [u for u in summary.uplifts if u.scenario is None and u.split is None],
+        "method": METHOD,
+        "scenario_count": sum(1 for u in summary.uplifts if u.scenario is not None),
         "split_uplifts": [u for u in summary.uplifts if u.split is not None],
         "scenario_uplift": {
             (u.version, u.agent, u.condition, u.scenario): u for u in summary.uplifts if u.scenario

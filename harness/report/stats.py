@@ -7,16 +7,9 @@ Methods, stated once so every number in a report can be traced to one:
 * Paired comparison: a treatment run and a control run pair when they share scenario, agent, trial
   (and version). Over the pairs, b = treatment passed and control failed, c = the reverse. The exact
   McNemar test is the two-sided binomial test of min(b, c) in b + c trials at p = 1/2.
-* Uplift = treatment rate - control rate over the paired runs (so it is exactly the mean paired
-  difference). Its 95% interval is Newcombe's hybrid score interval for paired proportions
-  (Newcombe 1998, method 10), which accounts for the pairing through the phi correlation of the 2x2
-  table and stays sane at 0/n and n/n. Scenarios are clusters: runs of one scenario share its
-  difficulty, so they are not independent. We estimate the design effect
-  deff = V_cluster / V_iid of the mean paired difference, where V_cluster is the cluster-robust
-  (CR1, G/(G-1)) variance with scenarios as clusters and V_iid the ordinary variance of the mean, and
-  compute the Newcombe interval on the counts divided by max(1, deff) (Kish's effective sample
-  size). Clustering therefore only ever widens the interval. With fewer than two scenarios, or no
-  variance at all, deff is 1 and the report says clustering could not be estimated.
+  This exact test treats pairs as independent; it is a secondary column beside the uplift's own test.
+* Uplift = treatment rate - control rate over the paired runs (the mean paired difference), with its
+  95% interval and p-value from one scenario-clustered procedure: `harness.report.inference`.
 * Power: the normal-approximation sample size for two proportions (Fleiss), a conservative plan for
   a paired design (pairing with positive correlation needs fewer runs, never more).
 """
@@ -24,7 +17,7 @@ Methods, stated once so every number in a report can be traced to one:
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from dataclasses import dataclass
 from statistics import NormalDist
 
@@ -78,73 +71,6 @@ def mcnemar_exact(b: int, c: int) -> float:
     else:
         tail = sum(math.exp(_log_binom_pmf(i, n)) for i in range(k + 1))
     return min(1.0, 2.0 * tail)
-
-
-@dataclass(frozen=True, slots=True)
-class PairTable:
-    """The 2x2 table of paired binary outcomes: a both pass, b only treatment, c only control, d neither."""
-
-    a: float
-    b: float
-    c: float
-    d: float
-
-    @property
-    def n(self) -> float:
-        return self.a + self.b + self.c + self.d
-
-    def scaled(self, factor: float) -> PairTable:
-        """The table with every count divided by factor (an effective sample size)."""
-        return PairTable(self.a / factor, self.b / factor, self.c / factor, self.d / factor)
-
-
-def newcombe_paired(t: PairTable, *, z: float = Z95) -> Interval:
-    """Newcombe's method-10 interval for p_treatment - p_control on paired data."""
-    n = t.n
-    if n <= 0:
-        return Interval(-1.0, 1.0)
-    p1 = (t.a + t.b) / n
-    p2 = (t.a + t.c) / n
-    l1, u1 = wilson(t.a + t.b, n, z=z)
-    l2, u2 = wilson(t.a + t.c, n, z=z)
-    denom = (t.a + t.b) * (t.c + t.d) * (t.a + t.c) * (t.b + t.d)
-    phi = (t.a * t.d - t.b * t.c) / math.sqrt(denom) if denom > 0 else 0.0
-    delta = p1 - p2
-    low = delta - math.sqrt(max((p1 - l1) ** 2 - 2 * phi * (p1 - l1) * (u2 - p2) + (u2 - p2) ** 2, 0.0))
-    high = delta + math.sqrt(max((u1 - p1) ** 2 - 2 * phi * (u1 - p1) * (p2 - l2) + (p2 - l2) ** 2, 0.0))
-    return Interval(max(-1.0, low), min(1.0, high))
-
-
-@dataclass(frozen=True, slots=True)
-class ClusterSums:
-    """One cluster's paired differences: the number of pairs, and sums of d and d squared."""
-
-    n: int
-    total: float
-    total_sq: float
-
-
-def design_effect(clusters: Sequence[ClusterSums]) -> float | None:
-    """Cluster-robust over iid variance of the mean paired difference; None when not estimable."""
-    groups = [g for g in clusters if g.n > 0]
-    n = sum(g.n for g in groups)
-    if len(groups) < 2 or n < 2:
-        return None
-    mean = sum(g.total for g in groups) / n
-    ss = sum(g.total_sq for g in groups) - n * mean * mean
-    v_iid = ss / (n - 1) / n
-    if v_iid <= 1e-15:
-        return None
-    g_count = len(groups)
-    v_cluster = g_count / (g_count - 1) * sum((g.total - g.n * mean) ** 2 for g in groups) / (n * n)
-    return v_cluster / v_iid
-
-
-def uplift_interval(t: PairTable, clusters: Sequence[ClusterSums]) -> tuple[Interval, float | None]:
-    """Paired uplift interval widened by the scenario design effect; returns (interval, deff)."""
-    deff = design_effect(clusters)
-    factor = max(1.0, deff) if deff is not None else 1.0
-    return newcombe_paired(t.scaled(factor)), deff
 
 
 @dataclass(slots=True)

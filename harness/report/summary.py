@@ -15,9 +15,11 @@ from typing import Literal
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.artifacts.store import FutureSchemaError, write_atomic
+from harness.errors import UsageError
 
-SUMMARY_SCHEMA = 2
-"""2: per-test pass rates (`tests`) of checks that run a test suite."""
+SUMMARY_SCHEMA = 3
+"""2: per-test pass rates (`tests`) of checks that run a test suite. 3: one clustered test per uplift
+(`p_value`, `p_adjusted`, `survives`, `df`, `units`) instead of a design effect."""
 SUMMARY_FILE = "summary.json"
 
 
@@ -117,25 +119,44 @@ class Uplift(Model):
     pairs: int = Field(description="Pairs where both sides are graded.")
     rate: Rate = Field(description="Treatment pass rate over the pairs.")
     control_rate: Rate = Field(description="Control pass rate over the pairs.")
-    value: float | None = Field(description="rate - control_rate; None without pairs.")
-    low: float = Field(
-        description="95% lower bound (Newcombe paired, widened by the scenario design effect)."
+    value: float | None = Field(
+        description="rate - control_rate (the mean paired difference); None without pairs."
     )
-    high: float = Field(description="95% upper bound.")
+    low: float = Field(
+        description="95% lower bound: mean - t(df) * SE, SE cluster-robust over scenarios (harness/report/inference.py)."
+    )
+    high: float = Field(description="95% upper bound, from the same SE and t as low.")
+    p_value: float = Field(
+        description="Two-sided p of the same t-test the interval comes from (< 0.05 exactly when 0 is outside it)."
+    )
+    df: int = Field(
+        description="Degrees of freedom of the t: scenarios - 1, or pairs - 1 within one scenario (0: n too small)."
+    )
+    units: Literal["scenarios", "pairs", "none"] = Field(
+        description="The independent units: scenarios (clustered), pairs (one scenario), none (one pair)."
+    )
+    p_adjusted: float | None = Field(
+        default=None, description="Holm-adjusted p across the comparisons of this row's table."
+    )
+    survives: bool = Field(
+        default=False, description="p_adjusted < 0.05: the uplift survives the multiplicity correction."
+    )
+    comparisons: int = Field(default=0, description="Comparisons in this row's table (the Holm family).")
     both: int = Field(description="Pairs where both passed.")
     only_treatment: int = Field(description="Discordant: treatment passed, control failed.")
     only_control: int = Field(description="Discordant: control passed, treatment failed.")
     neither: int = Field(description="Pairs where neither passed.")
-    mcnemar_p: float = Field(description="Exact two-sided McNemar p on the discordant pairs.")
+    mcnemar_p: float = Field(
+        description="Exact two-sided McNemar p on the discordant pairs (secondary: it ignores scenarios)."
+    )
     clusters: int = Field(description="Scenarios contributing pairs.")
-    design_effect: float | None = Field(description="Cluster-robust / iid variance; None when not estimable.")
     token_pairs: int = Field(
         description="Pairs where both sides are usable (the only ones whose tokens compare)."
     )
     tokens_treatment: float | None = Field(description="Mean tokens of the treatment over token pairs.")
     tokens_control: float | None = Field(description="Mean tokens of the control over token pairs.")
     detectable: float | None = Field(
-        description="Smallest uplift these counts detect at 80% power, alpha 0.05."
+        description="Smallest uplift this design detects at 80% power, alpha 0.05: (t_0.975 + t_0.8) * SE, same SE and df as the test."
     )
 
 
@@ -159,8 +180,9 @@ class ControlDrift(Model):
     candidate: Rate
     value: float | None = Field(description="candidate - baseline.")
     pairs: int = Field(description="Control runs paired across versions (scenario, trial).")
-    low: float
-    high: float
+    low: float = Field(description="95% lower bound of the paired drift (same method as Uplift).")
+    high: float = Field(description="95% upper bound.")
+    p_value: float = Field(description="Two-sided p of the same test.")
 
 
 class Diagnostic(Model):
@@ -287,14 +309,19 @@ def read_summary(path: Path) -> Summary:
     try:
         summary = Summary.model_validate_json(text)
     except ValidationError:
-        _refuse_future(path, json.loads(text))
+        _refuse_other_schema(path, json.loads(text))
         raise
-    _refuse_future(path, {"schema_version": summary.schema_version})
+    _refuse_other_schema(path, {"schema_version": summary.schema_version})
     return summary
 
 
-def _refuse_future(path: Path, data: object) -> None:
+def _refuse_other_schema(path: Path, data: object) -> None:
     version = data.get("schema_version", 0) if isinstance(data, dict) else 0
+    if isinstance(version, int) and version < SUMMARY_SCHEMA:
+        raise UsageError(
+            f"{path}: summary schema_version {version} predates this assay's ({SUMMARY_SCHEMA}); "
+            "run `assay report` on the run tree again"
+        )
     if isinstance(version, int) and version > SUMMARY_SCHEMA:
         raise FutureSchemaError(
             f"{path}: summary schema_version {version} is newer than this assay understands "

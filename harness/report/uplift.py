@@ -6,15 +6,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from harness.report.accumulate import rate
-from harness.report.stats import (
-    ClusterSums,
-    Interval,
-    PairTable,
-    detectable_uplift,
-    mcnemar_exact,
-    newcombe_paired,
-    uplift_interval,
-)
+from harness.report.inference import ALPHA, ClusterSums, Estimate, detectable, holm, paired_uplift
+from harness.report.stats import mcnemar_exact
 from harness.report.summary import ControlDrift, Rate, Uplift, VersionDelta
 
 Outcome = tuple[bool, bool, float | None]
@@ -33,7 +26,8 @@ class _Tally:
     token_pairs: int = 0
     tokens_t: float = 0.0
     tokens_c: float = 0.0
-    clusters: dict[str, list[float]] = field(default_factory=dict)
+    clusters: dict[str, list[int]] = field(default_factory=dict)
+    """scenario -> [pairs, treatment-only passes, control-only passes]."""
 
     def add(self, scenario: str, t: Outcome, c: Outcome) -> None:
         if t[0] and c[0]:
@@ -44,23 +38,24 @@ class _Tally:
             self.c += 1
         else:
             self.d += 1
-        diff = float(t[0]) - float(c[0])
-        sums = self.clusters.setdefault(scenario, [0.0, 0.0, 0.0])
+        sums = self.clusters.setdefault(scenario, [0, 0, 0])
         sums[0] += 1
-        sums[1] += diff
-        sums[2] += diff * diff
+        sums[1] += t[0] and not c[0]
+        sums[2] += c[0] and not t[0]
         if t[1] and c[1] and t[2] is not None and c[2] is not None:
             self.token_pairs += 1
             self.tokens_t += t[2]
             self.tokens_c += c[2]
 
+    def estimate(self) -> Estimate | None:
+        """The clustered paired uplift (harness.report.inference) over these pairs."""
+        return paired_uplift([ClusterSums(*sums) for sums in self.clusters.values()])
+
     def uplift(
         self, *, scenario: str | None, version: str | None, agent: str, condition: str, control: str
     ) -> Uplift:
-        table = PairTable(self.a, self.b, self.c, self.d)
         n = self.a + self.b + self.c + self.d
-        clusters = [ClusterSums(int(s[0]), s[1], s[2]) for s in self.clusters.values()]
-        interval, deff = uplift_interval(table, clusters) if n else (Interval(-1.0, 1.0), None)
+        est = self.estimate()
         control_rate = rate(self.a + self.c, n)
         return Uplift(
             scenario=scenario,
@@ -71,21 +66,29 @@ class _Tally:
             pairs=n,
             rate=rate(self.a + self.b, n),
             control_rate=control_rate,
-            value=(self.b - self.c) / n if n else None,
-            low=interval.low,
-            high=interval.high,
+            value=est.value if est else None,
+            low=est.low if est else -1.0,
+            high=est.high if est else 1.0,
+            p_value=est.p if est else 1.0,
+            df=est.df if est else 0,
+            units=est.units if est else "none",
             both=self.a,
             only_treatment=self.b,
             only_control=self.c,
             neither=self.d,
             mcnemar_p=mcnemar_exact(self.b, self.c),
             clusters=len(self.clusters),
-            design_effect=deff,
             token_pairs=self.token_pairs,
             tokens_treatment=self.tokens_t / self.token_pairs if self.token_pairs else None,
             tokens_control=self.tokens_c / self.token_pairs if self.token_pairs else None,
-            detectable=detectable_uplift(control_rate.k / n, n) if n else None,
+            detectable=_within_headroom(detectable(est) if est else None, control_rate),
         )
+
+
+def _within_headroom(found: float | None, control: Rate) -> float | None:
+    """A detectable uplift the control's headroom (1 - its rate) leaves room for, else None."""
+    room = 1.0 - control.k / control.n if control.n else 0.0
+    return found if found is not None and found <= room else None
 
 
 class Pairs:
@@ -133,12 +136,13 @@ class Pairs:
                 order.get(k[2], 1 << 30),
             ),
         )
-        return [
+        rows = [
             tallies[k]
             .uplift(scenario=k[3], version=k[0], agent=k[1], condition=k[2], control=control)
             .model_copy(update={"split": k[4]})
             for k in keys
         ]
+        return corrected(rows)
 
     def drift(
         self, control: str, baseline: str, candidate: str, rates: dict[tuple[str | None, str], Rate]
@@ -157,7 +161,7 @@ class Pairs:
             base, cand = rates.get((baseline, agent), rate(0, 0)), rates.get((candidate, agent), rate(0, 0))
             t = tallies.get(agent, _Tally())
             n = t.a + t.b + t.c + t.d
-            interval = newcombe_paired(PairTable(t.a, t.b, t.c, t.d)) if n else Interval(-1.0, 1.0)
+            est = t.estimate()
             value = (cand.k / cand.n - base.k / base.n) if cand.n and base.n else None
             out.append(
                 ControlDrift(
@@ -166,11 +170,29 @@ class Pairs:
                     candidate=cand,
                     value=value,
                     pairs=n,
-                    low=interval.low,
-                    high=interval.high,
+                    low=est.low if est else -1.0,
+                    high=est.high if est else 1.0,
+                    p_value=est.p if est else 1.0,
                 )
             )
         return out
+
+
+def table_of(u: Uplift) -> str:
+    """Which report table a row belongs to: its family for the multiplicity correction."""
+    return "scenario" if u.scenario is not None else "split" if u.split is not None else "aggregate"
+
+
+def corrected(rows: list[Uplift]) -> list[Uplift]:
+    """Rows with Holm-adjusted p-values, each table (aggregate, per split, per scenario) one family."""
+    out = list(rows)
+    for table in ("aggregate", "split", "scenario"):
+        index = [i for i, u in enumerate(rows) if table_of(u) == table and u.pairs]
+        for i, p in zip(index, holm([rows[i].p_value for i in index]), strict=True):
+            out[i] = rows[i].model_copy(
+                update={"p_adjusted": p, "survives": p < ALPHA, "comparisons": len(index)}
+            )
+    return out
 
 
 def version_deltas(uplifts: list[Uplift], baseline: str, candidate: str) -> list[VersionDelta]:

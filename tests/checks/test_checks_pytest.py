@@ -9,8 +9,8 @@ from typing import Any
 from checks_util import write
 
 from compiler.contract import CheckSpec
-from harness.checks import CheckContext, run_check
 from harness.artifacts.records import CheckOutcome
+from harness.checks import CheckContext, run_check
 
 TESTS = """\
 import pytest

@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 from compiler.explain import explain
 from compiler.pipeline import build
+from tests.helpers import assay
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = "default/bin+skill/none/off/scripted-good/fix-unused-import/t01"
@@ -62,29 +61,11 @@ def test_null_deletes_and_lists_replace(valid_project: Path, tmp_path: Path) -> 
 
 
 def test_cli_explain(valid_project: Path) -> None:
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(valid_project), "explain", JOB],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+    done = assay("--project", valid_project, "explain", JOB)
     assert done.returncode == 0, done.stderr
     assert "limits.timeout_s" in done.stdout and "specs/matrices/default.yaml:14:22" in done.stdout
-    missing = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "harness",
-            "--project",
-            str(valid_project),
-            "explain",
-            "default/bin/none/off/scripted-weak/sum-answer/t01",
-        ],
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=60,
+    missing = assay(
+        "--project", valid_project, "explain", "default/bin/none/off/scripted-weak/sum-answer/t01"
     )
     assert missing.returncode == 2 and "no job" in missing.stderr
 

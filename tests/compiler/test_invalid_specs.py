@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +14,7 @@ import pytest
 from compiler.errors import SpecErrors
 from compiler.pipeline import build
 from tests.compiler.corpus import BASE, CASES, INVALID, materialise, overlay_files
+from tests.helpers import assay
 
 LINE = re.compile(
     r"^(?P<file>[^:\s]+):(?P<line>\d+):(?P<col>\d+): error\[E\d{3}\]: (?P<path>[^:]+?): (?P<msg>.+)$"
@@ -55,50 +54,39 @@ def test_invalid_case(case: str, tmp_path: Path) -> None:
         assert (folder / m["file"]).exists() or m["file"] == "specs/project.yaml"
 
 
-def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    root = Path(__file__).resolve().parents[2]
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(project), *args],
-        cwd=root,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
-
-
 def test_cli_exit_2_and_formats(tmp_path: Path) -> None:
     case = materialise("negatives-wrong", tmp_path / "case")
-    text = _assay(case, "compile", "--out", str(tmp_path / "g"))
+    text = assay("--project", case, "compile", "--out", str(tmp_path / "g"))
     assert text.returncode == 2
     assert text.stderr == (INVALID / "negatives-wrong" / "expected.txt").read_text() + "4 error(s)\n"
     assert not (tmp_path / "g").exists()
-    as_json = _assay(case, "compile", "--format", "json", "--out", str(tmp_path / "g"))
+    as_json = assay("--project", case, "compile", "--format", "json", "--out", str(tmp_path / "g"))
     errors = json.loads(as_json.stdout)["errors"]
     assert as_json.returncode == 2
     assert [e["code"] for e in errors] == ["E234", "E240", "E241", "E233"]
     assert errors[1]["path"] == "negatives.silent.fails[0]" and errors[1]["hint"] == "did you mean 'greets'?"
-    github = _assay(case, "compile", "--format", "github", "--out", str(tmp_path / "g"))
+    github = assay("--project", case, "compile", "--format", "github", "--out", str(tmp_path / "g"))
     first = github.stdout.splitlines()[1]
     assert first.startswith("::error file=scenarios/greet/scenario.yaml,line=12,col=21,title=E240::")
 
 
 def test_cli_check_json_and_schema_drift(tmp_path: Path) -> None:
     valid = INVALID.parent / "valid"
-    check = _assay(valid, "compile", "--check")
+    check = assay("--project", valid, "compile", "--check")
     assert check.returncode == 0 and "specs are valid (2 scenarios, 18 trials)" in check.stdout
-    done = _assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g"))
+    done = assay("--project", valid, "compile", "--format", "json", "--out", str(tmp_path / "g"))
     summary = json.loads(done.stdout)
     assert (summary["up_to_date"], summary["trials"], summary["matrices"]) == (
         False,
         18,
         {"default": 16, "smoke": 2},
     )
-    assert json.loads(_assay(valid, "compile", "--format", "json", "--out", str(tmp_path / "g")).stdout)[
-        "up_to_date"
-    ]
+    assert json.loads(
+        assay("--project", valid, "compile", "--format", "json", "--out", str(tmp_path / "g")).stdout
+    )["up_to_date"]
     out = tmp_path / "schema"
-    assert _assay(valid, "schema", "--out", str(out)).returncode == 0
-    assert _assay(valid, "schema", "--check", "--out", str(out)).returncode == 0
+    assert assay("--project", valid, "schema", "--out", str(out)).returncode == 0
+    assert assay("--project", valid, "schema", "--check", "--out", str(out)).returncode == 0
     (out / "agent.json").write_text("{}\n")
-    drift = _assay(valid, "schema", "--check", "--out", str(out))
+    drift = assay("--project", valid, "schema", "--check", "--out", str(out))
     assert drift.returncode == 1 and "agent.json is stale" in drift.stderr

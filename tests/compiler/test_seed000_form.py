@@ -86,3 +86,20 @@ def test_negatives_may_name_tests_of_a_pytest_check() -> None:
         "scenarios/s/scenario.yaml:4:31: error[E240]: negatives.empty.fails[0]: "
         "'out::test_x' names a test, but check 'out' is no pytest check"
     ]
+
+
+def test_a_project_kind_wins_over_a_builtin_of_the_same_name() -> None:
+    """A built-in added later (pytest) must not change what an existing project's checks mean."""
+    plan = _plan(
+        b"kind: scenario\nid: s\nchecks: [{ id: t, kind: pytest, path: tests }]\n",
+        **{
+            "specs/pytest.yaml": b"kind: check-kind\nid: pytest\nparams: { path: { type: string } }\n"
+            b"run: 'python -m pytest -q {{ path }}'\n"
+        },
+    )
+    (check,) = plan.validated.scenarios["s"].job.checks  # type: ignore[attr-defined]
+    assert (check.kind, check.source_kind, check.params["run"]) == (
+        "command",
+        "pytest",
+        "python -m pytest -q tests",
+    )

@@ -110,6 +110,28 @@ def test_usage_cost_from_pinned_prices_not_the_agent(tmp_path: Path) -> None:
     assert not none.present and none.turns is None  # no usage is not zero usage
 
 
+def test_a_run_naming_no_model_is_priced_as_its_usage_rows_say(tmp_path: Path) -> None:
+    # The scripted agent's case: no model in the spec, `model` in every usage row.
+    prices = "kind: prices\nversion: test-1\nmodels:\n  scripted: { input: 1.0, output: 2.0 }\n"
+    project = _project(tmp_path, prices)
+    rows = [{"t": 1, "input": 1000, "output": 100, "model": "scripted"}, {"t": 2, "input": 500, "output": 50}]
+    scen = scenario([COMPILES])
+    named = make_run(tmp_path / "a", make_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows[:1])
+    u = grade_run(named, project=project).usage
+    assert u.cost_usd == round((1000 * 1.0 + 100 * 2.0) / 1e6, 6) and u.model == "scripted"
+    # A row that names no model leaves the run unpriced rather than guessed at.
+    partly = make_run(tmp_path / "b", make_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows)
+    u2 = grade_run(partly, project=project).usage
+    assert u2.cost_usd is None and "names no model" in (u2.price_table or "")
+    # The run's own model wins over what the rows claim (the agent writes the rows).
+    claimed = [{**rows[0], "model": "scripted"}]
+    spec = make_run(
+        tmp_path / "c", make_job(scen, model="other"), workspace={"app/main.py": VALID_PY}, usage=claimed
+    )
+    u3 = grade_run(spec, project=project).usage
+    assert u3.cost_usd is None and "model other is not priced" in (u3.price_table or "")
+
+
 def test_unexpected_context_invalidates(tmp_path: Path) -> None:
     project = _project(tmp_path)
     scen = scenario([COMPILES])

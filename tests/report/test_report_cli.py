@@ -72,6 +72,10 @@ def test_future_summary_is_refused(tmp_path: Path) -> None:
     proc = assay("report", path, "--format", "md")
     assert proc.returncode == 2 and "newer than this assay" in proc.stderr
     assert "Traceback" not in proc.stderr
+    path.write_text(json.dumps({"schema_version": 1, "header": {}}))
+    proc = assay("report", path, "--format", "md")
+    assert proc.returncode == 2 and "run `assay report` on the run tree again" in proc.stderr
+    assert "Traceback" not in proc.stderr
 
 
 def test_regrade_without_grader_is_a_usage_error(tmp_path: Path) -> None:

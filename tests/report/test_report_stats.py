@@ -7,18 +7,7 @@ import math
 import pytest
 from scipy.stats import binomtest
 
-from harness.report.stats import (
-    ClusterSums,
-    Moments,
-    PairTable,
-    design_effect,
-    detectable_uplift,
-    mcnemar_exact,
-    newcombe_paired,
-    runs_needed,
-    uplift_interval,
-    wilson,
-)
+from harness.report.stats import Moments, detectable_uplift, mcnemar_exact, runs_needed, wilson
 
 
 @pytest.mark.parametrize("n", [1, 2, 3, 5, 10, 17, 50, 200])
@@ -51,32 +40,6 @@ def test_mcnemar_textbook() -> None:
     # 5 discordant pairs all one way: p = 2 * 0.5**5 = 0.0625 (hand computed).
     assert mcnemar_exact(5, 0) == 0.0625
     assert mcnemar_exact(2, 9) == pytest.approx(2 * (1 + 11 + 55) / 2**11)
-
-
-def test_newcombe_paired_textbook() -> None:
-    # Newcombe (1998b) example: a=36, b=12, c=2, d=0 (n=50): difference 0.20, method 10: 0.0569 to 0.3404.
-    low, high = newcombe_paired(PairTable(36, 12, 2, 0))
-    assert (low, high) == pytest.approx((0.0569, 0.3404), abs=5e-5)
-
-
-def test_newcombe_stays_in_range_at_the_boundaries() -> None:
-    low, high = newcombe_paired(PairTable(0, 4, 0, 0))
-    assert 0.0 < low < 1.0 and high == 1.0
-    low, high = newcombe_paired(PairTable(3, 0, 0, 3))
-    assert low < 0.0 < high
-
-
-def test_design_effect_hand_computed() -> None:
-    # Scenario A: every pair +1, scenario B: every pair 0. n=8, mean 1/2, V_iid = 2/7/8,
-    # V_cluster = 2/1 * (2^2 + 2^2) / 64 = 1/4, deff = 7.
-    clusters = [ClusterSums(4, 4.0, 4.0), ClusterSums(4, 0.0, 0.0)]
-    assert design_effect(clusters) == pytest.approx(7.0)
-    assert design_effect(clusters[:1]) is None
-    wide, deff = uplift_interval(PairTable(0, 4, 0, 4), clusters)
-    narrow = newcombe_paired(PairTable(0, 4, 0, 4))
-    assert deff == pytest.approx(7.0)
-    assert wide == pytest.approx(newcombe_paired(PairTable(0, 4 / 7, 0, 4 / 7)))
-    assert wide.low < narrow.low and wide.high >= narrow.high
 
 
 def test_moments() -> None:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from report_tree import CONTROL, add_run
 from scipy.stats import binomtest
+from scipy.stats import t as student_t
 
 from harness.artifacts.grade_sections import (
     Disagreement,
@@ -21,7 +22,6 @@ from harness.artifacts.grade_sections import (
 from harness.artifacts.records import RunStatus
 from harness.artifacts.store import FutureSchemaError
 from harness.report import build_summary, read_summary, write_summary
-from harness.report.stats import PairTable, newcombe_paired
 from harness.report.summary import Group, Summary
 
 BIN = "bin/none/off"
@@ -159,9 +159,16 @@ def test_paired_uplift_hand_computed(summary: Summary) -> None:
     assert (u.rate.k, u.control_rate.k) == (8, 3)
     assert u.value == pytest.approx(5 / 12)
     assert u.mcnemar_p == pytest.approx(binomtest(0, 5, 0.5).pvalue) == 0.0625
-    assert u.clusters == 3
-    assert u.design_effect == pytest.approx(11 / 35)  # below 1: not applied
-    assert (u.low, u.high) == pytest.approx(tuple(newcombe_paired(PairTable(3, 5, 0, 4))))
+    assert u.clusters == 3 and u.units == "scenarios" and u.df == 2
+    # Scenario sums 2, 2, 1 over 4 pairs each: CR2 variance 1/144 (the t-test on the scenario means
+    # 1/2, 1/2, 1/4) is below the Agresti-Min floor ((5.5 + 0.5) - 5^2/14) / 14^2, so the floor is the SE.
+    se = (((5.5 + 0.5) - 25 / 14) / 14**2) ** 0.5
+    assert se > (1 / 144) ** 0.5
+    half = student_t.ppf(0.975, 2) * se
+    assert (u.low, u.high) == pytest.approx((5 / 12 - half, 1.0))
+    assert u.p_value == pytest.approx(2 * student_t.sf(5 / 12 / se, 2))
+    assert u.p_value > 0.05 and u.low < 0  # the interval and the test agree
+    assert u.p_adjusted is not None and u.p_adjusted >= u.p_value and not u.survives
     # Tokens only where both are usable: s1 t1 and s2 t2 (s2 t1's control is not usable).
     assert u.token_pairs == 2
     assert (u.tokens_treatment, u.tokens_control) == (2300, 1200)
@@ -269,7 +276,10 @@ def test_version_comparison_with_control_drift(tmp_path: Path) -> None:
     (drift,) = s.control_drift
     assert (drift.baseline.k, drift.candidate.k, drift.pairs) == (2, 1, 4)
     assert drift.value == pytest.approx(-0.25)
-    assert (drift.low, drift.high) == pytest.approx(tuple(newcombe_paired(PairTable(1, 0, 1, 2))))
+    # One scenario, 4 pairs (one -1): pairs are the units; sample variance 1/4 over 4 beats the floor.
+    se = ((1 - 4 * 0.25**2) / 3 / 4) ** 0.5
+    assert (drift.low, drift.high) == pytest.approx((-1.0, -0.25 + student_t.ppf(0.975, 3) * se))
+    assert drift.p_value == pytest.approx(2 * student_t.sf(0.25 / se, 3))
 
 
 def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
@@ -328,7 +338,7 @@ def test_uplift_by_split(summary: Summary) -> None:
         2,
     )
     assert (test.both, test.only_treatment, test.only_control, test.neither, test.clusters) == (0, 1, 0, 3, 1)
-    assert test.value == pytest.approx(0.25) and test.design_effect is None
+    assert test.value == pytest.approx(0.25) and (test.units, test.df) == ("pairs", 3)
     headline = [u for u in summary.uplifts if u.scenario is None and u.split is None and u.condition == BIN]
     assert len(headline) == 1 and headline[0].pairs == 12
 

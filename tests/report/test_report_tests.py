@@ -6,7 +6,8 @@ from pathlib import Path
 
 from report_tree import CONTROL, add_run
 
-from harness.artifacts.records import CaseOutcome, CheckOutcome, Grade, RunStatus, write_record
+from harness.artifacts.records import CaseOutcome, CheckOutcome, Grade, RunStatus
+from harness.artifacts.store import write_record
 from harness.report import build_summary
 
 

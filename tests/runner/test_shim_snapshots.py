@@ -62,7 +62,8 @@ def test_snapshot_time_is_when_the_write_happened_not_when_it_was_seen(tmp_path:
     import os
     import time
 
-    from harness.trial.snapshots import INDEX, Watcher
+    from harness.artifacts.names import SNAPSHOT_INDEX
+    from harness.trial.snapshots import Watcher
 
     ws, out = tmp_path / "ws", tmp_path / "snaps"
     ws.mkdir()
@@ -75,6 +76,6 @@ def test_snapshot_time_is_when_the_write_happened_not_when_it_was_seen(tmp_path:
         (ws / "app.py").write_text("a = 3\n")
         os.utime(ws / "app.py", (0, 0))  # a forged date lands at the start of the window, not in 1970
         watcher.poll()
-    rows = [json.loads(line) for line in (out / INDEX).read_text().splitlines()]
+    rows = [json.loads(line) for line in (out / SNAPSHOT_INDEX).read_text().splitlines()]
     assert rows[0]["t"] == written
     assert rows[1]["t"] >= written + 0.3

@@ -2,29 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from compiler.pipeline import build
+from tests.helpers import assay
 
 REPO = Path(__file__).resolve().parents[2]
-
-
-def assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(project), *args],
-        cwd=REPO,
-        env={**os.environ, "PYTHONPATH": str(REPO)},
-        capture_output=True,
-        text=True,
-        timeout=300,
-        check=False,
-    )
 
 
 @pytest.fixture
@@ -38,7 +24,9 @@ def project(tmp_path: Path) -> Path:
 
 
 def test_scaffold_compiles_and_validates(project: Path) -> None:
-    made = assay(project, "new", "scenario", "greet-user", "--split", "test", "--family", "greetings")
+    made = assay(
+        "--project", project, "new", "scenario", "greet-user", "--split", "test", "--family", "greetings"
+    )
     assert made.returncode == 0, made.stderr
     folder = project / "scenarios" / "greet-user"
     assert "scenario.yaml" in made.stdout and (folder / "seed" / "app" / "greet.py").is_file()
@@ -51,14 +39,14 @@ def test_scaffold_compiles_and_validates(project: Path) -> None:
     assert (job.family, job.split, job.language) == ("greetings", "test", "python")
     assert {n.name for n in job.negatives} == {"wrong-greeting", "renamed", "edits-tests"}
 
-    valid = assay(project, "validate", "--strict", "--scenario", "greet-user")
+    valid = assay("--project", project, "validate", "--strict", "--scenario", "greet-user")
     assert valid.returncode == 0, valid.stdout + valid.stderr
     assert ": valid; 0 uncovered" in valid.stdout
 
 
 def test_refuses_an_existing_folder_and_a_bad_id(project: Path) -> None:
-    assert assay(project, "new", "scenario", "twice").returncode == 0
-    again = assay(project, "new", "scenario", "twice")
+    assert assay("--project", project, "new", "scenario", "twice").returncode == 0
+    again = assay("--project", project, "new", "scenario", "twice")
     assert again.returncode == 2 and "already exists" in again.stderr
-    bad = assay(project, "new", "scenario", "Not A Slug")
+    bad = assay("--project", project, "new", "scenario", "Not A Slug")
     assert bad.returncode == 2 and "not a slug" in bad.stderr

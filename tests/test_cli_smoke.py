@@ -1,0 +1,46 @@
+"""The one test that spawns `python -m harness`: the real entry point, and the in-process runner's equivalence.
+
+Every other CLI test calls `tests.helpers.assay`, which runs `harness.cli.main` in this process.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from tests.compiler.corpus import materialise
+from tests.helpers import FIXTURES, ROOT, assay
+
+
+def _spawn(*args: str | Path) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "harness", *map(str, args)],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_python_m_harness_exit_codes_and_output_match_the_in_process_runner(tmp_path: Path) -> None:
+    valid = FIXTURES / "specs" / "valid"
+    ok = _spawn("--project", valid, "compile", "--check")
+    assert ok.returncode == 0 and "specs are valid (2 scenarios, 18 trials)" in ok.stdout, ok.stderr
+    bad = materialise("negatives-wrong", tmp_path / "bad")
+    failed = _spawn("--project", bad, "compile", "--out", tmp_path / "g")
+    assert failed.returncode == 2 and failed.stderr.endswith("4 error(s)\n")
+    usage = _spawn("--project", valid, "no-such-command")
+    assert usage.returncode == 2 and "invalid choice" in usage.stderr
+    for spawned, argv in (
+        (ok, ("--project", valid, "compile", "--check")),
+        (failed, ("--project", bad, "compile", "--out", tmp_path / "g")),
+        (usage, ("--project", valid, "no-such-command")),
+    ):
+        inside = assay(*argv, cwd=ROOT)
+        assert (inside.returncode, inside.stdout, inside.stderr) == (
+            spawned.returncode,
+            spawned.stdout,
+            spawned.stderr,
+        )
