@@ -45,6 +45,10 @@ class Canaries(Frozen):
         default=(),
         description="Shell commands that must exit zero in the agent's environment (e.g. the tool answers --version).",
     )
+    network: Literal["off", "on"] | None = Field(
+        default=None,
+        description="Prove the network against a listener the harness opens on the host's loopback: `off`, nothing reaches it; `on`, it answers (through the sandbox's way out).",
+    )
 
 
 class McpServer(Frozen):
@@ -252,15 +256,36 @@ class ScenarioJob(Frozen):
     )
 
 
+LIMITS_OFF = "none"
+"""What a spec writes to turn one of the limits below off (YAML null means "not set here")."""
+
+
 class Limits(Frozen):
-    """Per-trial resource limits."""
+    """Per-trial resource limits. Every one is on by default; a spec turns one off only by writing
+    `none` (a limit left out keeps its default), and run.json says which applied and which were hit."""
 
     timeout_s: float = Field(default=600.0, description="Agent wall-clock limit per session.")
-    output_bytes: int = Field(default=10_000_000, description="Cap on the agent's captured stdout+stderr.")
-    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
-    pids: int | None = Field(default=None, description="Process-count limit.")
-    file_size_mb: int | None = Field(default=None, description="Largest file the agent may write.")
-    workspace_mb: int | None = Field(default=None, description="Total workspace size limit.")
+    output_bytes: int | None = Field(
+        default=10_000_000, description="Cap on the agent's captured stdout+stderr; None (`none`): no cap."
+    )
+    memory_mb: int | None = Field(
+        default=4096, description="Memory limit of the agent's process tree; None (`none`): unlimited."
+    )
+    pids: int | None = Field(
+        default=1024,
+        description="Processes (and threads) the agent may have at once; None (`none`): unlimited.",
+    )
+    file_size_mb: int | None = Field(
+        default=1024, description="Largest file the agent may write; None (`none`): unlimited."
+    )
+    workspace_mb: int | None = Field(
+        default=1024,
+        description="Total size of the agent's writable folders (workspace, HOME, TMPDIR, state); None (`none`): unlimited.",
+    )
+    outbox_mb: int | None = Field(
+        default=256,
+        description="Total size of what one command writes into the run directory (usage, transcript, logs); None (`none`): unlimited.",
+    )
     check_timeout_s: float = Field(default=60.0, description="Default per-check wall-clock limit.")
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Any, Optional
+from typing import Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -24,16 +24,22 @@ def _lists(tp: Any) -> Any:
     return tp
 
 
-def partial(model: type[BaseModel], name: str) -> type[SpecModel]:
+def partial(model: type[BaseModel], name: str, *, off: str | None = None) -> type[SpecModel]:
     """A spec model with the fields of a contract model, each optional with default None.
 
     Matrix `limits:`/`options:` and project `defaults:` override only what they name, and
     their fields must be the contract's own, so they are derived from it, never retyped.
+    With `off`, a field the contract allows to be None also takes that word (the spec's way
+    to say None: YAML null already means "not set here").
     """
     fields: dict[str, Any] = {}
     for fname, info in model.model_fields.items():
+        tp = _lists(info.annotation)
+        if off is not None and type(None) in typing.get_args(info.annotation):
+            inner = [a for a in typing.get_args(info.annotation) if a is not type(None)]
+            tp = typing.Union[(*inner, Literal[off])]
         fields[fname] = (
-            Optional[_lists(info.annotation)],  # noqa: UP045  (a runtime type, not an annotation)
+            Optional[tp],  # noqa: UP045  (a runtime type, not an annotation)
             Field(default=None, description=info.description),
         )
     made: type[SpecModel] = create_model(

@@ -110,7 +110,12 @@ class RunRecord(Record):
     )
     timed_out: bool = Field(default=False, description="The agent hit its wall-clock limit.")
     limits_hit: tuple[str, ...] = Field(
-        default=(), description="Limits that were hit (timeout, output, memory, pids, file_size, workspace)."
+        default=(),
+        description="Limits that were hit (timeout, output, memory, pids, file_size, cpu, workspace, outbox).",
+    )
+    limits_applied: dict[str, str] = Field(
+        default_factory=dict,
+        description='Each limit as it applied: "4096 MB (cgroup)", "off" (the spec wrote none), or "... (not enforced here)".',
     )
     started_at: float = Field(description="Epoch seconds.")
     ended_at: float = Field(description="Epoch seconds.")

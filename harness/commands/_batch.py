@@ -77,6 +77,18 @@ def _check_judges(jobs: list[Job]) -> None:
         raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
 
 
+def _warn_unprotected(jobs: list[Job]) -> None:
+    """Say on stderr, before any trial, each sandbox protection that will not hold on this machine
+    (run.json `protections` and the report say it per run)."""
+    from harness.sandbox.isolation import select
+    from harness.sandbox.protections import measure
+
+    for name in sorted({job.options.isolation for job in jobs}):
+        held = measure(select(name), neutralised=True)
+        for why in held.failed:
+            print(f"assay: WARNING: isolation {held.isolation}: {why}", file=sys.stderr)
+
+
 def run_jobs(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -103,6 +115,7 @@ def run_jobs(
     if not plan.tasks:
         print("assay: nothing to run", file=sys.stderr)
         return 0
+    _warn_unprotected(jobs)
     outcomes = batch.execute(
         plan.tasks,
         parallel=args.parallel,

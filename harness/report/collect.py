@@ -90,6 +90,10 @@ class RunFacts:
     regrade: RegradeChange | None
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
+    limits_hit: tuple[str, ...] = ()
+    """Resource limits the run hit (run.json `limits_hit`)."""
+    unprotected: tuple[str, ...] = ()
+    """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -386,4 +390,6 @@ def collect(
             artifacts=tuple(a for a in ARTIFACTS if a in files),
             regrade=change,
             concurrent=run.concurrent,
+            limits_hit=run.limits_hit,
+            unprotected=run.protections.failed if run.protections is not None else (),
         )

@@ -62,6 +62,10 @@ class DiagAcc:
         self.unreadable = Evidence()
         self.unreadable_reasons: dict[str, str] = {}
         self.regrade_changed_grader = Evidence()
+        self.limits: dict[str, Evidence] = defaultdict(Evidence)
+        """Limit name -> runs that hit it."""
+        self.unprotected: dict[str, Evidence] = defaultdict(Evidence)
+        """A sandbox protection that did not hold -> runs it concerns."""
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.checks: dict[tuple[str, str], list[int]] = {}
         self.findings: dict[tuple[str, FindingKind, str], Evidence] = defaultdict(Evidence)
@@ -81,6 +85,10 @@ class DiagAcc:
             self.flaky[check_key].merge(ev)
         for finding_key, ev in other.findings.items():
             self.findings[finding_key].merge(ev)
+        for limit, ev in other.limits.items():
+            self.limits[limit].merge(ev)
+        for why, ev in other.unprotected.items():
+            self.unprotected[why].merge(ev)
         self.infra.merge(other.infra)
         self.unreadable.merge(other.unreadable)
         for run_dir, reason in other.unreadable_reasons.items():
@@ -101,6 +109,10 @@ class DiagAcc:
             self.by_status[(run.status, run.reason or "(no reason recorded)")].add(run.dir)
         if run.infra_retries or run.exit_code == 75:
             self.infra.add(run.dir)
+        for limit in run.limits_hit:
+            self.limits[limit].add(run.dir)
+        for why in run.unprotected:
+            self.unprotected[why].add(run.dir)
         if run.exit_code not in (None, 0, 75):
             self.exits[run.exit_code].add(run.dir)
         if run.regrade is not None:
@@ -248,6 +260,24 @@ class DiagAcc:
                     severity="warning",
                     message=f"{self.infra.count} run(s) hit a provider or infrastructure failure (exit 75 / retries)",
                     evidence=self.infra.listing(),
+                )
+            )
+        for why, ev in sorted(self.unprotected.items()):
+            out.append(
+                Diagnostic(
+                    kind="sandbox",
+                    severity="error",
+                    message=f"{ev.count} run(s) ran without a sandbox protection: {why}",
+                    evidence=ev.listing(),
+                )
+            )
+        for limit, ev in sorted(self.limits.items()):
+            out.append(
+                Diagnostic(
+                    kind="limit",
+                    severity="warning",
+                    message=f"{ev.count} run(s) hit the {limit} limit (stopped by the harness; see limits_hit in run.json)",
+                    evidence=ev.listing(),
                 )
             )
         for code, ev in sorted(self.exits.items()):

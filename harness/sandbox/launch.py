@@ -45,6 +45,8 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    enforced: dict[str, str] = field(default_factory=dict)
+    """How each limit was enforced for the last command (`Confinement.enforced`)."""
     trees: dict[str, TreeReport] = field(default_factory=dict)
     """What the walks over each writable folder found (merged over commands), by name: the
     outbox is "outbox", a folder of the run directory its relative path."""
@@ -72,12 +74,17 @@ class Launcher:
         stdin: bytes | None = None,
         timeout_s: float | None = None,
         log: Path | None = None,
-        output_cap: int = 10_000_000,
+        output_cap: int | None = 10_000_000,
         capture: bool = False,
         cancel: threading.Event | None = None,
     ) -> proc.ProcResult:
         """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
-        with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
+        outbox = (self.outbox[0],) if self.outbox is not None else ()
+        with confine(
+            self.isolation, self.spec(argv), label=self.label, watch=self.watch, outbox=outbox
+        ) as box:
+            self.enforced.clear()
+            self.enforced.update(box.enforced)
             done = self._run(
                 box.argv,
                 stdin=stdin,
@@ -90,7 +97,8 @@ class Launcher:
             hits = box.limits_hit(done.exit_code)
         self.neutralise()
         if self.outbox is not None:
-            self.refused.extend(collect(*self.outbox))
+            budget = self.limits.outbox_mb * 1024 * 1024 if self.limits.outbox_mb is not None else None
+            self.refused.extend(collect(*self.outbox, budget=budget))
         return dataclasses.replace(done, limits_hit=hits) if hits else done
 
     def neutralise(self) -> None:
@@ -117,7 +125,7 @@ class Launcher:
         stdin: bytes | None,
         timeout_s: float | None,
         log: Path | None,
-        output_cap: int,
+        output_cap: int | None,
         capture: bool,
         cancel: threading.Event | None,
     ) -> proc.ProcResult:

@@ -130,24 +130,34 @@ def _open_dir(name: bytes | str | Path, ident: tuple[int, int] | None, dir_fd: i
     return fd
 
 
+def _root_frame(root: Path, pending: Callable[[int], list[bytes]]) -> tuple[int, _Frame]:
+    fd = _open_dir(root, None)
+    st = os.fstat(fd)
+    return fd, _Frame(b"", (st.st_dev, st.st_ino), pending(fd))
+
+
+def _ascend(fd: int, parent: _Frame) -> int:
+    """Back up by "..", checked against the identity seen on the way down; closes `fd`."""
+    up = _open_dir("..", parent.ident, dir_fd=fd)
+    os.close(fd)
+    return up
+
+
 def walk_tree(root: Path) -> Iterator[TreeEntry]:
     """Every entry under `root`, depth first, names in byte order; symlinks never followed.
 
     A folder that cannot be opened (vanished, or its permissions refuse even the harness) is
     yielded and not entered. Raises `TreeChanged` when a folder is swapped mid-walk.
     """
-    fd = _open_dir(root, None)
-    st = os.fstat(fd)
-    stack = [_Frame(b"", (st.st_dev, st.st_ino), _listing(fd))]
+    fd, first = _root_frame(root, _listing)
+    stack = [first]
     try:
         while stack:
             frame = stack[-1]
             if not frame.pending:
                 stack.pop()
-                if stack:  # back up by "..", checked against the identity seen on the way down
-                    parent = _open_dir("..", stack[-1].ident, dir_fd=fd)
-                    os.close(fd)
-                    fd = parent
+                if stack:
+                    fd = _ascend(fd, stack[-1])
                 continue
             name = frame.pending.pop()
             try:
@@ -232,9 +242,8 @@ def remove_tree(root: Path) -> None:
     if root.is_symlink() or not root.is_dir():
         root.unlink(missing_ok=True)
         return
-    fd = _open_dir(root, None)
-    st = os.fstat(fd)
-    stack = [_Frame(b"", (st.st_dev, st.st_ino), _clear_files(fd))]
+    fd, first = _root_frame(root, _clear_files)
+    stack = [first]
     try:
         while True:
             frame = stack[-1]
@@ -249,9 +258,7 @@ def remove_tree(root: Path) -> None:
             stack.pop()
             if not stack:
                 break
-            parent = _open_dir("..", stack[-1].ident, dir_fd=fd)
-            os.close(fd)
-            fd = parent
+            fd = _ascend(fd, stack[-1])
             os.rmdir(frame.rel, dir_fd=fd)  # here `rel` holds the folder's own name
     finally:
         os.close(fd)

@@ -21,6 +21,7 @@ import os
 import re
 import shutil
 import stat
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
@@ -221,7 +222,9 @@ MAX_OUTBOX_DEPTH = 32
 """Folders deeper than this in the outbox are not moved into the run directory (refused)."""
 
 
-def collect(outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,)) -> list[str]:
+def collect(
+    outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,), budget: int | None = None
+) -> list[str]:
     """Move what a sandboxed process wrote into its outbox over to `dest` (the run directory).
 
     The sandbox sees the outbox at the run directory's path, so adapters and shims write
@@ -229,18 +232,20 @@ def collect(outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,)) 
     snapshots, job file) stays invisible. Moved: regular files, and folders that do not
     exist in `dest` yet. Refused, and returned (printable): symlinks, FIFOs, sockets, devices,
     reserved names (`RESERVED`), anything that would land on an existing folder of `dest`,
-    anything deeper than `MAX_OUTBOX_DEPTH`, and whatever could not be moved. Files named in
+    anything deeper than `MAX_OUTBOX_DEPTH`, files past a `budget` of bytes (the outbox limit:
+    what fits is moved, in name order), and whatever could not be moved. Files named in
     `append` are appended to (the tracing shim writes across commands). Empty folders of
     mount points that the sandbox created are dropped silently. Never raises for what the
     agent left: the outbox is emptied either way. Moved files belong to the harness's uid.
     """
     refused: list[str] = []
     appended = frozenset(append)
+    left = [sys.maxsize if budget is None else budget]
     for entry in sorted(os.listdir(outbox)):
         src, target = outbox / entry, dest / entry
         shown = printable(os.fsencode(entry))
         try:
-            refused += _collect_one(outbox, entry, target, shown, appended)
+            refused += _collect_one(outbox, entry, target, shown, appended, left)
         except OSError as exc:
             refused.append(f"{shown} ({exc.strerror or exc})")
         finally:
@@ -249,9 +254,13 @@ def collect(outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,)) 
     return refused
 
 
-def _collect_one(outbox: Path, entry: str, target: Path, shown: str, appended: frozenset[str]) -> list[str]:
+def _collect_one(
+    outbox: Path, entry: str, target: Path, shown: str, appended: frozenset[str], left: list[int]
+) -> list[str]:
     src = outbox / entry
     st = os.lstat(src)
+    if stat.S_ISREG(st.st_mode) and not _spend(left, st):
+        return [f"{shown} (over the outbox limit)"]
     if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
         # written under a mount point's shadow: refused if anything but folders is there
         return [shown + "/"] if any(e.kind != "dir" for e in walk_tree(src)) else []
@@ -263,7 +272,7 @@ def _collect_one(outbox: Path, entry: str, target: Path, shown: str, appended: f
     ):
         return [shown]
     if stat.S_ISDIR(st.st_mode):
-        return _move_folder(src, target, shown)
+        return _move_folder(src, target, shown, left)
     if entry in appended and target.is_file():
         with open(target, "ab") as fout:
             fout.write(read_inside(outbox, entry))
@@ -273,7 +282,7 @@ def _collect_one(outbox: Path, entry: str, target: Path, shown: str, appended: f
     return []
 
 
-def _move_folder(src: Path, target: Path, shown: str) -> list[str]:
+def _move_folder(src: Path, target: Path, shown: str, left: list[int]) -> list[str]:
     refused: list[str] = []
     target.mkdir()
     _own(target)
@@ -286,6 +295,9 @@ def _move_folder(src: Path, target: Path, shown: str) -> list[str]:
         dest = target / os.fsdecode(item.rel)
         if item.kind == "dir":
             dest.mkdir()
+        elif item.kind == "file" and not _spend(left, item.st):
+            refused.append(f"{where} (over the outbox limit)")
+            continue
         elif item.kind == "file":  # no symlink may enter the run directory: the harness writes there as root
             os.rename(item.name, dest, src_dir_fd=item.dir_fd)
         else:
@@ -293,6 +305,15 @@ def _move_folder(src: Path, target: Path, shown: str) -> list[str]:
             continue
         _own(dest)
     return refused
+
+
+def _spend(left: list[int], st: os.stat_result) -> bool:
+    """Take a file's size off the budget; False (nothing taken) when it does not fit."""
+    size = max(st.st_size, st.st_blocks * 512)
+    if size > left[0]:
+        return False
+    left[0] -= size
+    return True
 
 
 def _own(path: Path) -> None:

@@ -21,6 +21,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -193,7 +194,7 @@ def run(
     stdin: bytes | None = None,
     timeout_s: float | None = None,
     log: Path | None = None,
-    output_cap: int = 10_000_000,
+    output_cap: int | None = 10_000_000,
     capture: bool = False,
     network: bool = True,
     ro_binds: Sequence[tuple[Path, Path]] = (),
@@ -208,13 +209,14 @@ def run(
         stdin: Bytes fed on stdin, then closed; None gives /dev/null.
         timeout_s: Wall-clock limit; the tree is killed when it passes.
         log: File receiving stdout+stderr (appended), at most `output_cap` bytes.
-        output_cap: Output past this many bytes ends the command.
+        output_cap: Output past this many bytes ends the command (None: no cap).
         capture: Also return the output in memory.
         network: False runs the command in an empty network namespace (when namespaces work).
         ro_binds: (source, target) folders bind-mounted read-only inside the command's namespace.
         cancel: Set from another thread to end the command early (Ctrl-C).
     """
     full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds)
+    cap = sys.maxsize if output_cap is None else output_cap
     run_env = dict(env)
     if mode == "pidns" and not network:
         run_env["ASSAY_LO_UP"] = "1"
@@ -234,9 +236,7 @@ def run(
             start_new_session=True,
         )
         assert proc.stdout is not None
-        reader = threading.Thread(
-            target=_pump, args=(proc.stdout, sink, keep, output_cap, state), daemon=True
-        )
+        reader = threading.Thread(target=_pump, args=(proc.stdout, sink, keep, cap, state), daemon=True)
         reader.start()
         if stdin is not None:
             assert proc.stdin is not None
@@ -250,7 +250,7 @@ def run(
                 break
             if deadline is not None and time.monotonic() >= deadline:
                 timed_out = True
-            elif state["seen"] > output_cap:
+            elif state["seen"] > cap:
                 capped = True
             elif cancel is not None and cancel.is_set():
                 cancelled = True

@@ -41,7 +41,7 @@ from harness.artifacts.tree import identity, start_run
 from harness.gateway import trial as gateway_trial
 from harness.sandbox import proc, protections
 from harness.sandbox.identity import hand_over
-from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, select
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, limits, select
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, canaries, capture, provision, workspace
 from harness.trial import steps as multistep
@@ -109,6 +109,7 @@ def _launcher(
             pids=lim.pids,
             file_size_mb=lim.file_size_mb,
             workspace_mb=lim.workspace_mb,
+            outbox_mb=lim.outbox_mb,
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
@@ -148,6 +149,16 @@ def _unenforceable(job: Job, iso: Isolation) -> str | None:
     if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
         return None
     return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"
+
+
+def _limits_applied(job: Job, launcher: Launcher | None) -> dict[str, str]:
+    """Every limit of the trial as it applied: the runner's own, then the sandbox's."""
+    lim = job.limits
+    runner = {
+        "timeout": f"{lim.timeout_s:g} s (runner)",
+        "output": "off" if lim.output_bytes is None else f"{lim.output_bytes} bytes (runner)",
+    }
+    return runner | (limits.applied(launcher.limits, launcher.enforced) if launcher is not None else {})
 
 
 def _assay_version() -> str:
@@ -327,6 +338,7 @@ def run_trial(
         metrics=_sum_metrics(steps) if steps else RunnerMetrics(),
         steps=tuple(steps) if job.scenario.steps else (),
         protections=protections.measure(iso, neutralised=True) if launcher is not None else None,
+        limits_applied=_limits_applied(job, launcher),
         sandbox_trees=dict(sorted(launcher.trees.items())) if launcher is not None else {},
         extra=_extra(provided, launcher)
         | ({"gateway": gateway_summary} if gateway_summary else {})

@@ -1,9 +1,12 @@
 """Canaries: proof, before the agent starts, that the cell is what it claims to be.
 
 `absent` names must not resolve on the agent's PATH (`command -v` in the agent's own
-environment and sandbox); `must_fail` commands (a network probe under `network: off`) must
-exit non-zero; `must_pass` commands must exit zero. Any failed canary makes the run invalid:
-it is excluded from rates and counted by the report.
+environment and sandbox); `must_fail` commands must exit non-zero; `must_pass` commands must
+exit zero; `network: off` proves that nothing reaches a listener the harness opens on the
+host's loopback (`harness.sandbox.probe`: the listener counts connections, so the probe's exit
+status alone cannot fake it), `network: on` that the listener answers. No canary sends a packet
+off the machine. `ASSAY_PROBE_URL` names that listener for a spec's own commands. Any failed
+canary makes the run invalid: it is excluded from rates and counted by the report.
 
 All canaries of a trial run in ONE launch of the agent's sandbox (a launch costs more than
 most canaries), each in its own subshell, its output and exit status framed by markers.
@@ -18,22 +21,23 @@ from typing import Literal
 from compiler.contract import Canaries
 from harness.artifacts.records import CanaryResult
 from harness.sandbox.launch import Launcher
+from harness.sandbox.probe import LoopbackProbe
 
 TIMEOUT_S = 30.0
 _MARK = "@@assay-canary"
 _END = re.compile(rb"\n?" + _MARK.encode() + rb"-end (\d+) (\d+)\n")
 
-Kind = Literal["absent", "must_fail", "must_pass"]
+Kind = Literal["absent", "must_fail", "must_pass", "network"]
 
 
 def _tail(data: bytes, limit: int = 300) -> str:
     return data.decode("utf-8", errors="replace").strip()[-limit:]
 
 
-def _script(items: list[tuple[Kind, str]]) -> str:
-    lines = []
+def _script(items: list[tuple[Kind, str]], probe: LoopbackProbe) -> str:
+    lines = [f"export ASSAY_PROBE_URL={shlex.quote(probe.url)}"]
     for index, (kind, what) in enumerate(items):
-        command = f"command -v {shlex.quote(what)}" if kind == "absent" else what
+        command = {"absent": f"command -v {shlex.quote(what)}", "network": probe.command()}.get(kind, what)
         lines.append(
             f"printf '{_MARK}-begin {index}\\n'; ( {command}\n) </dev/null 2>&1; printf '\\n{_MARK}-end {index} %d\\n' $?"
         )
@@ -60,10 +64,12 @@ def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
         *(("absent", n) for n in canaries.absent),
         *(("must_fail", c) for c in canaries.must_fail),
         *(("must_pass", c) for c in canaries.must_pass),
+        *((("network", canaries.network),) if canaries.network else ()),
     ]
     if not items:
         return ()
-    done = launcher.shell(_script(items), timeout_s=TIMEOUT_S * len(items), capture=True)
+    with LoopbackProbe() as probe:
+        done = launcher.shell(_script(items, probe), timeout_s=TIMEOUT_S * len(items), capture=True)
     outcomes = _parse(done.output, len(items))
     results: list[CanaryResult] = []
     for index, (kind, what) in enumerate(items):
@@ -72,21 +78,42 @@ def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
                 " (timed out)" if done.timed_out else f" (launch exit {done.exit_code})"
             )
             results.append(
-                CanaryResult(kind=kind, command=what, ok=False, detail=detail + f": {_tail(done.output)}")
+                CanaryResult(
+                    kind=kind, command=_shown(kind, what), ok=False, detail=detail + f": {_tail(done.output)}"
+                )
             )
             continue
         code, out = outcomes[index]
         if kind == "absent":
             ok = code != 0
             detail = "not found" if ok else f"{what} is reachable at {_tail(out)}"
+        elif kind == "network":
+            ok, detail = _network(what, code, probe.connections, _tail(out))
         elif kind == "must_fail":
             ok = code != 0
             detail = f"exit {code}" + ("" if ok else f": succeeded, expected failure; {_tail(out)}")
         else:
             ok = code == 0
             detail = f"exit {code}" + ("" if ok else f": {_tail(out)}")
-        results.append(CanaryResult(kind=kind, command=what, ok=ok, detail=detail))
+        results.append(CanaryResult(kind=kind, command=_shown(kind, what), ok=ok, detail=detail))
     return tuple(results)
+
+
+def _shown(kind: Kind, what: str) -> str:
+    return f"network: {what}" if kind == "network" else what
+
+
+def _network(wanted: str, code: int, arrived: int, said: str) -> tuple[bool, str]:
+    if wanted == "off":
+        if arrived:
+            return False, f"{arrived} connection(s) from the sandbox reached the host's loopback: {said}"
+        return (
+            code == 1,
+            f"nothing reached the host's loopback ({said})" if code == 1 else f"probe exit {code}: {said}",
+        )
+    if code == 0:
+        return True, "the host's loopback answered"
+    return False, f"the host's loopback did not answer (probe exit {code}): {said}"
 
 
 def invalid_reason(results: tuple[CanaryResult, ...]) -> str | None:
