@@ -35,7 +35,7 @@ sys.path.insert(0, str(REPO))
 
 from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Limits, Options, ScenarioJob, job_id  # noqa: E402
 from harness.artifacts.records import read_run  # noqa: E402
-from harness.artifacts.tree import find_runs  # noqa: E402
+from harness.artifacts.run_tree import find_runs  # noqa: E402
 from harness.batch import plan  # noqa: E402
 from harness.batch.executor.dask import DaskExecutor, DaskSettings  # noqa: E402
 from harness.batch.executor.local import LocalExecutor  # noqa: E402

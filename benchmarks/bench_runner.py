@@ -29,7 +29,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from compiler.contract import AgentSpec, CheckSpec, Job, Limits, iter_jobs  # noqa: E402
-from harness.artifacts.tree import run_dir_for  # noqa: E402
+from harness.artifacts.run_tree import run_dir_for  # noqa: E402
 from harness.batch.executor.task import warm  # noqa: E402
 from harness.grade import grade_run  # noqa: E402
 from harness.trial import run_trial  # noqa: E402

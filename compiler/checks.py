@@ -55,9 +55,18 @@ def user_model(kind: CheckKindDoc) -> type[BaseModel]:
 
 
 def resolve_check(
-    c: Collector, doc: Doc, i: int, raw: Any, kinds: dict[str, CheckKindDoc], ctx: dict[str, Any]
+    c: Collector,
+    doc: Doc,
+    i: int,
+    raw: Any,
+    kinds: dict[str, CheckKindDoc],
+    ctx: dict[str, Any],
+    kind_docs: dict[str, Doc] | None = None,
 ) -> CheckSpec | None:
-    """One check entry, validated against its kind, as a built-in-kind CheckSpec (None on errors)."""
+    """One check entry, validated against its kind, as a built-in-kind CheckSpec (None on errors).
+
+    A user kind's `run` that fails to render is reported at the kind's own file (`kind_docs`),
+    once however many checks use it; the check itself is then left out."""
     path: Path_ = ("checks", i)
     if not isinstance(raw, dict):
         c.add(doc.loc(path), dotted(path), "E103", "a check must be a map with id and kind")
@@ -132,7 +141,17 @@ def resolve_check(
         )
     if len(c.errors) > before:
         return None  # the template would only repeat the missing-parameter errors
-    run = render_field(c, doc, path, user.run, {**ctx, **values, "params": values})
+    kdoc = (kind_docs or {}).get(kind)
+    if kdoc is not None and any(e.file == kdoc.file and e.code == "E301" for e in c.errors):
+        return None  # the kind's template is already reported broken at the kind (rules.check_kind)
+    before = len(c.errors)
+    run = (
+        render_field(c, kdoc, ("run",), user.run, {**ctx, **values, "params": values})
+        if kdoc is not None
+        else render_field(c, doc, path, user.run, {**ctx, **values, "params": values})
+    )
+    if len(c.errors) > before:
+        return None
     result = user.result.model_dump(exclude_none=True)
     count = result.get("count")
     if count is not None and count.get("max_param"):

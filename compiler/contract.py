@@ -145,6 +145,11 @@ class AgentSpec(Frozen):
     requires: tuple[str, ...] = Field(
         default=(), description="Executables/resources a worker must have to run this agent."
     )
+    sanity: Literal["pass", "fail"] | None = Field(
+        default=None,
+        description="A sanity agent (oracle: pass, no-op: fail): how the report reads its runs, not what runs "
+        "(outside the job hash).",
+    )
 
 
 class CheckSpec(Frozen):
@@ -264,29 +269,34 @@ class Limits(Frozen):
     """Per-trial resource limits. Every one is on by default; a spec turns one off only by writing
     `none` (a limit left out keeps its default), and run.json says which applied and which were hit."""
 
-    timeout_s: float = Field(default=600.0, description="Agent wall-clock limit per session.")
+    timeout_s: float = Field(default=600.0, gt=0, description="Agent wall-clock limit per session.")
     output_bytes: int | None = Field(
-        default=10_000_000, description="Cap on the agent's captured stdout+stderr; None (`none`): no cap."
+        default=10_000_000,
+        ge=0,
+        description="Cap on the agent's captured stdout+stderr; None (`none`): no cap.",
     )
     memory_mb: int | None = Field(
-        default=4096, description="Memory limit of the agent's process tree; None (`none`): unlimited."
+        default=4096, ge=1, description="Memory limit of the agent's process tree; None (`none`): unlimited."
     )
     pids: int | None = Field(
         default=1024,
+        ge=1,
         description="Processes (and threads) the agent may have at once; None (`none`): unlimited.",
     )
     file_size_mb: int | None = Field(
-        default=1024, description="Largest file the agent may write; None (`none`): unlimited."
+        default=1024, ge=0, description="Largest file the agent may write; None (`none`): unlimited."
     )
     workspace_mb: int | None = Field(
         default=1024,
+        ge=0,
         description="Total size of the agent's writable folders (workspace, HOME, TMPDIR, state); None (`none`): unlimited.",
     )
     outbox_mb: int | None = Field(
         default=256,
+        ge=0,
         description="Total size of what one command writes into the run directory (usage, transcript, logs); None (`none`): unlimited.",
     )
-    check_timeout_s: float = Field(default=60.0, description="Default per-check wall-clock limit.")
+    check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
 
 
 class Options(Frozen):
@@ -295,7 +305,7 @@ class Options(Frozen):
     env_pass: tuple[str, ...] = Field(
         default=(), description="Host environment variables passed into the scrubbed environment."
     )
-    infra_retries: int = Field(default=2, description="Retries of an adapter that exits 75.")
+    infra_retries: int = Field(default=2, ge=0, description="Retries of an adapter that exits 75.")
     isolation: str = Field(
         default="auto", description="Isolation plug-in name: auto, bwrap, unshare, none, or a dotted path."
     )

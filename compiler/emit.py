@@ -22,6 +22,7 @@ from compiler.contract import (
     JOBS_DIR,
     MANIFEST_FILE,
     SCHEMA_VERSION,
+    AgentSpec,
     Cell,
     JobFile,
     Manifest,
@@ -118,13 +119,21 @@ def _args_hash(v: Validated, args: dict[str, Any]) -> str:
     )
 
 
+def _agent_identity(agent: AgentSpec) -> str:
+    """The agent as far as its runs go: `sanity` only says how the report reads them, so marking an
+    agent as a sanity bound later does not invalidate its finished runs."""
+    return canonical(agent.model_dump(mode="json", exclude={"sanity"}))
+
+
 def job_files(plan: Plan) -> dict[str, JobFile]:
     """Every job file by its path relative to generated/."""
     out: dict[str, JobFile] = {}
     v = plan.validated
     for mp in plan.matrices.values():
         cell_h = {n: digest(canonical(cl), _provided_hash(v, cl)) for n, cl in mp.cells.items()}
-        agent_h = {a: digest(canonical(v.agents[a]), _args_hash(v, v.agents[a].args)) for a in mp.agents}
+        agent_h = {
+            a: digest(_agent_identity(v.agents[a]), _args_hash(v, v.agents[a].args)) for a in mp.agents
+        }
         common = digest(
             str(SCHEMA_VERSION), mp.id, str(mp.version), canonical(mp.limits), canonical(mp.options)
         )

@@ -12,9 +12,8 @@ import hashlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-import yaml
-
 from compiler.errors import Loc, SpecError
+from compiler.provided import Provided, files_under, provided
 from compiler.yamlio import Doc, Path_, parse
 
 SPEC_DIRS = ("specs",)
@@ -22,10 +21,6 @@ SCENARIO_DIR = "scenarios"
 SCENARIO_FILES = ("scenario.yaml", "scenario.yml", "scenario.json")
 TREE_DIRS = ("seed", "reference", "grader", "negatives", "negative")
 """Folders of a scenario whose files are inputs (hashed, checked to exist)."""
-
-NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", SCENARIO_DIR)
-MAX_PROVIDED = 20_000
-"""Files hashed per provided folder (a guard against a level that links something huge)."""
 
 CAMEL = {
     "runtimeOnly": "runtime_only",
@@ -51,6 +46,10 @@ class Inputs:
 
     folders: dict[str, list[str]] = field(default_factory=dict)
     """Folder -> every input file below it, sorted (built by `scan`)."""
+    agent_files: dict[str, bytes] = field(default_factory=dict)
+    """Files agents' arguments name (a scripted agent's script), project-relative."""
+    absent: frozenset[str] = frozenset()
+    """Paths a level names that do not exist (an error, E235)."""
 
     def under(self, folder: str) -> list[str]:
         """Input files below a folder, sorted."""
@@ -61,6 +60,8 @@ class Inputs:
         h = hashlib.sha256(salt.encode())
         for rel in sorted(self.hashes):
             h.update(f"{rel}\0{self.hashes[rel]}\n".encode())
+        for rel in sorted(self.absent):
+            h.update(f"{rel}\0absent\n".encode())
         return h.hexdigest()
 
 
@@ -75,80 +76,6 @@ class Sources:
     """Likely ids of files that did not parse at all."""
 
 
-def _files_under(base: Path) -> list[Path]:
-    return sorted(p for p in base.rglob("*") if p.is_file() and "__pycache__" not in p.parts)
-
-
-def _provided(root: Path, specs: dict[str, bytes]) -> dict[str, str]:
-    """Hashes of the files the project's levels provide (PATH folders, files, links, skill dirs).
-
-    They are inputs too: a changed tool launcher or guide must change the jobs' hashes, so a
-    resumed matrix reruns them. Only the project spec is read here, leniently; its errors are
-    reported by the validate stage.
-    """
-    out: dict[str, str] = {}
-    top = root.resolve()
-    for rel, raw in specs.items():
-        if b"project" not in raw and b"args" not in raw:
-            continue
-        try:
-            doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError:
-            continue
-        if isinstance(doc, dict) and doc.get("kind") == "agent" and isinstance(doc.get("args"), dict):
-            # Adapter arguments that name a project file (a scripted agent's script) are read by the
-            # runner relative to the project root; their content is part of the agent.
-            for value in doc["args"].values():
-                if not isinstance(value, str) or not value or len(value) > 4096:
-                    continue
-                try:
-                    target = (root / value).resolve()
-                    if target.is_relative_to(top) and target.is_file():
-                        out[target.relative_to(top).as_posix()] = hashlib.sha256(
-                            target.read_bytes()
-                        ).hexdigest()
-                except (OSError, ValueError):
-                    continue  # not a path (a model name, a flag): nothing to hash
-            continue
-        if (
-            not isinstance(doc, dict)
-            or doc.get("kind") != "project"
-            or not isinstance(doc.get("factors"), dict)
-        ):
-            continue
-        named: list[str] = []
-        for levels in doc["factors"].values():
-            for level in (levels or {}).values() if isinstance(levels, dict) else ():
-                if not isinstance(level, dict):
-                    continue
-                named += [p for p in level.get("path") or [] if isinstance(p, str)]
-                for key in ("files", "home_files", "links"):
-                    if isinstance(level.get(key), dict):
-                        named += [p for p in level[key].values() if isinstance(p, str)]
-                if isinstance(level.get("skill_dir"), str):
-                    named.append(level["skill_dir"])
-        base = (root / rel).parent
-        for name in named:
-            try:
-                target = (base / name).resolve()
-            except (OSError, ValueError):
-                continue
-            # The project root itself, or its build and run folders, are no provision to hash.
-            if (
-                not target.is_relative_to(top)
-                or target == top
-                or target.relative_to(top).parts[0] in NOT_PROVIDED
-            ):
-                continue
-            for p in (
-                [target]
-                if target.is_file()
-                else (_files_under(target)[:MAX_PROVIDED] if target.is_dir() else [])
-            ):
-                out[p.relative_to(top).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
-    return out
-
-
 def scan(root: Path) -> Inputs:
     """Read every input of the project under `root` (specs/ and scenarios/)."""
     data: dict[str, bytes] = {}
@@ -156,7 +83,7 @@ def scan(root: Path) -> Inputs:
     for sub in SPEC_DIRS:
         base = root / sub
         if base.is_dir():
-            for p in _files_under(base):
+            for p in files_under(base):
                 if p.suffix in (".yaml", ".yml"):
                     rel = p.relative_to(root).as_posix()
                     spec_files.append(rel)
@@ -166,15 +93,16 @@ def scan(root: Path) -> Inputs:
     if sroot.is_dir():
         for d in sorted(p for p in sroot.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
             scenario_dirs.append(d.relative_to(root).as_posix())
-            for p in _files_under(d):
+            for p in files_under(d):
                 data[p.relative_to(root).as_posix()] = p.read_bytes()
-    return inputs_of(root, data, _provided(root, {r: data[r] for r in spec_files}))
+    return inputs_of(root, data, provided(root, {r: data[r] for r in spec_files}))
 
 
-def inputs_of(root: Path, data: dict[str, bytes], provided: dict[str, str] | None = None) -> Inputs:
+def inputs_of(root: Path, data: dict[str, bytes], named: Provided | None = None) -> Inputs:
     """Inputs from file contents already in memory (what `scan` read, or a test's dict)."""
+    named = named or Provided()
     hashes = {rel: hashlib.sha256(b).hexdigest() for rel, b in data.items()}
-    for rel, digest in (provided or {}).items():
+    for rel, digest in named.hashes.items():
         hashes.setdefault(rel, digest)
     folders: dict[str, list[str]] = {}
     for rel in sorted(hashes):
@@ -193,7 +121,7 @@ def inputs_of(root: Path, data: dict[str, bytes], provided: dict[str, str] | Non
             }
         )
     )
-    return Inputs(root, data, hashes, scen, specs, folders)
+    return Inputs(root, data, hashes, scen, specs, folders, dict(named.agent_files), frozenset(named.absent))
 
 
 def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:
@@ -210,6 +138,17 @@ def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:
                 n = len(path) + 1
                 for p in [p for p in table if p[: len(path)] == path and len(p) >= n and p[len(path)] == old]:
                     table[(*path, new, *p[n:])] = table.pop(p)
+
+
+def not_utf8(rel: str, data: bytes, exc: UnicodeDecodeError) -> SpecError:
+    """Where the first byte that is not UTF-8 sits: its line and column (in characters)."""
+    start = data.rfind(b"\n", 0, exc.start) + 1
+    line = data.count(b"\n", 0, exc.start) + 1
+    col = len(data[start : exc.start].decode("utf-8", "replace")) + 1
+    bad = data[exc.start : exc.end].hex(" ")
+    return SpecError.at(
+        Loc(rel, line, col), "", "E001", f"not UTF-8: byte(s) {bad} ({exc.reason})", "save the file as UTF-8"
+    )
 
 
 def parse_sources(inputs: Inputs) -> Sources:
@@ -234,7 +173,7 @@ def parse_sources(inputs: Inputs) -> Sources:
         try:
             text = inputs.data[rel].decode("utf-8")
         except UnicodeDecodeError as exc:
-            src.errors.append(SpecError.at(Loc(rel, 1, 1), "", "E001", f"not UTF-8: {exc}"))
+            src.errors.append(not_utf8(rel, inputs.data[rel], exc))
             continue
         doc, errors = parse(rel, text)
         src.errors.extend(errors)

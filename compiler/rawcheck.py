@@ -12,21 +12,29 @@ import json
 import types
 import typing
 from functools import cache, lru_cache
-from typing import Any, Literal, Union
+from typing import Annotated, Any, Literal, Union
 
 import cerberus
 from pydantic import BaseModel, ValidationError
+from pydantic.fields import FieldInfo
 
 from compiler.errors import Collector, SpecError, did_you_mean
 from compiler.yamlio import Doc, Path_, dotted
 
 _SCALARS = {str: "string", int: "integer", float: "number", bool: "boolean"}
+_REGISTRY = cerberus.schema.SchemaRegistry()
+"""Schemas of the spec models by name: a model that contains itself (a predicate's `all:`) refers to its name."""
+_BUILDING: set[str] = set()
 
 
 def _rule(tp: Any) -> dict[str, Any]:
     origin = typing.get_origin(tp)
     if tp is Any or tp is object:
         return {}
+    if origin is Annotated:
+        base, *extra = typing.get_args(tp)
+        meta = [m for x in extra for m in (x.metadata if isinstance(x, FieldInfo) else [x])]
+        return _bounds(_rule(base), meta)
     if origin in (Union, types.UnionType):
         args = [a for a in typing.get_args(tp) if a is not type(None)]
         nullable = len(args) < len(typing.get_args(tp))
@@ -42,6 +50,8 @@ def _rule(tp: Any) -> dict[str, Any]:
     if origin is dict:
         return {"type": "dict", "keysrules": {"type": "string"}, "valuesrules": _rule(typing.get_args(tp)[1])}
     if isinstance(tp, type) and issubclass(tp, BaseModel):
+        if _name(tp) in _BUILDING:  # recursion: refer to the schema by name, resolved at validation time
+            return {"type": "dict", "schema": _name(tp)}
         return {"type": "dict", "schema": cerberus_schema(tp)}
     if tp in _SCALARS:
         # YAML's `1` is a valid float; a bool is never a number.
@@ -49,14 +59,33 @@ def _rule(tp: Any) -> dict[str, Any]:
     raise TypeError(f"no cerberus rule for {tp!r}")
 
 
+def _name(model: type[BaseModel]) -> str:
+    return f"{model.__module__}.{model.__qualname__}"
+
+
+def _bounds(rule: dict[str, Any], metadata: list[Any]) -> dict[str, Any]:
+    """A field's numeric minimum (pydantic `ge`/`gt`) as cerberus `min`/`gt`."""
+    for m in metadata:
+        if getattr(m, "ge", None) is not None:
+            rule["min"] = m.ge
+        if getattr(m, "gt", None) is not None:
+            rule["gt"] = m.gt
+    return rule
+
+
 @cache
 def cerberus_schema(model: type[BaseModel]) -> dict[str, Any]:
-    """The cerberus schema of a pydantic model (keys by alias, required as in the model)."""
-    schema: dict[str, Any] = {}
-    for name, info in model.model_fields.items():
-        rule = _rule(info.annotation)
-        rule["required"] = info.is_required()
-        schema[info.alias or name] = rule
+    """The cerberus schema of a pydantic model (keys by alias, required and minimums as in the model)."""
+    _BUILDING.add(_name(model))
+    try:
+        schema: dict[str, Any] = {}
+        for name, info in model.model_fields.items():
+            rule = _bounds(_rule(info.annotation), info.metadata)
+            rule["required"] = info.is_required()
+            schema[info.alias or name] = rule
+    finally:
+        _BUILDING.discard(_name(model))
+    _REGISTRY.add(_name(model), schema)
     return schema
 
 
@@ -68,10 +97,15 @@ class _Validator(cerberus.Validator):  # type: ignore[misc]
         "integer": cerberus.TypeDefinition("integer", (int,), (bool,)),
     }
 
+    def _validate_gt(self, bound: float, field: str, value: Any) -> None:
+        """{'type': 'number'}"""
+        if isinstance(value, int | float) and not isinstance(value, bool) and not value > bound:
+            self._error(field, f"must be greater than {bound}")
+
 
 @cache
 def _validator(model: type[BaseModel]) -> cerberus.Validator:
-    return _Validator(cerberus_schema(model), allow_unknown=False)
+    return _Validator(cerberus_schema(model), allow_unknown=False, schema_registry=_REGISTRY)
 
 
 @lru_cache(maxsize=65_536)
@@ -145,12 +179,20 @@ def _keys_at(schema: dict[str, Any], path: Path_) -> list[str]:
         if isinstance(part, int):
             rule = rule.get("schema", {})
         elif "schema" in rule:
-            rule = rule["schema"].get(part, {})
+            rule = _deref(rule["schema"]).get(part, {})
         else:
             rule = rule.get("valuesrules", {})
     if "anyof" in rule:
         rule = next((r for r in rule["anyof"] if r.get("type") == "dict"), {})
-    return sorted(rule.get("schema", {}))
+    return sorted(_deref(rule.get("schema", {})))
+
+
+def _deref(schema: dict[str, Any] | str) -> dict[str, Any]:
+    """A schema, or the registered schema a recursive model refers to by name."""
+    if isinstance(schema, str):
+        found: dict[str, Any] = _REGISTRY.get(schema) or {}
+        return found
+    return schema
 
 
 def _type_name(rule: Any) -> str:
@@ -184,9 +226,25 @@ def _flatten(errors: Any) -> list[Any]:
     for err in errors:
         if err.is_group_error and not err.is_logic_error:
             out.extend(_flatten(err.child_errors))
+        elif err.is_logic_error and (branch := _branch(err)) is not None:
+            out.extend(_flatten(branch))
         else:
             out.append(err)
     return out
+
+
+def _branch(err: Any) -> list[Any] | None:
+    """The errors of the one `anyof` alternative whose type the value has (a map given where a name or
+    a map is allowed), so a typo inside it is reported at its key, not as "expected a string or a map"."""
+    fitting = [
+        errs
+        for errs in err.definitions_errors.values()
+        if not any(
+            e.document_path == err.document_path and e.code == cerberus.errors.BAD_TYPE.code for e in errs
+        )
+        and not any(e.code == cerberus.errors.UNALLOWED_VALUE.code for e in errs)
+    ]
+    return fitting[0] if len(fitting) == 1 else None
 
 
 def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> list[SpecError]:
@@ -226,6 +284,17 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                     f"expected {_type_name(err.constraint)}, got {_describe(err.value)}",
                 )
             )
+        elif code == cerberus.errors.MIN_VALUE.code:
+            out.append(
+                SpecError.at(
+                    doc.loc(path),
+                    where,
+                    "E104",
+                    f"{_describe(err.value)} is less than the minimum {err.constraint}",
+                )
+            )
+        elif code == cerberus.errors.CUSTOM.code and err.info:
+            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} {err.info[0]}"))
         elif code == cerberus.errors.UNALLOWED_VALUE.code:
             allowed = ", ".join(str(a) for a in err.constraint)
             out.append(
@@ -280,5 +349,5 @@ def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, b
     except ValidationError as exc:  # cerberus and the model agree by construction; this is a safety net
         for e in exc.errors():
             path = (*base, *e["loc"])
-            c.add(doc.loc(path), dotted(path), "E100", e["msg"])
+            c.add(doc.loc(path), dotted(path), "E100", e["msg"].removeprefix("Value error, "))
         return None

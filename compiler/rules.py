@@ -8,12 +8,15 @@ from collections import defaultdict
 from typing import Any
 
 from compiler.errors import Collector, Loc, did_you_mean
+from compiler.render import TemplateError, template_error, undefined_names
 from compiler.resolved import MatrixIn, ScenarioIn, Validated
 from compiler.specs import CheckKindDoc, ProjectDoc
 from compiler.yamlio import Doc, Path_, dotted
 
 AXES = ("agent", "scenario")
 """Matrix keys besides the factors."""
+TEMPLATE_NAMES = ("scenario", "project", "params")
+"""What a user kind's run template sees besides its parameters."""
 
 
 def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) -> None:
@@ -39,6 +42,19 @@ def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) 
             "E221",
             f"unknown authority '{spec.authority}'",
             did_you_mean(spec.authority, project.authorities),
+        )
+    # The run template's syntax and names are the kind's, whichever scenario uses it.
+    try:
+        unknown = undefined_names(spec.run, {*spec.params, *TEMPLATE_NAMES})
+    except TemplateError as exc:
+        template_error(c, doc.line_loc(("run",), exc.line), ("run",), str(exc))
+        return
+    for name, line in unknown:
+        template_error(
+            c,
+            doc.line_loc(("run",), line),
+            ("run",),
+            f"'{name}' is undefined" + (f" ({did_you_mean(name, spec.params)})" if spec.params else ""),
         )
 
 
@@ -177,7 +193,12 @@ def _level_paths(c: Collector, v: Validated) -> None:
 def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
     doc = m.doc
     if not m.spec.agents:
-        c.add(doc.loc(()), "agents", "E102", "a matrix needs `agents:` (a list of agent ids)")
+        c.add(
+            doc.loc(("agents",), key=True),
+            "agents",
+            "E102",
+            "a matrix needs at least one agent id in `agents:`",
+        )
     for i, a in enumerate(m.spec.agents or []):
         if a not in v.agents and a in v.broken:
             continue  # the agent exists but has errors of its own, already reported
@@ -239,8 +260,6 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
 
     for name, ver in (m.spec.versions or {}).items():
         check_slug(c, doc, ("versions", name, "label"), ver.label, "version label")
-    if m.spec.trials is not None and m.spec.trials < 1:
-        c.add(doc.loc(("trials",)), "trials", "E104", "trials must be at least 1")
 
 
 def _families(c: Collector, v: Validated) -> None:

@@ -8,7 +8,9 @@ from typing import Any
 from compiler.checks import resolve_check
 from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
-from compiler.load import Sources
+from compiler.expectations import Levels
+from compiler.expectations import entries as expectation_entries
+from compiler.load import Sources, not_utf8
 from compiler.paths import rel_path, ws_path
 from compiler.rawcheck import model_of
 from compiler.render import render_field
@@ -35,39 +37,11 @@ def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, wh
     if data is None:
         c.add(doc.loc(path), dotted(path), "E230", f"{what} file '{rel}' not found")
         return None
-    return data.decode("utf-8", "replace")
-
-
-def _expectations(
-    c: Collector, doc: Doc, spec: ScenarioDoc, library: dict[str, dict[str, Any]]
-) -> tuple[dict[str, Any], ...]:
-    """Expectations inline in the job: a name is replaced by its spec (with `id`), so jobs stay self-contained."""
-    out: list[dict[str, Any]] = []
-    for i, entry in enumerate(spec.expectations or ()):
-        name = entry if isinstance(entry, str) else (entry.get("ref") if isinstance(entry, dict) else None)
-        if name is None:
-            if not isinstance(entry, dict):
-                c.add(
-                    doc.loc(("expectations", i)),
-                    f"expectations[{i}]",
-                    "E103",
-                    "an expectation is a name or a map",
-                )
-                continue
-            out.append({k: v for k, v in entry.items() if not str(k).startswith("x-")})
-            continue
-        if name not in library:
-            c.add(
-                doc.loc(("expectations", i)),
-                f"expectations[{i}]",
-                "E242",
-                f"unknown expectation '{name}'",
-                did_you_mean(str(name), library),
-            )
-            continue
-        extra = {k: v for k, v in entry.items() if k != "ref"} if isinstance(entry, dict) else {}
-        out.append({**library[name], **extra})
-    return tuple(out)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        c.extend([not_utf8(rel, data, exc)])
+        return None
 
 
 def _steps(
@@ -116,13 +90,14 @@ def _checks(
     kinds: dict[str, CheckKindDoc],
     ctx: dict[str, Any],
     project: ProjectDoc,
+    kind_docs: dict[str, Doc] | None = None,
 ) -> tuple[list[CheckSpec], list[Path_], dict[str, int]]:
     """Checks resolved to built-in kinds, their key paths, and check id -> index."""
     checks: list[CheckSpec] = []
     paths: list[Path_] = []
     seen: dict[str, int] = {}
     for i, check_raw in enumerate(spec.checks or []):
-        chk = resolve_check(c, doc, i, check_raw, kinds, ctx)
+        chk = resolve_check(c, doc, i, check_raw, kinds, ctx, kind_docs)
         if chk is None:
             continue
         if chk.id in seen:
@@ -145,9 +120,13 @@ def _checks(
         seen[chk.id] = i
         checks.append(chk)
         paths.append(("checks", i))
-    if not spec.checks:
+    if not spec.checks:  # `checks: []` is reported at its key, a missing `checks:` at the document
         c.add(
-            doc.loc(()), "checks", "E250", "the scenario has no checks", "a scenario needs at least one check"
+            doc.loc(("checks",), key=True),
+            "checks",
+            "E250",
+            "the scenario has no checks",
+            "a scenario needs at least one check",
         )
     return checks, paths, seen
 
@@ -252,6 +231,9 @@ def build(
     project: ProjectDoc,
     kinds: dict[str, CheckKindDoc],
     expectations: dict[str, dict[str, Any]] | None = None,
+    levels: Levels | None = None,
+    broken: set[str] | None = None,
+    kind_docs: dict[str, Doc] | None = None,
 ) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
     spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
@@ -320,7 +302,7 @@ def build(
     ):
         for j, v in enumerate(values):
             ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
-    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project)
+    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project, kind_docs)
     negatives = _negatives(c, doc, spec, src, folder, own, seen, {k.id: k.kind for k in checks})
     job = ScenarioJob(
         id=spec.id,
@@ -342,7 +324,9 @@ def build(
         prompt=prompt,
         steps=tuple(steps),
         checks=tuple(checks),
-        expectations=_expectations(c, doc, spec, expectations or {}),
+        expectations=expectation_entries(
+            c, doc, list(spec.expectations or ()), expectations or {}, levels or {}, broken or set()
+        ),
         notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
@@ -360,11 +344,14 @@ def build_all(
     project: ProjectDoc,
     kinds: dict[str, CheckKindDoc],
     expectations: dict[str, dict[str, Any]],
+    levels: Levels,
+    broken: set[str],
+    kind_docs: dict[str, Doc],
 ) -> dict[str, ScenarioIn]:
     """Every scenario that has no errors of its own, by id."""
     out: dict[str, ScenarioIn] = {}
     for ident in sorted(docs):
-        built = build(c, docs[ident], src, project, kinds, expectations)
+        built = build(c, docs[ident], src, project, kinds, expectations, levels, broken, kind_docs)
         if built is not None:
             out[ident] = built
     return out

@@ -1,20 +1,28 @@
 """JSON Schemas of every spec kind and of the compiler's artifacts, from the models.
 
-Editors complete YAML from these (`# yaml-language-server: $schema=...`). The
-scenario schema spells out each built-in check kind (and a user kind's shape), which
-the model keeps as plain maps because a check's fields depend on its `kind`.
+Editors complete YAML from these (`# yaml-language-server: $schema=...`), so a spec
+schema accepts and refuses what the compiler does: `x-*` keys wherever the compiler
+drops them as extensions (any map of a model's fields), the models' numeric minimums,
+and every built-in check kind spelled out. The scenario model keeps checks as plain
+maps because a check's fields depend on its `kind`; here `kind` selects the check's
+schema (`if`/`then`, a discriminated union), so an error lands on the one check item
+and its key, not on the whole `checks` list.
 """
 
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
+from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel
 
+from compiler.checks import user_model
 from compiler.contract import Job, JobFile, Manifest
-from compiler.specs import KINDS
+from compiler.specs import KINDS, CheckKindDoc
 from compiler.specs.checks import BUILTIN, UserCheck
+from compiler.specs.grading import PREDICATES
 
 ARTIFACTS: dict[str, type[BaseModel]] = {"manifest": Manifest, "job-file": JobFile, "job": Job}
 
@@ -26,6 +34,10 @@ def _schema(model: type[BaseModel], title: str) -> dict[str, Any]:
     return schema
 
 
+EXTENSIONS: dict[str, Any] = {"^x-": {}}
+"""`x-*` keys: free-form wherever a map's keys are a model's fields (compiler.rawcheck.drop_extensions)."""
+
+
 def _check_schema(kind: str, model: type[BaseModel]) -> dict[str, Any]:
     sub = model.model_json_schema(by_alias=True)
     sub.pop("$defs", None)
@@ -34,28 +46,164 @@ def _check_schema(kind: str, model: type[BaseModel]) -> dict[str, Any]:
     return sub
 
 
-def spec_schemas() -> dict[str, dict[str, Any]]:
-    """name -> JSON Schema of each spec kind."""
+def _user_check(kind: CheckKindDoc) -> dict[str, Any]:
+    """A check of a project's own kind: its parameters inline or under `with:`, required ones given."""
+    sub = _check_schema(kind.id, user_model(kind))
+    sub["title"] = f"check: {kind.id} (specs/checks)"
+    params = {n: p for n, p in sub["properties"].items() if n in kind.params}
+    sub["properties"]["with"] = {
+        "type": "object",
+        "properties": params,
+        "additionalProperties": False,
+        "description": "Parameters of the kind (or give them inline).",
+    }
+    required = [n for n, p in sorted(kind.params.items()) if p.required]
+    if required:
+        sub["allOf"] = [
+            {"anyOf": [{"required": [n]}, {"required": ["with"], "properties": {"with": {"required": [n]}}}]}
+            for n in required
+        ]
+    return sub
+
+
+def _checks(defs: dict[str, Any], kinds: Mapping[str, CheckKindDoc] | None) -> dict[str, Any]:
+    """The schema of one check: its `kind` picks its kind's schema (a discriminated union).
+
+    With the project's own kinds known, each is spelled out (and wins over a built-in kind of
+    the same name, as in the compiler) and any other kind is refused; without them, a kind
+    that is not built in may have any parameters.
+    """
+    own = dict(kinds or {})
+    schemas = {k: _check_schema(k, m) for k, m in BUILTIN.items() if k not in own}
+    schemas.update({k: _user_check(kind) for k, kind in own.items()})
+    for model in BUILTIN.values():
+        for sub, d in (model.model_json_schema(by_alias=True).get("$defs") or {}).items():
+            defs.setdefault(sub, d)
+    branches: list[dict[str, Any]] = []
+    for kind in sorted(schemas):
+        defs[f"check-{kind}"] = schemas[kind]
+        branches.append(
+            {
+                "if": {"properties": {"kind": {"const": kind}}, "required": ["kind"]},
+                "then": {"$ref": f"#/$defs/check-{kind}"},
+            }
+        )
+    kind_rule: dict[str, Any] = {"type": "string", "description": "A built-in kind or a check-kind id."}
+    if kinds is None:
+        user = UserCheck.model_json_schema(by_alias=True)
+        user.pop("$defs", None)
+        user["additionalProperties"] = True  # a user kind's parameters may be given inline
+        user["title"] = "check of a user kind"
+        defs["check-user"] = user
+        branches.append(
+            {
+                "if": {"properties": {"kind": {"enum": sorted(schemas)}}, "required": ["kind"]},
+                "else": {"$ref": "#/$defs/check-user"},
+            }
+        )
+    else:
+        kind_rule["enum"] = sorted(schemas)
+    return {
+        "type": "object",
+        "required": ["id", "kind"],
+        "properties": {"kind": kind_rule},
+        "allOf": branches,
+    }
+
+
+def project_kinds(root: Path) -> dict[str, CheckKindDoc]:
+    """The valid `kind: check-kind` specs of the project at root (the others are the compiler's to report)."""
+    from compiler.errors import Collector
+    from compiler.load import parse_sources, scan
+    from compiler.rawcheck import model_of
+
+    found: dict[str, CheckKindDoc] = {}
+    for doc in parse_sources(scan(root)).docs:
+        if isinstance(doc.data, dict) and doc.data.get("kind") == "check-kind":
+            kind = model_of(Collector(), doc, CheckKindDoc)
+            if kind is not None:
+                found.setdefault(kind.id, kind)
+    return found
+
+
+def _one_predicate(schema: dict[str, Any], *, unless: tuple[str, ...] = ()) -> None:
+    """Exactly one predicate key (the compiler's E243); `unless` keys make it optional (a `ref:`)."""
+    one = {"oneOf": [{"required": [p]} for p in PREDICATES]}
+    if unless:
+        schema["if"] = {"not": {"anyOf": [{"required": [k]} for k in unless]}}
+        schema["then"] = one
+    else:
+        schema.update(one)
+
+
+def _rules(kind: str, schema: dict[str, Any]) -> None:
+    """Rules of one document the compiler checks beside the model's shape."""
+    defs = schema.get("$defs", {})
+    if kind == "expectation":
+        _one_predicate(schema)
+    if "PredicateDoc" in defs:
+        _one_predicate(defs["PredicateDoc"])
+    if "ExpectationEntry" in defs:
+        _one_predicate(defs["ExpectationEntry"], unless=("ref", "name"))
+    # Without `extends:` nothing else can give an agent its adapter, a matrix its agents, a
+    # scenario its checks; an empty list is as wrong as none (E102, E250, E241).
+    needs = {"agent": "adapter", "matrix": "agents", "scenario": "checks"}
+    if kind in needs:
+        schema["if"] = {"not": {"required": ["extends"]}}
+        schema["then"] = {"required": [needs[kind]]}
+    for name in ("agents", "checks"):
+        if kind in ("matrix", "scenario") and name in schema["properties"]:
+            schema["properties"][name]["minItems"] = 1
+    if "NegativeDoc" in defs:
+        defs["NegativeDoc"]["properties"]["fails"]["minItems"] = 1
+
+
+def _nullable(node: Any) -> Any:
+    """`anyOf: [X, {type: null}]` as `X` with `type: [t, null]` where X has a plain type, so a
+    validator reports an error inside X at its own key rather than "not valid under anyOf"."""
+    if isinstance(node, list):
+        return [_nullable(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _nullable(v) for k, v in node.items()}
+    options = out.get("anyOf")
+    if isinstance(options, list) and len(options) == 2 and {"type": "null"} in options:
+        other = next(o for o in options if o != {"type": "null"})
+        if isinstance(other.get("type"), str) and not set(other) & set(out) - {"anyOf"}:
+            del out["anyOf"]
+            out.update(other)
+            out["type"] = [other["type"], "null"]
+    return out
+
+
+def _extensions(node: Any) -> Any:
+    """Allow `x-*` keys in every closed object (a model's field map)."""
+    if isinstance(node, list):
+        return [_extensions(v) for v in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: _extensions(v) for k, v in node.items()}
+    if out.get("additionalProperties") is False and "properties" in out:
+        out["patternProperties"] = EXTENSIONS
+    return out
+
+
+def spec_schemas(kinds: Mapping[str, CheckKindDoc] | None = None) -> dict[str, dict[str, Any]]:
+    """name -> JSON Schema of each spec kind; `kinds`: the project's own check kinds (`project_kinds`)."""
     out: dict[str, dict[str, Any]] = {}
     for kind, model in KINDS.items():
         schema = _schema(model, f"assay {kind} spec")
         schema["properties"]["kind"] = {"const": kind}
         if kind == "scenario":
-            builtin = [_check_schema(k, m) for k, m in sorted(BUILTIN.items())]
-            user = UserCheck.model_json_schema(by_alias=True)
-            user.pop("$defs", None)
-            user["additionalProperties"] = True  # a user kind's parameters may be given inline
-            user["properties"]["kind"] = {"type": "string", "not": {"enum": sorted(BUILTIN)}}
-            user["title"] = "check of a user kind"
             defs = schema.setdefault("$defs", {})
-            for m in BUILTIN.values():
-                for name, d in (m.model_json_schema(by_alias=True).get("$defs") or {}).items():
-                    defs.setdefault(name, d)
+            defs["check"] = _checks(defs, kinds)
             schema["properties"]["checks"] = {
-                "anyOf": [{"type": "array", "items": {"anyOf": [*builtin, user]}}, {"type": "null"}],
+                "type": ["array", "null"],
+                "items": {"$ref": "#/$defs/check"},
                 "description": schema["properties"]["checks"].get("description", ""),
             }
-        out[kind] = schema
+        _rules(kind, schema)
+        out[kind] = _extensions(_nullable(schema))
     return out
 
 

@@ -13,16 +13,18 @@ from typing import Any
 from compiler import rawcheck, rules, scenarios
 from compiler.contract import LIMITS_OFF, AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
+from compiler.expectations import library as expectation_library
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
 from compiler.rawcheck import model_of
 from compiler.resolved import MatrixIn, Validated
-from compiler.specs import KINDS, AgentDoc, CheckKindDoc, ExpectationDoc, MatrixDoc, PricesDoc, ProjectDoc
+from compiler.specs import KINDS, AgentDoc, CheckKindDoc, MatrixDoc, PricesDoc, ProjectDoc
 from compiler.specs.base import SLUG
 from compiler.yamlio import Doc, Path_, dotted
 
 _SLUG = re.compile(SLUG)
 INHERITABLE = ("agent", "matrix", "scenario")
+PROJECT_FILE = "specs/project.yaml"
 NOT_INHERITED = ("id", "extends", "default", "kind")
 
 
@@ -197,22 +199,28 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     projects = by_kind["project"]
     if not projects:
         c.add(
-            Loc("specs/project.yaml", 1, 1),
+            Loc(PROJECT_FILE, 1, 1),
             "",
             "E131",
             "no project spec",
             "create specs/project.yaml with `kind: project`",
         )
         c.raise_if_any()
-    for extra in projects[1:]:
-        first = projects[0].file
+    if len(projects) > 1:
+        # Which one is meant is unknowable: validating the others against either would blame the
+        # wrong files, so this is the one error (with the files' own syntax errors).
+        canonical = [d for d in projects if d.file == PROJECT_FILE]
+        blamed = next(d for d in projects if d not in canonical)
         c.add(
-            extra.loc(("kind",)),
+            blamed.loc(("kind",)),
             "kind",
             "E132",
-            "a second project spec",
-            f"the project is defined in {first}",
+            f"{len(projects)} project specs: {', '.join(d.file for d in projects)}",
+            f"a project has exactly one; keep {PROJECT_FILE} and change the other's `kind:`"
+            if canonical
+            else "a project has exactly one; keep one and change the others' `kind:`",
         )
+        c.raise_if_any()
     pdoc = projects[0]
     project: ProjectDoc | None = model_of(c, pdoc, ProjectDoc)
     if project is None:
@@ -263,6 +271,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             version=spec.version,
             env=spec.env or {},
             requires=tuple(spec.requires or ()),
+            sanity=spec.sanity,
         )
         agent_docs[ident] = doc
         flags[ident] = (spec.runnable is not False, spec.reason or "")
@@ -282,17 +291,22 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         matrices[ident] = MatrixIn(spec, merged, limits, options)
 
     # Read by the grader at grade time; validated here so a typo is a positioned spec error.
-    expectations: dict[str, dict[str, Any]] = {}
-    for ident, doc in _by_id(c, by_kind["expectation"], "expectation").items():
-        exp = model_of(c, doc, ExpectationDoc)
-        if exp is not None:
-            expectations[ident] = exp.model_dump(by_alias=True, exclude_none=True, exclude={"kind", "meta"})
+    exp_docs = _by_id(c, by_kind["expectation"], "expectation")
+    expectations = expectation_library(c, exp_docs, levels)
     for doc in by_kind["prices"]:
         model_of(c, doc, PricesDoc)
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(
-        c, _resolve_extends(c, scen_docs, "scenario"), src, project, kinds, expectations
+        c,
+        _resolve_extends(c, scen_docs, "scenario"),
+        src,
+        project,
+        kinds,
+        expectations,
+        levels,
+        set(exp_docs) - set(expectations),
+        kind_docs,
     )
     broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 

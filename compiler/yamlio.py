@@ -70,6 +70,16 @@ class Doc:
     data: Any
     values: dict[Path_, Loc] = field(default_factory=dict)
     keys: dict[Path_, Loc] = field(default_factory=dict)
+    blocks: dict[Path_, Loc] = field(default_factory=dict)
+    """Block scalars (`|`, `>`): where their first content line starts, to place line k of a template."""
+
+    def line_loc(self, path: Path_, line: int) -> Loc:
+        """Where line `line` (1-based) of the string at `path` is: exact in a block scalar,
+        the value's start otherwise (a quoted or folded string has no line of its own)."""
+        first = self.blocks.get(tuple(path))
+        if first is None:
+            return self.loc(path)
+        return first._replace(line=first.line + line - 1)
 
     def loc(self, path: Path_, *, key: bool = False) -> Loc:
         """Where the node at `path` (or its key) is; falls back to the nearest ancestor."""
@@ -93,6 +103,14 @@ def dotted(path: Path_) -> str:
     return out
 
 
+def _describe_key(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "a boolean"
+    return "a number"
+
+
 def _mark(file: str, node: yaml.Node) -> Loc:
     return Loc(file, node.start_mark.line + 1, node.start_mark.column + 1)
 
@@ -105,11 +123,22 @@ class _TooLarge(Exception):
     pass
 
 
-def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> Any:
+def _block_start(file: str, node: yaml.ScalarNode, lines: list[str]) -> Loc:
+    """The first content line of a block scalar (the line after its `|`/`>` header) and its indent."""
+    n = node.start_mark.line + 1
+    while n < len(lines) and not lines[n].strip():
+        n += 1
+    text = lines[n] if n < len(lines) else ""
+    return Loc(file, n + 1, len(text) - len(text.lstrip(" ")) + 1)
+
+
+def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError], lines: list[str]) -> Any:
     if len(doc.values) >= MAX_NODES:
         raise _TooLarge
     doc.values[path] = _mark(doc.file, node)
     if isinstance(node, yaml.ScalarNode):
+        if node.style in ("|", ">"):
+            doc.blocks[path] = _block_start(doc.file, node, lines)
         if node.tag != _STR:
             errors.append(
                 SpecError.at(
@@ -128,7 +157,7 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> A
                     _mark(doc.file, node), dotted(path), "E002", f"custom tag {node.tag!r} is not allowed"
                 )
             )
-        return [_build(doc, item, (*path, i), errors) for i, item in enumerate(node.value)]
+        return [_build(doc, item, (*path, i), errors, lines) for i, item in enumerate(node.value)]
     assert isinstance(node, yaml.MappingNode)
     if node.tag != _MAP:
         errors.append(
@@ -143,7 +172,17 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> A
             errors.append(SpecError.at(kloc, dotted(path), "E003", "a key must be a plain string"))
             continue
         key = knode.value if knode.style else plain_scalar(knode.value)
-        key = knode.value if not isinstance(key, str) else key
+        if not isinstance(key, str):
+            errors.append(
+                SpecError.at(
+                    kloc,
+                    dotted((*path, knode.value)),
+                    "E003",
+                    f"key {knode.value!r} is {_describe_key(key)}, not a string",
+                    f'quote it ("{knode.value}") if you mean the text',
+                )
+            )
+            continue
         if key == "<<" and not knode.style:
             errors.append(
                 SpecError.at(
@@ -168,7 +207,7 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError]) -> A
             )
             continue
         doc.keys[(*path, key)] = kloc
-        out[key] = _build(doc, vnode, (*path, key), errors)
+        out[key] = _build(doc, vnode, (*path, key), errors, lines)
     return out
 
 
@@ -193,7 +232,7 @@ def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
         return doc, [SpecError.at(Loc(file, 1, 1), "", "E006", "the file is empty", "start it with `kind:`")]
     errors: list[SpecError] = []
     try:
-        doc.data = _build(doc, node, (), errors)
+        doc.data = _build(doc, node, (), errors, text.splitlines())
     except _TooLarge:
         doc.data, doc.values, doc.keys = None, {}, {}
         return doc, [

@@ -3,7 +3,9 @@
 Each module in `harness.commands` defines `HELP`, `configure(parser)` and
 `execute(args) -> int`. Modules keep their heavy imports inside `execute`, so
 `assay --help` stays fast. Exceptions become exit codes here and only here:
-0 ok, 1 failures, 2 spec or usage error, 3 nothing selected, 130 interrupted.
+0 ok, 1 failures, 2 spec or usage error, 3 nothing selected, 130 interrupted. Spec errors
+(`compiler.errors.SpecErrors`, every problem at once) print as text on stderr, or in the
+format a command put in `args.spec_format` (`assay compile --format json|github`, on stdout).
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ import sys
 from collections.abc import Sequence
 from types import ModuleType
 
+from compiler.errors import SpecErrors, render
 from harness.errors import AssayError
 
 COMMANDS = (
@@ -67,6 +70,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("assay: interrupted", file=sys.stderr)
         return 130
+    except SpecErrors as exc:
+        fmt = getattr(args, "spec_format", "text")
+        print(render(exc.errors, fmt), file=sys.stderr if fmt == "text" else sys.stdout)
+        return 2
     except AssayError as exc:
         print(f"assay: error: {exc}", file=sys.stderr)
         return exc.exit_code

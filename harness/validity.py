@@ -1,6 +1,6 @@
 """Scenario validity: do a scenario's checks tell a finished task from an unfinished one?
 
-For every scenario three kinds of workspace are built in a temporary folder and judged by
+For every scenario three kinds of workspace are built in a temporary folder and assessed by
 the same check engine the grader uses:
 
 - `reference`: seed + reference overlay (+ grader files) must pass every check;
@@ -11,7 +11,7 @@ the same check engine the grader uses:
   overlay like the reference, laid on the seed alone (`Negative.base == "seed"`).
 
 Grader files go on last because the grader copies them in after the agent has finished.
-Every workspace is judged twice; a check whose outcome differs is reported as flaky.
+Every workspace is assessed twice; a check whose outcome differs is reported as flaky.
 Checks that read a run (trace, transcript, ...) are `unavailable` on a bare workspace: they
 are listed as not validated rather than failed. Check coverage lists, per check, the
 negatives that name it; a check no negative names is uncovered (an error with `strict`).
@@ -40,7 +40,7 @@ SEED = "seed"
 
 @dataclass(frozen=True)
 class Workspace:
-    """One workspace to build and judge."""
+    """One workspace to build and assess."""
 
     scenario: ScenarioJob
     overlay: str
@@ -73,7 +73,7 @@ class Problem:
 
 
 @dataclass(frozen=True)
-class Judged:
+class Assessed:
     """A workspace's outcomes, first and second time."""
 
     workspace: Workspace
@@ -157,21 +157,21 @@ def build(w: Workspace, dest: Path) -> None:
         shutil.copytree(layer, dest, dirs_exist_ok=True, symlinks=True)
 
 
-def judge(w: Workspace, project: Path, scratch: Path) -> Judged:
+def assess(w: Workspace, project: Path, scratch: Path) -> Assessed:
     """Build one workspace and run its scenario's checks on it twice."""
     dest = scratch / w.scenario.id / w.overlay.replace(" ", "-") / WORKSPACE_DIR
     try:
         build(w, dest)
     except (OSError, ValueError) as exc:
-        return Judged(w, (), (), setup_error=str(exc))
+        return Assessed(w, (), (), setup_error=str(exc))
     ctx = CheckContext(seed=project / w.scenario.seed, scenario=w.scenario)
     first = tuple(run_checks(w.scenario.checks, dest, ctx))
     second = tuple(run_checks(w.scenario.checks, dest, ctx))
     shutil.rmtree(dest, ignore_errors=True)
-    return Judged(w, first, second)
+    return Assessed(w, first, second)
 
 
-def _flaky(sid: str, j: Judged) -> list[Problem]:
+def _flaky(sid: str, j: Assessed) -> list[Problem]:
     return [
         Problem(
             sid,
@@ -186,30 +186,30 @@ def _flaky(sid: str, j: Judged) -> list[Problem]:
 
 
 def _verdicts(
-    scenario: ScenarioJob, overlay: str, fails: frozenset[str] | None, judged: dict[str, CheckOutcome]
+    scenario: ScenarioJob, overlay: str, fails: frozenset[str] | None, assessed: dict[str, CheckOutcome]
 ) -> list[Problem]:
     """The rule of one workspace: reference passes all, seed fails one, a negative fails exactly its list."""
     sid = scenario.id
     found = [
         Problem(sid, overlay, o.id, f"could not run: {o.message}", "error")
-        for o in judged.values()
+        for o in assessed.values()
         if o.outcome == "error"
     ]
-    failing = [i for i, o in judged.items() if o.outcome == "fail"]
+    failing = [i for i, o in assessed.items() if o.outcome == "fail"]
     if overlay == REFERENCE:
         found += [
             Problem(
                 sid,
                 overlay,
                 i,
-                f"the reference fails it ({scenario_layer(scenario, i)} layer): {judged[i].message}",
+                f"the reference fails it ({scenario_layer(scenario, i)} layer): {assessed[i].message}",
                 "reference",
             )
             for i in failing
         ]
     elif overlay == SEED:
         if not failing:
-            passing = ", ".join(i for i, o in judged.items() if o.outcome == "pass")
+            passing = ", ".join(i for i, o in assessed.items() if o.outcome == "pass")
             found.append(
                 Problem(
                     sid,
@@ -221,12 +221,12 @@ def _verdicts(
                 )
             )
     else:
-        found += _negative(sid, overlay, fails or frozenset(), judged)
+        found += _negative(sid, overlay, fails or frozenset(), assessed)
     return found
 
 
 def _negative(
-    sid: str, overlay: str, named: frozenset[str], judged: dict[str, CheckOutcome]
+    sid: str, overlay: str, named: frozenset[str], assessed: dict[str, CheckOutcome]
 ) -> list[Problem]:
     """A negative fails exactly what it names: whole checks, or single tests (`<check>::<test id>`),
     whose check then fails while its other tests pass."""
@@ -236,7 +236,7 @@ def _negative(
         cid, _, test = entry.partition("::")
         if test:
             tests.setdefault(cid, set()).add(test)
-    for i, o in judged.items():
+    for i, o in assessed.items():
         if (i in named or i in tests) and o.outcome == "pass":
             found.append(
                 Problem(sid, overlay, i, "passes, but the negative names it: it must fail", "negative")
@@ -278,12 +278,12 @@ def _negative(
     return found
 
 
-def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
-    """Apply the validity rules to one scenario's judged workspaces."""
+def scenario_validity(scenario: ScenarioJob, assessed: Sequence[Assessed]) -> ScenarioValidity:
+    """Apply the validity rules to one scenario's assessed workspaces."""
     sid = scenario.id
     problems: list[Problem] = []
     unavailable: set[str] = set()
-    for j in judged:
+    for j in assessed:
         w = j.workspace
         if j.setup_error is not None:
             problems.append(
@@ -303,7 +303,7 @@ def assess(scenario: ScenarioJob, judged: Sequence[Judged]) -> ScenarioValidity:
         for cid, names in coverage
         if not names and cid not in unavailable
     ]
-    return ScenarioValidity(sid, tuple(problems), coverage, tuple(sorted(unavailable)), len(judged))
+    return ScenarioValidity(sid, tuple(problems), coverage, tuple(sorted(unavailable)), len(assessed))
 
 
 def scenario_layer(scenario: ScenarioJob, check_id: str) -> str:
@@ -318,13 +318,13 @@ def validate(
     strict: bool = False,
     jobs: int | None = None,
 ) -> ValidityReport:
-    """Judge every scenario's reference, seed and negatives; return the verdicts.
+    """Assess every scenario's reference, seed and negatives; return the verdicts.
 
     Args:
         scenarios: The compiled scenarios.
         project: The project root (scenario paths are relative to it).
         strict: Make uncovered checks problems.
-        jobs: Workspaces judged at once (default: the machine's cores, at most 4).
+        jobs: Workspaces assessed at once (default: the machine's cores, at most 4).
     """
     started = time.monotonic()
     todo = [w for s in scenarios for w in workspaces(s, project)]
@@ -332,7 +332,7 @@ def validate(
     with tempfile.TemporaryDirectory(prefix="assay-validate-") as tmp:
         scratch = Path(tmp)
         with ThreadPoolExecutor(max_workers=workers) as pool:
-            judged = list(pool.map(lambda w: judge(w, project, scratch), todo))
-    results = [assess(s, [j for j in judged if j.workspace.scenario is s]) for s in scenarios]
-    runs = sum(len(j.first) + len(j.second) for j in judged)
+            assessed = list(pool.map(lambda w: assess(w, project, scratch), todo))
+    results = [scenario_validity(s, [j for j in assessed if j.workspace.scenario is s]) for s in scenarios]
+    runs = sum(len(j.first) + len(j.second) for j in assessed)
     return ValidityReport(tuple(results), strict, round(time.monotonic() - started, 2), runs)

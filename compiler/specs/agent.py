@@ -37,4 +37,10 @@ class AgentDoc(SpecModel):
         description="false when the agent cannot run unattended; a matrix selecting it is an error.",
     )
     reason: str | None = Field(default=None, description="Why the agent is not runnable.")
+    sanity: Literal["pass", "fail"] | None = Field(
+        default=None,
+        description="A sanity agent that bounds the pipeline instead of measuring a tool: `pass` (an oracle: "
+        "every run must pass) or `fail` (a no-op: every run must fail). Kept out of uplift, headroom and "
+        "`assay plan`; a run that breaks the expectation is a report warning.",
+    )
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

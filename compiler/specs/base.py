@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Any, Literal, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -34,14 +34,16 @@ def partial(model: type[BaseModel], name: str, *, off: str | None = None) -> typ
     """
     fields: dict[str, Any] = {}
     for fname, info in model.model_fields.items():
-        tp = _lists(info.annotation)
-        if off is not None and type(None) in typing.get_args(info.annotation):
-            inner = [a for a in typing.get_args(info.annotation) if a is not type(None)]
-            tp = typing.Union[(*inner, Literal[off])]
-        fields[fname] = (
-            Optional[tp],  # noqa: UP045  (a runtime type, not an annotation)
-            Field(default=None, description=info.description),
-        )
+        tp: Any = _lists(info.annotation)
+        switchable = off is not None and type(None) in typing.get_args(info.annotation)
+        if switchable:  # int | None becomes int | "none", the contract's minimums on the number
+            tp = next(a for a in typing.get_args(info.annotation) if a is not type(None))
+        if info.metadata:  # the contract's minimums too
+            tp = Annotated.__class_getitem__((tp, *info.metadata))  # type: ignore[attr-defined]
+        if switchable:
+            tp = tp | Literal[off]
+        tp = Optional[tp]  # noqa: UP045  (a runtime type, not an annotation)
+        fields[fname] = (tp, Field(default=None, description=info.description))
     made: type[SpecModel] = create_model(
         name, __base__=SpecModel, __doc__=f"Overrides of {model.__name__}.", **fields
     )

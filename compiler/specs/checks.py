@@ -7,7 +7,7 @@ declared by a `check-kind` spec; its entry is the common fields plus `with:`.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -25,7 +25,7 @@ class CountDoc(SpecModel):
     max_param: str | None = Field(
         default=None, description="Name of the parameter holding the limit (user kinds)."
     )
-    max: int | None = Field(default=None, description="The limit itself.")
+    max: int | None = Field(default=None, ge=0, description="The limit itself.")
 
 
 class JsonPathDoc(SpecModel):
@@ -59,7 +59,7 @@ class CheckCommon(SpecModel):
     severity: Literal["error", "warning"] | None = Field(
         default=None, description="error findings make a passing run not usable."
     )
-    timeout_s: float | None = Field(default=None, description="Wall-clock limit of the check.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Wall-clock limit of the check.")
     description: str | None = Field(default=None, description="What the check verifies.")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")
 
@@ -84,8 +84,8 @@ class ContainsCheck(CheckCommon):
     files: str | None = Field(default=None, description="Glob of workspace files to search.")
     text: TextOrList | None = Field(default=None, description="Text, or a list of alternatives.")
     regex: TextOrList | None = Field(default=None, description="Regex, or a list of alternatives.")
-    min: int | None = Field(default=None, description="Minimum occurrences (contains: default 1).")
-    max: int | None = Field(default=None, description="Maximum occurrences.")
+    min: int | None = Field(default=None, ge=0, description="Minimum occurrences (contains: default 1).")
+    max: int | None = Field(default=None, ge=0, description="Maximum occurrences.")
 
 
 class AnswerCheck(CheckCommon):
@@ -126,46 +126,79 @@ class PytestCheck(CheckCommon):
     env: dict[str, str] | None = Field(default=None, description="Extra environment of the run.")
 
 
-class TraceCheck(CheckCommon):
-    """`trace`: what the agent ran."""
+Count = Annotated[int, Field(ge=0)]
 
-    command: str = Field(description="Traced command name.")
-    subcommand: str | None = Field(default=None, description="First argument to match.")
-    min: int | None = Field(default=None, description="Minimum invocations.")
-    max: int | None = Field(default=None, description="Maximum invocations.")
+
+class TraceParams(SpecModel):
+    """What the agent ran of a traced tool: the `trace` check's parameters, and an expectation's `trace:`."""
+
+    command: str | None = Field(default=None, description="Traced command name (default: any).")
+    subcommand: str | list[str] | None = Field(default=None, description="First argument(s) to match.")
+    exit: int | list[int] | None = Field(default=None, description="Count only invocations with these exits.")
     after_last_write: bool | None = Field(
         default=None, description="Count only invocations after the last write of an entry file."
     )
-    exit: int | None = Field(default=None, description="Count only invocations with this exit status.")
+    min: Count | None = Field(default=None, description="Minimum invocations (default 1).")
+    max: Count | None = Field(default=None, description="Maximum invocations.")
 
 
-class EventsCheck(CheckCommon):
-    """`events`: a JSONL event log a treatment writes, filtered and counted."""
+class EventsParams(SpecModel):
+    """Events a treatment logged: the `events` check's parameters, and an expectation's `events:`."""
 
-    file: str = Field(description="JSONL file in the state dir.")
+    file: str | None = Field(default=None, description="JSONL file in the state dir (default events.jsonl).")
     where: dict[str, Any] | None = Field(default=None, description="Field -> value filter.")
-    min: int | None = Field(default=None, description="Minimum matching events.")
-    max: int | None = Field(default=None, description="Maximum matching events.")
+    min: Count | None = Field(default=None, description="Minimum matching events (default 1).")
+    max: Count | None = Field(default=None, description="Maximum matching events.")
 
 
-class TranscriptCheck(CheckCommon):
-    """`transcript`: the normalized transcript contains (or not) something."""
+class TranscriptParams(SpecModel):
+    """What the normalized transcript holds: the `transcript` check's parameters, and an expectation's."""
 
     contains: TextOrList | None = Field(default=None, description="Text or alternatives that must appear.")
     absent: TextOrList | None = Field(default=None, description="Text or alternatives that must not appear.")
     regex: bool | None = Field(default=None, description="Treat contains/absent as regexes.")
     role: str | None = Field(default=None, description="Only events of this role.")
     tool: str | None = Field(default=None, description="Only events of this tool.")
+    min: Count | None = Field(default=None, description="Minimum matching rows (default 1).")
+    max: Count | None = Field(default=None, description="Maximum matching rows.")
 
 
-class SnapshotCheck(CheckCommon):
-    """`snapshot`: validity of the entry over time."""
+class SnapshotParams(SpecModel):
+    """Validity of the entry over time: the `snapshot` check's parameters, and an expectation's."""
 
+    authority: str | None = Field(default=None, description="Authority whose checks judge each snapshot.")
     run: str | None = Field(
-        default=None, description="Validity command per snapshot (`{file}` is the snapshot path)."
+        default=None, description="Validity command per snapshot (exit 0 = valid; `{file}` is its path)."
     )
-    final_valid: bool | None = Field(default=None, description="The last snapshot must be valid.")
-    max_regressions: int | None = Field(default=None, description="Allowed valid-to-invalid transitions.")
+    exit: int | None = Field(default=None, description="Exit status of `run` that means valid (default 0).")
+    timeout_s: float | None = Field(default=None, gt=0, description="Wall-clock limit of `run`.")
+    final_valid: bool | None = Field(
+        default=None, description="The last snapshot must be valid (default true)."
+    )
+    max_regressions: Count | None = Field(default=None, description="Allowed valid-to-invalid transitions.")
+    first_valid_within: Count | None = Field(
+        default=None, description="The first valid snapshot's index must be at most this."
+    )
+
+
+class TraceCheck(CheckCommon, TraceParams):
+    """`trace`: what the agent ran."""
+
+    command: str = Field(description="Traced command name.")
+
+
+class EventsCheck(CheckCommon, EventsParams):
+    """`events`: a JSONL event log a treatment writes, filtered and counted."""
+
+    file: str = Field(description="JSONL file in the state dir.")
+
+
+class TranscriptCheck(CheckCommon, TranscriptParams):
+    """`transcript`: the normalized transcript contains (or not) something."""
+
+
+class SnapshotCheck(CheckCommon, SnapshotParams):
+    """`snapshot`: validity of the entry over time."""
 
 
 class JudgeCheck(CheckCommon):
@@ -236,6 +269,6 @@ class CheckKindDoc(SpecModel):
         default=None, description="Named authority whose validity this kind reports."
     )
     severity: Literal["error", "warning"] | None = Field(default=None, description="Default severity.")
-    timeout_s: float | None = Field(default=None, description="Default wall-clock limit.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Default wall-clock limit.")
     env: dict[str, str] | None = Field(default=None, description="Extra environment of the command.")
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

@@ -49,15 +49,17 @@ class MatrixDoc(SpecModel):
     scenarios: Literal["all"] | list[str] | ScenarioFilter | None = Field(
         default=None, description="`all`, a list of ids, or a filter."
     )
-    trials: int | None = Field(default=None, description="Trials per agent x cell x scenario.")
+    trials: int | None = Field(default=None, ge=1, description="Trials per agent x cell x scenario.")
     exclude: list[dict[str, Any]] | None = Field(
         default=None, description="Partial combinations removed (GitHub Actions semantics)."
     )
     include: list[dict[str, Any]] | None = Field(
         default=None, description="Combinations extended or added (GitHub Actions semantics)."
     )
-    max_jobs: int | None = Field(default=None, description="Cap on the trial count (an error when exceeded).")
-    parallel: int | None = Field(default=None, description="Concurrent trials.")
+    max_jobs: int | None = Field(
+        default=None, ge=0, description="Cap on the trial count (an error when exceeded)."
+    )
+    parallel: int | None = Field(default=None, ge=1, description="Concurrent trials.")
     seed: int | None = Field(default=None, description="Shuffle seed of the run order.")
     fail_fast: bool | None = Field(
         default=None, description="Stop at the first failed trial (default false)."

@@ -125,18 +125,20 @@ class JudgeDoc(SpecModel):
         description="Environment variable holding the API key (read by the grader, never put in a job).",
     )
     api_key: str | None = Field(default=None, description="A literal key, for local scripted servers only.")
-    max_tokens: int | None = Field(default=None, description="Answer length limit.")
-    timeout_s: float | None = Field(default=None, description="Per-request timeout.")
-    retries: int | None = Field(default=None, description="Retries on 408/429/5xx/529 and connection errors.")
+    max_tokens: int | None = Field(default=None, ge=1, description="Answer length limit.")
+    timeout_s: float | None = Field(default=None, gt=0, description="Per-request timeout.")
+    retries: int | None = Field(
+        default=None, ge=0, description="Retries on 408/429/5xx/529 and connection errors."
+    )
     extra_headers: dict[str, str] | None = Field(default=None, description="Extra HTTP headers.")
 
 
 class DefaultsDoc(SpecModel):
     """Project-wide defaults of every matrix."""
 
-    trials: int | None = Field(default=None, description="Trials per agent x cell x scenario.")
-    parallel: int | None = Field(default=None, description="Concurrent trials.")
-    max_jobs: int | None = Field(default=None, description="Cap on a matrix's trial count.")
+    trials: int | None = Field(default=None, ge=1, description="Trials per agent x cell x scenario.")
+    parallel: int | None = Field(default=None, ge=1, description="Concurrent trials.")
+    max_jobs: int | None = Field(default=None, ge=0, description="Cap on a matrix's trial count.")
     limits: LimitsDoc | None = Field(default=None, description="Per-trial limits.")  # type: ignore[valid-type]
     options: OptionsDoc | None = Field(default=None, description="Run options.")  # type: ignore[valid-type]
 

@@ -7,6 +7,7 @@ from typing import Any, Literal
 from pydantic import Field
 
 from compiler.specs.base import SpecModel
+from compiler.specs.grading import ExpectationEntry
 
 
 class StepDoc(SpecModel):
@@ -68,7 +69,9 @@ class ScenarioDoc(SpecModel):
     negatives: dict[str, NegativeDoc] | None = Field(
         default=None, description="Negative name -> the checks it must fail."
     )
-    expectations: list[Any] | None = Field(default=None, description="Expectations (names or inline maps).")
+    expectations: list[str | ExpectationEntry] | None = Field(
+        default=None, description="Expectations: library names, or maps (inline, or `ref:` with overrides)."
+    )
     notable_exits: list[int] | None = Field(default=None, description="Tool exit codes reported as findings.")
     state_setup: list[str] | None = Field(
         default=None, description="Commands seeding the treatment's state directory."

@@ -100,6 +100,10 @@ class RunRecord(Record):
     levels: dict[str, str] = Field(description="Factor -> level.")
     control: bool = Field(default=False, description="True when the cell is the project's control.")
     agent: str = Field(description="Agent id.")
+    sanity: Literal["pass", "fail"] | None = Field(
+        default=None,
+        description="The agent is a sanity bound (oracle: every run should pass, no-op: every run should fail), not a measurement.",
+    )
     trial: int
     version: str | None = Field(default=None, description="Tool version label in a version comparison.")
     model: str | None = Field(default=None, description="Model id.")

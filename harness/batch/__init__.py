@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any, TextIO
 
 from compiler.contract import Job
-from harness.artifacts.tree import is_finished, run_dir_for
+from harness.artifacts.run_tree import is_finished, run_dir_for
 from harness.batch.executor import TrialOutcome, TrialTask
 from harness.batch.executor import select as select_executor  # `select` here is the sibling module
 

@@ -1,10 +1,10 @@
 """Shared plumbing of the kinds that read a run rather than only its workspace.
 
-`trace`, `events`, `transcript`, `snapshot` and `judge` judge what the agent did (its
+`trace`, `events`, `transcript`, `snapshot` and `judge` assess what the agent did (its
 trace, its treatment's event log, its transcript, its entry over time). They get the
-run from the grader through `CheckContext.extra["run"]` (a `harness.grade.view.RunView`)
+run from the grader through `CheckContext.extra["run"]` (a `harness.artifacts.run_view.RunView`)
 or load it from `CheckContext.run_dir`; outside a run (validating a reference) there is
-nothing to judge and the check is `unavailable`, never a pass.
+nothing to assess and the check is `unavailable`, never a pass.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, as_list
 
 if TYPE_CHECKING:
-    from harness.grade.view import RunView
+    from harness.artifacts.run_view import RunView
 
 
 def run_view(ctx: CheckContext, kind: str) -> RunView:
@@ -27,9 +27,9 @@ def run_view(ctx: CheckContext, kind: str) -> RunView:
         return view  # type: ignore[no-any-return]
     if ctx.run_dir is None:
         raise CheckUnavailable(
-            f"a {kind} check reads a run, and there is none (validation judges only workspaces)"
+            f"a {kind} check reads a run, and there is none (validation assesses only workspaces)"
         )
-    from harness.grade.view import MissingArtifacts, load_view
+    from harness.artifacts.run_view import MissingArtifacts, load_view
 
     try:
         return load_view(ctx.run_dir)
@@ -46,7 +46,7 @@ def bounds(params: Mapping[str, Any], *, default_min: int = 1) -> tuple[int, int
     return int(low), None if high is None else int(high)
 
 
-def judge_count(n: int, low: int, high: int | None, what: str) -> tuple[bool, str]:
+def count_in_bounds(n: int, low: int, high: int | None, what: str) -> tuple[bool, str]:
     """Whether a count lies in [low, high], with a message."""
     if n < low:
         return False, f"{what}: {n}, expected at least {low}"

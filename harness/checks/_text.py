@@ -5,7 +5,7 @@ spans folders); `text` (a string or a list of alternatives, matched literally) o
 `regex` (a pattern or a list of alternatives, multiline); `ignore_case`; `min`, `max`
 (occurrences summed over all files and alternatives). Without `file` and `files` the
 scenario's entry files are searched, as seed 000's "source text" checks do. A named file
-that is missing, or globs that match nothing, fail the check: there is no text to judge.
+that is missing, or globs that match nothing, fail the check: there is no text to assess.
 """
 
 from __future__ import annotations

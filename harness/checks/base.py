@@ -1,7 +1,7 @@
 """The check-kind plug-in point: what a kind is given and what it may say.
 
 A check kind is a small object with a `name` and a `run(spec, workspace, ctx)`
-method. It returns a `Verdict` (pass or fail, with a message) when it could judge
+method. It returns a `Verdict` (pass or fail, with a message) when it could assess
 the workspace, raises `CheckError` when the check itself could not run (a timeout,
 an unreadable result, a missing seed), and raises `CheckUnavailable` when what it
 needs is absent by design (no transcript, no judge provider): unavailable is never
@@ -33,7 +33,7 @@ class CheckUnavailable(Exception):
 
 
 class Verdict(NamedTuple):
-    """A kind's judgement of one workspace."""
+    """A kind's verdict on one workspace."""
 
     passed: bool
     message: str = ""
@@ -78,7 +78,7 @@ class CheckKind(Protocol):
     name: str
 
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
-        """Judge the workspace; raise CheckError / CheckUnavailable when it cannot."""
+        """Assess the workspace; raise CheckError / CheckUnavailable when it cannot."""
         ...
 
 
@@ -107,7 +107,7 @@ def inside(workspace: Path, relative: str) -> Path:
         raise CheckError(f"path {relative!r} must be relative to the workspace and stay inside it")
     if not [part for part in pure.parts if part != "."]:
         return workspace
-    try:  # a symlink the agent planted must not make a check judge a file outside (the reference)
+    try:  # a symlink the agent planted must not make a check read a file outside (the reference)
         return resolve_inside(workspace, pure.as_posix(), allow_final_symlink=True)
     except PathEscape as exc:
         raise CheckError(str(exc)) from exc

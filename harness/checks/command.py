@@ -1,4 +1,4 @@
-"""`command`: run a shell command in the workspace; judge its exit status or its JSON result.
+"""`command`: run a shell command in the workspace; assess its exit status or its JSON result.
 
 Parameters: `run` (shell string, or an argv list), `cwd` (workspace-relative, default the
 workspace), `env` (extra variables), and either `exit` (an int or a list of ints, default 0)
@@ -14,7 +14,7 @@ or `result`, one reader of:
 
 `result.source` is `stdout` (default) or a workspace-relative file the command writes.
 A command that cannot start (exit 126/127), times out, or leaves unreadable JSON is an
-`error`: the check could not judge the workspace.
+`error`: the check could not assess the workspace.
 """
 
 from __future__ import annotations
@@ -88,7 +88,7 @@ def command_env(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> dict[str
     # Checks are the grader's, not the agent's: they use the harness's interpreter and tools.
     own_bin = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([own_bin, env.get("PATH", os.defpath)])
-    # A check must not change what it judges (bytecode, lint caches) nor what a rerun sees.
+    # A check must not change what it assesses (bytecode, lint caches) nor what a rerun sees.
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     env.setdefault("RUFF_NO_CACHE", "true")
     env["BENCH_WORKSPACE"] = str(workspace)

@@ -13,11 +13,11 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.contract import CheckSpec
 from harness.artifacts.names import EVENTS_FILE
-from harness.checks._run import bounds, judge_count, run_view
+from harness.checks._run import bounds, count_in_bounds, run_view
 from harness.checks.base import CheckContext, Verdict, as_list
 
 if TYPE_CHECKING:
-    from harness.grade.view import RunView
+    from harness.artifacts.run_view import RunView
 
 
 def matches(event: Mapping[str, Any], where: Mapping[str, Any]) -> bool:
@@ -37,7 +37,7 @@ def evaluate(params: Mapping[str, Any], view: RunView) -> Verdict:
     n = sum(1 for e in events if matches(e, where))
     shown = ", ".join(f"{k}={v}" for k, v in sorted(where.items())) or "all"
     low, high = bounds(params)
-    ok, message = judge_count(n, low, high, f"events in {name} ({shown})")
+    ok, message = count_in_bounds(n, low, high, f"events in {name} ({shown})")
     return Verdict(ok, message if view.events(name) is not None else message + " (no event log)")
 
 

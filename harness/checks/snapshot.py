@@ -1,6 +1,6 @@
 """`snapshot`: the validity of the entry over time, from the snapshots taken after each write.
 
-Parameters: `authority` (a named authority whose checks judge each snapshot) or `run` (a
+Parameters: `authority` (a named authority whose checks decide each snapshot) or `run` (a
 shell command, exit 0 = valid; default: the scenario's first authority), `final_valid`
 (default true: the last snapshot must be valid), `max_regressions` (valid-to-invalid
 transitions allowed), `first_valid_within` (the first valid snapshot's index must be at
@@ -18,20 +18,20 @@ from harness.checks._run import run_view
 from harness.checks.base import CheckContext, CheckError, Verdict
 
 if TYPE_CHECKING:
-    from harness.grade.view import RunView
+    from harness.artifacts.run_view import RunView
 
 
 def evaluate(params: Mapping[str, Any], view: RunView, workspace: Path, ctx: CheckContext) -> Verdict:
     """The snapshot predicate on one run."""
-    from harness.grade import snapvalid
+    from harness.checks import snapshot_validity
 
-    label, judges = snapvalid.judges_for(view, params)
-    if not judges:
-        raise CheckError("no authority to judge snapshots by: give `authority` or `run`")
+    label, deciders = snapshot_validity.validity_checks(view, params)
+    if not deciders:
+        raise CheckError("no authority to decide snapshots by: give `authority` or `run`")
     if not view.snapshots:
         return Verdict(False, "no snapshot: the agent never wrote a watched file")
-    verdicts = snapvalid.validity(view, label, judges, workspace, ctx)
-    first, regressions = snapvalid.summarise(verdicts)
+    verdicts = snapshot_validity.validity(view, label, deciders, workspace, ctx)
+    first, regressions = snapshot_validity.summarise(verdicts)
     problems: list[str] = []
     if params.get("final_valid", True) and verdicts[-1].valid is not True:
         problems.append(f"last snapshot #{verdicts[-1].index} is not valid: {verdicts[-1].message}")

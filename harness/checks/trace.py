@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.contract import CheckSpec
-from harness.checks._run import bounds, judge_count, run_view
+from harness.checks._run import bounds, count_in_bounds, run_view
 from harness.checks.base import CheckContext, Verdict, as_list
 
 if TYPE_CHECKING:
-    from harness.grade.view import RunView
+    from harness.artifacts.run_view import RunView
 
 
 def evaluate(params: Mapping[str, Any], view: RunView) -> Verdict:
@@ -40,7 +40,7 @@ def evaluate(params: Mapping[str, Any], view: RunView) -> Verdict:
     if after is not None:
         what += " after the last write"
     low, high = bounds(params)
-    return Verdict(*judge_count(len(calls), low, high, what))
+    return Verdict(*count_in_bounds(len(calls), low, high, what))
 
 
 class TraceCheck:

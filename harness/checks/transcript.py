@@ -13,11 +13,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.contract import CheckSpec
-from harness.checks._run import bounds, judge_count, matchers, run_view, text_of
+from harness.checks._run import bounds, count_in_bounds, matchers, run_view, text_of
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, Verdict
 
 if TYPE_CHECKING:
-    from harness.grade.view import RunView
+    from harness.artifacts.run_view import RunView
 
 
 def evaluate(params: Mapping[str, Any], view: RunView) -> Verdict:
@@ -44,7 +44,7 @@ def evaluate(params: Mapping[str, Any], view: RunView) -> Verdict:
     good = matchers(params["contains"], regex=regex)
     n = sum(1 for t in texts if any(p.search(t) for p in good))
     low, high = bounds(params)
-    return Verdict(*judge_count(n, low, high, f"transcript rows containing {params['contains']!r}"))
+    return Verdict(*count_in_bounds(n, low, high, f"transcript rows containing {params['contains']!r}"))
 
 
 class TranscriptCheck:

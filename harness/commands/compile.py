@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 import time
 from pathlib import Path
 
@@ -22,22 +21,18 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Compile; print errors and return 2 when the specs are invalid."""
-    from compiler.errors import SpecErrors, render
+    """Compile; invalid specs raise SpecErrors (printed in --format by cli.main, exit 2)."""
     from compiler.pipeline import build, compile_project
 
+    args.spec_format = args.format
     root = Path(args.project)
     start = time.perf_counter()
-    try:
-        if args.check:
-            plan = build(root)
-            jobs = sum(m.jobs for m in plan.matrices.values())
-            print(f"assay: specs are valid ({len(plan.validated.scenarios)} scenarios, {jobs} trials)")
-            return 0
-        result = compile_project(root, generated=Path(args.out) if args.out else None, force=args.force)
-    except SpecErrors as exc:
-        print(render(exc.errors, args.format), file=sys.stdout if args.format != "text" else sys.stderr)
-        return 2
+    if args.check:
+        plan = build(root)
+        jobs = sum(m.jobs for m in plan.matrices.values())
+        print(f"assay: specs are valid ({len(plan.validated.scenarios)} scenarios, {jobs} trials)")
+        return 0
+    result = compile_project(root, generated=Path(args.out) if args.out else None, force=args.force)
     took = time.perf_counter() - start
     if args.format == "json":
         matrices = {mid: mp.jobs for mid, mp in result.plan.matrices.items()} if result.plan else {}

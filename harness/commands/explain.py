@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 from pathlib import Path
 
 HELP = "print every resolved field of a job and the file:line:col it came from"
@@ -17,16 +16,11 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def execute(args: argparse.Namespace) -> int:
     """Compile in memory and explain one job."""
-    from compiler.errors import SpecErrors, render
     from compiler.explain import explain
     from compiler.pipeline import build
     from harness.errors import UsageError
 
-    try:
-        plan = build(Path(args.project))
-    except SpecErrors as exc:
-        print(render(exc.errors), file=sys.stderr)
-        return 2
+    plan = build(Path(args.project))
     try:
         lines = explain(plan, args.job, width=0 if args.full else 100)
     except (KeyError, ValueError) as exc:

@@ -21,13 +21,15 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--out", default=None, help="folder (default: <project>/generated/schema)")
 
 
-def schemas() -> dict[str, str]:
-    """File name -> content of every schema: spec kinds, compiler artifacts, run-time records."""
-    from compiler.schemas import artifact_schemas, dumps, spec_schemas
+def schemas(project: Path) -> dict[str, str]:
+    """File name -> content of every schema: spec kinds (with the project's own check kinds),
+    compiler artifacts, run-time records."""
+    from compiler.schemas import artifact_schemas, dumps, project_kinds, spec_schemas
     from harness.artifacts.records import Grade, RunRecord
     from harness.report.summary import Summary
 
-    out = {f"{k}.json": dumps(v) for k, v in {**spec_schemas(), **artifact_schemas()}.items()}
+    specs = spec_schemas(project_kinds(project))
+    out = {f"{k}.json": dumps(v) for k, v in {**specs, **artifact_schemas()}.items()}
     records: tuple[tuple[str, type[BaseModel]], ...] = (
         ("run", RunRecord),
         ("grade", Grade),
@@ -44,7 +46,7 @@ def schemas() -> dict[str, str]:
 def execute(args: argparse.Namespace) -> int:
     """Write or check; 1 on drift."""
     folder = Path(args.out) if args.out else Path(args.project) / "generated" / "schema"
-    wanted = schemas()
+    wanted = schemas(Path(args.project))
     if args.check:
         stale = [
             n

@@ -1,7 +1,7 @@
 """`assay validate`: do the scenarios' checks tell finished work from unfinished work?
 
 Compiles the specs in-process (spec errors: exit 2), then for every selected scenario
-judges its reference, its untouched seed and each negative (see harness.validity).
+assesses its reference, its untouched seed and each negative (see harness.validity).
 Every failure is printed as `<scenario> [<overlay>] check <id>: <message>`; exit 1 when
 any is found (uncovered checks count only with --strict).
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from pathlib import Path
 
 from harness.errors import NothingSelected, UsageError
@@ -25,24 +24,19 @@ def configure(parser: argparse.ArgumentParser) -> None:
     )
     parser.add_argument("--strict", action="store_true", help="a check that no negative fails is an error")
     parser.add_argument(
-        "--jobs", type=int, default=None, help="workspaces judged at once (default: cores, max 4)"
+        "--jobs", type=int, default=None, help="workspaces assessed at once (default: cores, max 4)"
     )
     parser.add_argument("--format", choices=("text", "json"), default="text", help="report format on stdout")
     parser.add_argument("--quiet", action="store_true", help="print only problems and the summary line")
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Compile, judge, print; 0 valid, 1 invalid, 2 spec errors, 3 nothing selected."""
-    from compiler.errors import SpecErrors, render
+    """Compile, assess, print; 0 valid, 1 invalid, 2 spec errors, 3 nothing selected."""
     from compiler.pipeline import build
     from harness.validity import validate
 
     root = Path(args.project).resolve()
-    try:
-        plan = build(root)
-    except SpecErrors as exc:
-        print(render(exc.errors), file=sys.stderr)
-        return 2
+    plan = build(root)
     scenarios = {sid: s.job for sid, s in sorted(plan.validated.scenarios.items())}
     unknown = [s for s in args.scenario if s not in scenarios]
     if unknown:

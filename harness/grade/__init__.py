@@ -8,7 +8,7 @@ misconfigured judge before a matrix starts.
 from __future__ import annotations
 
 from harness.grade.core import current_hash, grade_run, is_stale
-from harness.grade.judging import JudgeConfigError, check_judge_config
+from harness.grade.judge_client import JudgeConfigError, check_judge_config
 from harness.grade.tree import TreeEntry, grade_tree
 
 __all__ = [

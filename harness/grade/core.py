@@ -23,14 +23,15 @@ from typing import Any
 from harness.artifacts.grade_sections import Snapshots
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import Grade, RunRecord, RunStatus, read_grade, read_run
+from harness.artifacts.run_view import MissingArtifacts, RunView, load_view, read_job
 from harness.artifacts.store import FutureSchemaError, write_record
-from harness.checks import CheckContext, run_checks
-from harness.grade import derive, expectations, snapvalid, tooluse
+from harness.checks import CheckContext, run_checks, snapshot_validity
+from harness.checks.engine import scrub_outcome
+from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
-from harness.grade.judging import JudgeConfigError, check_judge_config
-from harness.grade.view import MissingArtifacts, RunView, load_view, read_job
-from harness.sandbox import isolation
+from harness.grade.judge_client import JudgeConfigError, check_judge_config
+from harness.sandbox import isolation, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
@@ -90,19 +91,7 @@ def overlay(src: Path, dst: Path) -> None:
     for path in sorted(src.rglob("*")):
         if not path.is_file():
             continue
-        rel = path.relative_to(src)
-        current = dst
-        for part in rel.parts[:-1]:
-            current = current / part
-            if current.is_symlink() or (current.exists() and not current.is_dir()):
-                current.unlink()
-            current.mkdir(exist_ok=True)
-        target = dst / rel
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.is_dir():
-            shutil.rmtree(target)
-        shutil.copy2(path, target)
+        shutil.copy2(path, pathsafe.clear_way(dst, path.relative_to(src).as_posix()))
 
 
 def failed_to_run(record: RunRecord) -> str | None:
@@ -152,7 +141,7 @@ def grade_run(
         project: The project root; gives the current checks, the seed and the hidden
             grader files. Without it the run's job.json is graded as it stands.
         regrade: Grade again even when a grade.json exists (a stale one included).
-        judge: A `harness.grade.judging.Judge` (or a name -> Judge map) enabling `judge`
+        judge: A `harness.grade.judge_client.Judge` (or a name -> Judge map) enabling `judge`
             checks; None leaves them unavailable.
 
     Returns:
@@ -217,7 +206,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         shutil.copytree(view.workspace, workspace, symlinks=True)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
-        return _judge(view, workspace, judge, scenario.notable_exits, project, base)
+        return _assess(view, workspace, judge, scenario.notable_exits, project, base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -248,7 +237,7 @@ def judges_of(configs: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
     return built
 
 
-def _judge(
+def _assess(
     view: RunView,
     workspace: Path,
     judge: Any,
@@ -267,8 +256,8 @@ def _judge(
         extra={"run": view, "judge": judge},
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
-    raw = [derive.scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
-    view.cache[snapvalid.FINAL_OUTCOMES] = {o.id: o for o in raw}
+    raw = [scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]
+    view.cache[snapshot_validity.FINAL_OUTCOMES] = {o.id: o for o in raw}
     outcomes = derive.authority_outcomes(raw)
     counted = [o for o in outcomes if not (o.kind in EXCUSED_UNAVAILABLE and o.outcome == "unavailable")]
     passed = all(o.outcome == "pass" for o in counted)
@@ -316,13 +305,13 @@ def _judge(
 def _snapshots(view: RunView, workspace: Path, ctx: CheckContext) -> Snapshots:
     own = next((c for c in view.checks if c.kind == "snapshot"), None)
     try:
-        label, judges = snapvalid.judges_for(view, own.params if own else {})
+        label, deciders = snapshot_validity.validity_checks(view, own.params if own else {})
     except Exception as exc:
         return Snapshots(count=len(view.snapshots), authority=f"none: {exc}")
-    if not judges or not view.snapshots:
+    if not deciders or not view.snapshots:
         return Snapshots(count=len(view.snapshots), authority=label or None)
-    verdicts = snapvalid.validity(view, label, judges, workspace, ctx)
-    first, regressions = snapvalid.summarise(verdicts)
+    verdicts = snapshot_validity.validity(view, label, deciders, workspace, ctx)
+    first, regressions = snapshot_validity.summarise(verdicts)
     return Snapshots(
         count=len(verdicts),
         authority=label,

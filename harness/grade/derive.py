@@ -6,7 +6,6 @@ import itertools
 import re
 from collections import Counter
 from collections.abc import Sequence
-from pathlib import Path
 from typing import Any
 
 from compiler.contract import CheckSpec, Job
@@ -28,35 +27,6 @@ EVENT_METRICS = {
 }
 _COUNT = re.compile(r"^(\d+) found")
 _CODE = re.compile(r"\b[A-Z]{1,4}\d{2,4}\b")
-
-
-_VOLATILE = (
-    # "1 failed in 0.08s", "took 1.2 s": wall-clock figures in a tool's output
-    (re.compile(r"\b(in|took) \d+(?:\.\d+)? ?m?s\b"), r"\1 <time>"),
-    # object addresses in Python reprs
-    (re.compile(r"\b0x[0-9a-f]{6,}\b"), "0x<addr>"),
-    # ... and the tail of one that an output was cut into ("…4877e0>", pytest's "obje...7f38a5490>")
-    (re.compile(r"(\.\.\.|…)[0-9a-f]{1,16}>"), r"\1<addr>>"),
-)
-
-
-def scrub(text: str, scratch: Path) -> str:
-    """A message without what changes from one grading to the next of the same run.
-
-    The scratch folder's path becomes `$WORKSPACE`; durations and object addresses in a
-    tool's output are masked, so regrading an unchanged run gives an identical grade.
-    """
-    for form in {str(scratch.resolve()), str(scratch)}:
-        text = text.replace(form, "$WORKSPACE")
-    for pattern, replacement in _VOLATILE:
-        text = pattern.sub(replacement, text)
-    return text
-
-
-def scrub_outcome(outcome: CheckOutcome, scratch: Path) -> CheckOutcome:
-    """A check outcome whose message does not name the scratch copy."""
-    cleaned = scrub(outcome.message, scratch)
-    return outcome if cleaned == outcome.message else outcome.model_copy(update={"message": cleaned})
 
 
 def authority_outcomes(outcomes: Sequence[CheckOutcome]) -> list[CheckOutcome]:

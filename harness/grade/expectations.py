@@ -12,7 +12,7 @@ matches) or inline in a scenario's `expectations:`:
 with exactly one predicate: `trace`, `transcript`, `events`, `snapshot` (the parameters of
 the check kinds of the same names), `friction` (field -> max, or {min, max}), or `all` /
 `any` (lists of predicates) / `not` (one predicate). Each verdict is pass, fail, or
-unavailable (its evidence is missing: no transcript, no authority to judge snapshots).
+unavailable (its evidence is missing: no transcript, no authority to decide snapshots).
 An expectation whose `when` does not hold for the run is not reported.
 """
 
@@ -26,9 +26,9 @@ from typing import Any
 import yaml
 
 from harness.artifacts.grade_sections import ExpectationOutcome, Friction
+from harness.artifacts.run_view import RunView
 from harness.checks import events, snapshot, trace, transcript
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, Verdict, as_list
-from harness.grade.view import RunView
 
 EXPECTATIONS_DIR = Path("specs") / "expectations"
 PREDICATES = ("trace", "transcript", "events", "snapshot", "friction", "all", "any", "not")
@@ -148,5 +148,8 @@ def evaluate(entries: list[dict[str, Any]], ev: Evidence) -> tuple[ExpectationOu
             outcome, message = "unavailable", str(exc)
         except CheckError as exc:
             outcome, message = "unavailable", f"cannot evaluate: {exc}"
+        except (TypeError, ValueError, AttributeError) as exc:
+            # A library spec edited after the compile (the compiler refuses these): evidence, not a crash.
+            outcome, message = "unavailable", f"cannot evaluate: malformed expectation: {exc}"
         out.append(ExpectationOutcome(id=ident, outcome=outcome, message=message, description=description))
     return tuple(out)

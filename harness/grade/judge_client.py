@@ -2,7 +2,10 @@
 
 Two wire protocols, stdlib HTTP only: Anthropic Messages and OpenAI-compatible Chat
 Completions. A judge is built from a `JudgeConfig`; building validates it (provider, base URL,
-the API key variable being set), so a misconfigured judge fails before any trial runs.
+the API key variable being set), so a misconfigured judge fails before any trial runs:
+`check_judge_config` builds every judge a project names on the first run of a matrix and
+raises, listing them all. At grade time a judge that errors only makes its own check
+`unavailable`, never a pass, and the rest of the grade stands. Off by default.
 
     judge = make_judge(JudgeConfig(provider="anthropic", model="claude-x", api_key_env="KEY"))
     verdict = judge.judge(rubric, transcript_text)   # JudgeVerdict(passed, reason, raw)
@@ -16,6 +19,7 @@ import re
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Mapping
 from typing import Any, Literal, Protocol
 from urllib.parse import urlparse
 
@@ -200,3 +204,25 @@ def make_judge(config: JudgeConfig | dict[str, Any]) -> Judge:
     except ValueError as exc:
         raise JudgeConfigError(f"judge config: {exc}") from exc
     return HttpJudge(resolved)
+
+
+def check_judge_config(judges: Mapping[str, JudgeConfig | Mapping[str, Any]]) -> dict[str, Judge]:
+    """Build every named judge; raise JudgeConfigError naming each one that cannot work.
+
+    Args:
+        judges: Judge name -> provider configuration (the project's `judges:`); a check
+            names its judge with `model:` (default `default`).
+
+    Returns:
+        Name -> judge, to pass as `grade_run(..., judge=...)`.
+    """
+    built: dict[str, Judge] = {}
+    problems: list[str] = []
+    for name, config in sorted(judges.items()):
+        try:
+            built[name] = make_judge(config if isinstance(config, JudgeConfig) else dict(config))
+        except JudgeConfigError as exc:
+            problems.append(f"{name}: {exc}")
+    if problems:
+        raise JudgeConfigError("misconfigured judge(s): " + "; ".join(problems))
+    return built

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from harness.artifacts.records import Grade, read_grade
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from harness.grade.core import grade_run, is_stale
 
 Action = Literal["graded", "regraded", "reused", "stale"]

@@ -8,12 +8,13 @@ from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
+from harness.report.headline import headlines
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
@@ -28,22 +29,41 @@ LevelOrder = dict[str, dict[str, int]]
 """factor -> level -> its position in the project's declaration."""
 
 
-def read_level_order(project: Path | None) -> LevelOrder | None:
-    """Declared level order from the project's generated/manifest.json (read as plain JSON), if any."""
+class ManifestHints(NamedTuple):
+    """What the project's generated/manifest.json adds to the run records (read as plain JSON)."""
+
+    level_order: LevelOrder | None
+    sanity: dict[str, str]
+    """agent -> `pass` / `fail` for the agents the project marks as sanity bounds today."""
+
+
+def read_manifest_hints(project: Path | None) -> ManifestHints:
+    """Declared level order and sanity agents from the project's manifest, if there is one."""
+    none = ManifestHints(None, {})
     if project is None:
-        return None
+        return none
     try:
         data = json.loads((project / "generated" / "manifest.json").read_text(encoding="utf-8"))
     except (OSError, ValueError):
-        return None
-    factors = data.get("factors") if isinstance(data, dict) else None
-    if not isinstance(factors, dict):
-        return None
-    return {
-        str(f): {str(lv): i for i, lv in enumerate(levels)}
-        for f, levels in factors.items()
-        if isinstance(levels, list)
+        return none
+    if not isinstance(data, dict):
+        return none
+    factors, agents = data.get("factors"), data.get("agents")
+    order = (
+        {
+            str(f): {str(lv): i for i, lv in enumerate(levels)}
+            for f, levels in factors.items()
+            if isinstance(levels, list)
+        }
+        if isinstance(factors, dict)
+        else None
+    )
+    sanity = {
+        str(a): spec["sanity"]
+        for a, spec in (agents.items() if isinstance(agents, dict) else ())
+        if isinstance(spec, dict) and spec.get("sanity") in ("pass", "fail")
     }
+    return ManifestHints(order, sanity)
 
 
 def read_versions(root: Path) -> tuple[str | None, str | None]:
@@ -66,6 +86,8 @@ class Aggregator:
         self.diag = DiagAcc()
         self.levels: dict[str, tuple[tuple[str, str], ...]] = {}
         self.control_cells: set[str] = set()
+        self.sanity: dict[str, str] = {}
+        """agent -> `pass` / `fail`: sanity bounds (run.json `sanity`), kept out of every comparison."""
         self.runs: list[RunRow] = []
         self.agents: set[str] = set()
         self.scenarios: set[str] = set()
@@ -85,11 +107,13 @@ class Aggregator:
         self.levels.setdefault(run.condition, run.levels)
         if run.control:
             self.control_cells.add(run.condition)
+        if run.sanity:
+            self.sanity.setdefault(run.agent, run.sanity)
         v, a, c = run.version, run.agent, run.condition
         self.cells[(v, run.scenario, a, c)].add(run)
         if run.scenario not in self.scenario_tags or (run.split or run.family):
             self.scenario_tags[run.scenario] = (run.split or "(none)", run.family or "(none)")
-        if run.status == "graded":
+        if run.status == "graded" and not run.sanity:
             self.pairs.add(
                 (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
             )
@@ -127,6 +151,8 @@ class Aggregator:
         for cond, levels in other.levels.items():
             self.levels.setdefault(cond, levels)
         self.control_cells |= other.control_cells
+        for agent, expect in other.sanity.items():
+            self.sanity.setdefault(agent, expect)
         self.runs.extend(other.runs)
         self.agents |= other.agents
         self.scenarios |= other.scenarios
@@ -192,11 +218,11 @@ class Aggregator:
                 groups[key].merge(acc)
         return groups
 
-    def summary(
-        self, root: Path, *, regraded: bool = False, level_order: LevelOrder | None = None
-    ) -> Summary:
+    def summary(self, root: Path, *, regraded: bool = False, hints: ManifestHints | None = None) -> Summary:
+        hints = hints or ManifestHints(None, {})
+        sanity = {**hints.sanity, **self.sanity}
         control, note = self._control()
-        conditions = self.conditions(control, level_order)
+        conditions = self.conditions(control, hints.level_order)
         order = {c: i for i, c in enumerate(conditions)}
         baseline, candidate = read_versions(root)
         versions = sorted(self.versions)
@@ -216,7 +242,7 @@ class Aggregator:
             g = pooled[k].group(by=by, key=key, version=v, agent=a, condition=c, control=c == control)
             (cells if by == "cell" else groups).append(g)
         splits = {s: tags[0] for s, tags in self.scenario_tags.items() if tags[0] != "(none)"}
-        uplifts = self.pairs.uplifts(control, conditions, splits) if control else []
+        uplifts = self.pairs.uplifts(control, conditions, splits, skip=set(sanity)) if control else []
         deltas: list[VersionDelta] = []
         drift: list[ControlDrift] = []
         if control and baseline and candidate:
@@ -245,9 +271,11 @@ class Aggregator:
             baseline=baseline,
             candidate=candidate,
             regraded=regraded,
+            sanity=dict(sorted((a, e) for a, e in sanity.items() if a in self.agents)),
         )
         return Summary(
             header=header,
+            headline=headlines(uplifts, groups),
             cells=cells,
             groups=groups,
             uplifts=uplifts,
@@ -255,13 +283,16 @@ class Aggregator:
             control_drift=drift,
             expectations=self.diag.expectation_rows(order),
             tests=self.diag.test_rows(order),
-            sections=self.diag.section_rows(order),
+            sections=self.diag.section_rows(
+                order, {(g.version, g.agent, g.condition): g.counts.graded for g in condition_rows}
+            ),
             diagnostics=self.diag.diagnostics(
                 control=control,
                 control_note=note,
                 cells=cells,
                 uplifts=uplifts,
                 condition_rows=condition_rows,
+                sanity=sanity,
             )
             + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
@@ -298,7 +329,7 @@ def build_summary(
         agg = Aggregator()
         for run in collect(root, regrade=regrade, project=project):
             agg.add(run)
-        return agg.summary(root, regraded=regrade, level_order=read_level_order(project))
+        return agg.summary(root, regraded=regrade, hints=read_manifest_hints(project))
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
         futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
@@ -306,4 +337,4 @@ def build_summary(
     total = results[0]
     for other in results[1:]:
         total.merge(other)
-    return total.summary(root, regraded=regrade, level_order=read_level_order(project))
+    return total.summary(root, regraded=regrade, hints=read_manifest_hints(project))

@@ -148,7 +148,10 @@ def heatmap_figure(summary: Summary) -> go.Figure:
 
 
 def tokens_figure(summary: Summary) -> go.Figure:
-    """Tokens per run versus pass rate, one point per cell, one colour per condition."""
+    """Tokens per run versus pass rate, one point per cell, one series per condition.
+
+    The controls are drawn last, as open diamonds with a thick outline, so a treatment's point at the
+    same place cannot hide them (the reference every other series is read against)."""
     fig = go.Figure()
     by_condition: dict[str, list[Group]] = {}
     for c in summary.cells:
@@ -156,24 +159,29 @@ def tokens_figure(summary: Summary) -> go.Figure:
             by_condition.setdefault(
                 _label(c.version, c.agent, c.condition, agents=len(summary.header.agents)), []
             ).append(c)
-    for label, cells in by_condition.items():
+    ordered = sorted(by_condition.items(), key=lambda kv: kv[1][0].control)
+    for label, cells in ordered:
+        control = cells[0].control
+        marker: dict[str, Any] = {"size": [8 + min(c.passed.n, 30) for c in cells], "opacity": 0.75}
+        if control:
+            marker.update(symbol="diamond-open", opacity=1.0, line={"width": 3})
         fig.add_trace(
             go.Scatter(
                 x=[c.cost.tokens_per_run for c in cells],
                 y=[c.passed.value for c in cells],
                 mode="markers",
-                name=label,
-                marker={"size": [8 + min(c.passed.n, 30) for c in cells], "opacity": 0.75},
+                name=f"{label} (control)" if control else label,
+                marker=marker,
                 hovertext=[
-                    f"{c.key} · {label}<br>passed {c.passed} [{c.passed.low:.2f}, {c.passed.high:.2f}]"
-                    f"<br>tokens/run {c.cost.tokens_per_run:,.0f}"
+                    f"{c.key} · {label}{' (control)' if control else ''}<br>passed {c.passed} "
+                    f"[{c.passed.low:.2f}, {c.passed.high:.2f}]<br>tokens/run {c.cost.tokens_per_run:,.0f}"
                     for c in cells
                 ],
                 hoverinfo="text",
             )
         )
     fig.update_layout(
-        title="Tokens per run versus pass rate (one point per scenario cell)",
+        title="Tokens per run versus pass rate (one point per scenario cell; controls: open diamonds)",
         font=FONT,
         height=420,
         xaxis={"title": "tokens per run"},

@@ -1,7 +1,7 @@
 """Stream a run tree: one `RunFacts` at a time, never every transcript in memory.
 
 Runs are found by manifest (a directory holding run.json), not by depth, like
-`harness.artifacts.tree.find_runs`; this walker yields as it goes instead of building the list, and
+`harness.artifacts.run_tree.find_runs`; this walker yields as it goes instead of building the list, and
 reads only run.json, grade.json and, once per scenario, job.json (family and split). Transcripts,
 logs and workspaces are never opened: the report only links to them.
 """
@@ -88,6 +88,8 @@ class RunFacts:
     sections: dict[str, Any]
     artifacts: tuple[str, ...]
     regrade: RegradeChange | None
+    sanity: str | None = None
+    """`pass` / `fail` when the agent is a sanity bound (run.json `sanity`), else None."""
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
     limits_hit: tuple[str, ...] = ()
@@ -390,6 +392,7 @@ def collect(
             artifacts=tuple(a for a in ARTIFACTS if a in files),
             regrade=change,
             concurrent=run.concurrent,
+            sanity=run.sanity,
             limits_hit=run.limits_hit,
             unprotected=run.protections.failed if run.protections is not None else (),
         )

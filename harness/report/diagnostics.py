@@ -12,10 +12,10 @@ from typing import Literal
 
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
+from harness.report.design import EVIDENCE_CAP, no_discrimination, power, sanity_bounds
 from harness.report.sections import disagreements, expectation_verdicts, flatten, notable_exits
 from harness.report.summary import CaseRow, Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
 
-EVIDENCE_CAP = 20
 HEADROOM = 0.95
 NUMERIC_SECTIONS = ("tool_use", "friction")
 
@@ -163,14 +163,16 @@ class DiagAcc:
             acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
             acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
 
-    def section_rows(self, order: dict[str, int]) -> list[SectionRow]:
-        """Rows by version, agent, condition in reading order, then section and key."""
+    def section_rows(self, order: dict[str, int], graded: dict[CondKey, int]) -> list[SectionRow]:
+        """Rows by version, agent, condition in reading order, then section and key; per run is over
+        every graded run of the condition (`graded`), not only the runs that reported the section."""
         rows = []
         for (version, agent, condition, section, path), (total,) in sorted(
             self.sections.items(),
             key=lambda kv: (str(kv[0][0]), kv[0][1], order.get(kv[0][2], 1 << 30), kv[0][3:]),
         ):
             runs = self.section_runs[(version, agent, condition, section)]
+            denominator = max(graded.get((version, agent, condition), 0), runs)
             rows.append(
                 SectionRow(
                     section=section,
@@ -179,8 +181,9 @@ class DiagAcc:
                     agent=agent,
                     condition=condition,
                     runs=runs,
+                    graded=denominator,
                     total=total,
-                    per_run=total / runs if runs else 0.0,
+                    per_run=total / denominator if denominator else 0.0,
                 )
             )
         return rows
@@ -224,11 +227,16 @@ class DiagAcc:
         cells: list[Group],
         uplifts: list[Uplift],
         condition_rows: list[Group],
+        sanity: dict[str, str] | None = None,
     ) -> list[Diagnostic]:
+        sanity = sanity or {}
         out: list[Diagnostic] = []
         if control is None:
             out.append(Diagnostic(kind="no-control", severity="warning", message=control_note))
+        out.extend(sanity_bounds(cells, sanity))
         for row in condition_rows:
+            if row.agent in sanity:
+                continue  # an oracle is meant to score 1.00: no headroom is its job, not a finding
             if row.control and row.usable.n and row.usable.k / row.usable.n >= HEADROOM:
                 out.append(
                     Diagnostic(
@@ -356,29 +364,6 @@ class DiagAcc:
                     evidence=quiet[:EVIDENCE_CAP],
                 )
             )
-        out.extend(_no_discrimination(cells))
+        out.extend(no_discrimination([c for c in cells if c.agent not in sanity]))
+        out.extend(power(uplifts))
         return out
-
-
-def _no_discrimination(cells: list[Group]) -> list[Diagnostic]:
-    by_scenario: dict[tuple[str | None, str, str], list[Group]] = defaultdict(list)
-    for c in cells:
-        if c.passed.n:
-            by_scenario[(c.version, c.agent, c.key)].append(c)
-    out: list[Diagnostic] = []
-    for (version, agent, scenario), group in sorted(
-        by_scenario.items(), key=lambda kv: tuple(str(x) for x in kv[0])
-    ):
-        if len(group) < 2:
-            continue
-        if all(g.passed.k == g.passed.n for g in group) or all(g.passed.k == 0 for g in group):
-            verdict = "passes" if group[0].passed.k else "fails"
-            out.append(
-                Diagnostic(
-                    kind="no-discrimination",
-                    severity="info",
-                    message=f"scenario {scenario} ({agent}{' @' + version if version else ''}): every arm {verdict}",
-                    evidence=[f"{g.condition}: {g.passed}" for g in group],
-                )
-            )
-    return out

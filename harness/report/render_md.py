@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from itertools import groupby
 from pathlib import Path
 from typing import Any
 
 import jinja2
 
-from harness.report.fmt import FILTERS
-from harness.report.summary import SectionRow, Summary
+from harness.report.fmt import FILTERS, money, num
+from harness.report.summary import SectionRow, Summary, Uplift
 
 TEMPLATES = Path(__file__).parent / "templates"
 METHOD = (
@@ -38,6 +39,27 @@ def _is_output(row: SectionRow) -> bool:
     return "output" in row.key or "bytes" in row.key
 
 
+SEVERITY = {"error": 0, "warning": 1, "info": 2}
+"""Diagnostics are listed most serious first (stable within a severity)."""
+
+
+def cost_pair(summary: Summary) -> Callable[[Uplift, str], str]:
+    """`$0.0061 vs $0.0046` (treatment vs control) per run or per solved task; tokens where unpriced."""
+    rows = {(g.version, g.agent, g.condition): g for g in summary.groups if g.by == "condition"}
+
+    def pair(u: Uplift, per: str) -> str:
+        t, c = rows.get((u.version, u.agent, u.condition)), rows.get((u.version, u.agent, u.control))
+        if t is None or c is None:
+            return "—"
+        usd = t.cost.cost_per_run is not None and c.cost.cost_per_run is not None
+        field = ("cost_" if usd else "tokens_") + ("per_run" if per == "run" else "per_usable")
+        a, b = getattr(t.cost, field), getattr(c.cost, field)
+        fmt = money if usd else num
+        return f"{fmt(a)} vs {fmt(b)}{'' if usd else ' tok'}" if a is not None or b is not None else "—"
+
+    return pair
+
+
 def context(summary: Summary) -> dict[str, Any]:
     """What every renderer draws: the summary plus a few lookups."""
     tool = [r for r in summary.sections if r.section == "tool_use"]
@@ -46,7 +68,11 @@ def context(summary: Summary) -> dict[str, Any]:
         "s": summary,
         "h": summary.header,
         "hv": bool(summary.header.versions),
-        "headline": [u for u in summary.uplifts if u.scenario is None and u.split is None],
+        "uplift_rows": [u for u in summary.uplifts if u.scenario is None and u.split is None],
+        "cost_pair": cost_pair(summary),
+        "diagnostics": sorted(summary.diagnostics, key=lambda d: SEVERITY[d.severity]),
+        "splits_shown": len({u.split for u in summary.uplifts if u.split is not None}) > 1,
+        "metric_rows": sum(len(c.metrics) for c in summary.cells),
         "method": METHOD,
         "scenario_count": sum(1 for u in summary.uplifts if u.scenario is not None),
         "split_uplifts": [u for u in summary.uplifts if u.split is not None],

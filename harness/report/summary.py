@@ -17,9 +17,10 @@ from pydantic import BaseModel, ConfigDict, Field, ValidationError
 from harness.artifacts.store import FutureSchemaError, write_atomic
 from harness.errors import UsageError
 
-SUMMARY_SCHEMA = 3
+SUMMARY_SCHEMA = 4
 """2: per-test pass rates (`tests`) of checks that run a test suite. 3: one clustered test per uplift
-(`p_value`, `p_adjusted`, `survives`, `df`, `units`) instead of a design effect."""
+(`p_value`, `p_adjusted`, `survives`, `df`, `units`) instead of a design effect. 4: `headline`,
+`header.sanity`, section rows divided by every graded run (`graded`)."""
 SUMMARY_FILE = "summary.json"
 
 
@@ -160,6 +161,20 @@ class Uplift(Model):
     )
 
 
+class Headline(Model):
+    """One sentence per agent and treatment: the uplift over its control and what it costs."""
+
+    version: str | None
+    agent: str
+    treatment: str = Field(description="The treatment condition.")
+    control: str = Field(description="The control condition it is compared with.")
+    survives: bool = Field(description="The uplift survives the Holm correction of the uplift table.")
+    unit: Literal["usd", "tokens"] | None = Field(
+        description="What the cost difference is in: money where priced, tokens otherwise, None unmeasured."
+    )
+    text: str = Field(description="The sentence report.md, report.html and the terminal print.")
+
+
 class VersionDelta(Model):
     """One condition's uplift at the candidate minus at the baseline; negative is a regression."""
 
@@ -213,9 +228,10 @@ class SectionRow(Model):
     version: str | None
     agent: str
     condition: str
-    runs: int = Field(description="Graded runs that reported the section.")
-    total: float
-    per_run: float
+    runs: int = Field(description="Graded runs that reported the section (e.g. used the tool).")
+    graded: int = Field(default=0, description="Every graded run of the condition: the per-run denominator.")
+    total: float = Field(description="Sum over the condition's graded runs.")
+    per_run: float = Field(description="total / graded: a run that never used the tool counts as zero.")
 
 
 class ExpectationRow(Model):
@@ -276,6 +292,10 @@ class Header(Model):
     baseline: str | None
     candidate: str | None
     regraded: bool
+    sanity: dict[str, Literal["pass", "fail"]] = Field(
+        default_factory=dict,
+        description="Sanity agents (agent -> every run should pass / fail): in the rates, in no comparison.",
+    )
 
 
 class Summary(Model):
@@ -283,6 +303,9 @@ class Summary(Model):
 
     schema_version: int = Field(default=SUMMARY_SCHEMA, description="Summary format version.")
     header: Header
+    headline: list[Headline] = Field(
+        default_factory=list, description="One sentence per agent and treatment, in the uplift table's order."
+    )
     cells: list[Group] = Field(description="One row per scenario x agent x condition x version.")
     groups: list[Group] = Field(description="Pooled rows: by condition, split, family, agent.")
     uplifts: list[Uplift] = Field(description="Aggregate (scenario None) and per-scenario uplifts.")

@@ -10,11 +10,19 @@ REPORTED_METRICS = ("turns", "input_tokens", "output_tokens", "cost_usd", "tool_
 matters; everything else is in summary.json and report.md. A test keeps every name real."""
 
 
+WARNINGS_SHOWN = 8
+"""Diagnostic warnings printed one per line; the rest are counted and left to report.md."""
+
+
 def render_terminal(summary: Summary) -> str:
-    """A fixed-width table of the condition rows plus the header line."""
+    """The headline sentences, the evidence line, a fixed-width table of the condition rows, and the
+    diagnostic warnings one per line."""
     h = summary.header
     t = h.totals
-    lines = [
+    lines = [f"- {line.text}" for line in summary.headline]
+    if lines:
+        lines.append("")
+    lines += [
         f"{t.runs} runs: {t.graded} graded, {t.failed_to_run} failed to run, {t.ungradeable} ungradeable, "
         f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}"
         f"{f', {t.unreadable} unreadable' if t.unreadable else ''}; "
@@ -30,9 +38,16 @@ def render_terminal(summary: Summary) -> str:
         if g.by != "condition":
             continue
         u = uplift.get((g.version, g.agent, g.condition))
-        up = (
-            "control" if g.control else f"{signed(u.value)} [{signed(u.low)}, {signed(u.high)}]" if u else "—"
-        )
+        if g.agent in h.sanity:
+            up = f"sanity: should {h.sanity[g.agent]}"
+        elif g.control:
+            up = "control"
+        else:
+            up = (
+                f"{signed(u.value)} [{signed(u.low)}, {signed(u.high)}]{' *' if u.survives else ''}"
+                if u
+                else "—"
+            )
         metrics = [
             num(g.metrics[m].mean, 4 if m == "cost_usd" else 0) if m in g.metrics else "—"
             for m in REPORTED_METRICS
@@ -44,9 +59,13 @@ def render_terminal(summary: Summary) -> str:
     for r in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     lines.extend(_version_lines(summary))
+    if any(u.survives for u in uplift.values()):
+        lines.append("* survives the Holm correction across the uplift table")
     warnings = [d for d in summary.diagnostics if d.severity != "info"]
-    if warnings:
-        lines.append(f"{len(warnings)} diagnostic warning(s): see report.md")
+    for d in sorted(warnings, key=lambda d: d.severity != "error")[:WARNINGS_SHOWN]:
+        lines.append(f"{d.severity}: {d.kind}: {d.message}")
+    if len(warnings) > WARNINGS_SHOWN:
+        lines.append(f"... and {len(warnings) - WARNINGS_SHOWN} more diagnostic warning(s) in report.md")
     return "\n".join(lines)
 
 

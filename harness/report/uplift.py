@@ -106,14 +106,21 @@ class Pairs:
             self.outcomes[key].update(by_cond)
 
     def uplifts(
-        self, control: str, conditions: list[str], splits: dict[str, str] | None = None
+        self,
+        control: str,
+        conditions: list[str],
+        splits: dict[str, str] | None = None,
+        *,
+        skip: set[str] | None = None,
     ) -> list[Uplift]:
-        """Aggregate rows (scenario and split None), per-split rows, then per-scenario rows."""
+        """Aggregate rows (scenario and split None), per-split rows, then per-scenario rows; agents in
+        `skip` (sanity bounds) get none."""
         splits = splits or {}
+        skip = skip or set()
         tallies: dict[tuple[str | None, str, str, str | None, str | None], _Tally] = defaultdict(_Tally)
         for (version, agent, scenario, _trial), by_cond in self.outcomes.items():
             ctrl = by_cond.get(control)
-            if ctrl is None:
+            if ctrl is None or agent in skip:
                 continue
             for cond, outcome in by_cond.items():
                 if cond == control:

@@ -128,6 +128,27 @@ def write_inside(root: Path, rel: str | PurePosixPath, data: bytes) -> Path:
     return path
 
 
+def clear_way(root: Path, rel: str | PurePosixPath) -> Path:
+    """Make room for a fresh file at rel under root, whatever the agent left in its way.
+
+    Links and files where a folder of the path goes become folders; a file, link or folder at
+    rel itself is removed. Nothing is ever written through a link. Returns the target path.
+    """
+    rel = PurePosixPath(rel)
+    current = root
+    for part in rel.parts[:-1]:
+        current = current / part
+        if current.is_symlink() or (current.exists() and not current.is_dir()):
+            current.unlink()  # never write through a link the agent left
+        current.mkdir(exist_ok=True)
+    target = root / rel
+    if target.is_symlink() or target.is_file():
+        target.unlink()
+    elif target.is_dir():
+        remove_tree(target)  # any depth: shutil.rmtree recurses
+    return target
+
+
 def walk(root: Path) -> Iterator[tuple[PurePosixPath, os.stat_result]]:
     """Every entry under root, depth first in name order (lstat: symlinks reported, never followed).
 

@@ -18,8 +18,10 @@ import re
 import shlex
 from typing import Literal
 
-from compiler.contract import Canaries
+from compiler.contract import Canaries, Job
 from harness.artifacts.records import CanaryResult
+from harness.sandbox import proc
+from harness.sandbox.isolation import Isolation
 from harness.sandbox.launch import Launcher
 from harness.sandbox.probe import LoopbackProbe
 
@@ -120,3 +122,10 @@ def invalid_reason(results: tuple[CanaryResult, ...]) -> str | None:
     """Why the run is invalid, or None when every canary held."""
     failed = [f"canary {r.kind} {r.command!r} failed: {r.detail}" for r in results if not r.ok]
     return "; ".join(failed) or None
+
+
+def unenforceable(job: Job, iso: Isolation) -> str | None:
+    """Why the cell's network: off cannot hold here (the run is then invalid, not silently open)."""
+    if job.cell.provisions.network or iso.enforces_network_off or proc.pidns_available():
+        return None
+    return f"network: off cannot be enforced (isolation {iso.name}, no network namespace on this machine)"

@@ -1,4 +1,4 @@
-"""Capture: what the trial left behind, read back into artifacts and the runner's metrics.
+"""Capture, the last stage of a trial: what it left behind, read back into artifacts and metrics.
 
 diff.patch against the baseline, the files changed outside `writable` (unsafe edits), the
 runner's half of the metrics from the adapter's usage.jsonl, and context.json's loaded items
@@ -9,12 +9,22 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from harness.artifacts.names import DIFF_FILE
 from harness.artifacts.records import RunnerMetrics
 from harness.trial.environment import TrialPaths
 from harness.trial.workspace import Workspace, changes, diff, unsafe_edits
+
+if TYPE_CHECKING:
+    from harness.trial.prepare import Trial
+    from harness.trial.record import Outcome
+
+
+def collect(trial: Trial, out: Outcome) -> None:
+    """diff.patch and the unsafe edits of the finished workspace; a context violation invalidates."""
+    out.fields["unsafe_edits"] = workspace(trial.ws, trial.job.scenario.writable, trial.paths.run_dir)
+    out.fields["invalid"] = out.fields.get("invalid") or context_violation(trial.paths)
 
 
 def _rows(path: Path) -> list[dict[str, Any]]:

@@ -1,4 +1,5 @@
-"""The scrubbed environment an adapter runs in (seed 000's adapter contract, plus assay's additions).
+"""The scrubbed environment an adapter runs in (seed 000's adapter contract, plus assay's additions),
+and the sandbox around it (`launcher`: mounts, limits, network).
 
 Nothing of the host's environment passes except the names in `options.env_pass`; HOME is a
 fresh folder in the run directory, so no host instruction file (~/.claude, ~/.codex, AGENTS.md
@@ -11,20 +12,28 @@ from __future__ import annotations
 import json
 import os
 import re
+import sys
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from compiler.contract import Job
 from harness.artifacts.names import (
     AGENT_LOG,
     ANSWER_FILE,
     CONTEXT_FILE,
+    OUTBOX_DIR,
     TRACE_FILE,
     TRANSCRIPT_FILE,
     USAGE_FILE,
 )
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits
+from harness.sandbox.launch import Launcher
+from harness.trial.agent import CODE_ROOT
+
+if TYPE_CHECKING:
+    from harness.trial.provision import Provided
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
 
@@ -133,6 +142,63 @@ def build(
     env.update(prov.env)
     env.update(job.agent.env)
     return env
+
+
+def launcher(
+    job: Job,
+    paths: TrialPaths,
+    env: dict[str, str],
+    provided: Provided,
+    iso: Isolation,
+    extra: tuple[Mount, ...] = (),
+    prefix: tuple[str, ...] = (),
+) -> Launcher:
+    """The sandbox every command of the trial runs in: setup, canaries and the agent."""
+    lim = job.limits
+    # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
+    code_dirs = {Path(sys.prefix), Path(sys.base_prefix), CODE_ROOT / "adapters"}
+    outbox = paths.run_dir / OUTBOX_DIR  # the sandbox sees it at the run dir's path (pathsafe.collect)
+    outbox.mkdir(exist_ok=True)
+    own = [paths.workspace, paths.home, paths.tmp, paths.state]
+    assay_dir = paths.shim_bin.parent  # the shim, and the oracle's copy of the reference
+    # The agent cache also at its real path: a pip venv's scripts name their interpreter by it.
+    cache_real = paths.agent_cache.resolve()
+    read_only = [
+        p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()
+    ]
+    read_only = list(dict.fromkeys(read_only))
+    mounts = (
+        # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
+        # environment says, but never see job.json, snapshots or records, nor plant links there.
+        Mount(src=outbox, dest=paths.run_dir, writable=True),
+        *(Mount(src=d, dest=d, writable=True) for d in own),
+        *(Mount(src=d, dest=d, writable=False) for d in read_only),
+        *provided.mounts,
+        *(Mount(src=d, dest=d, writable=False) for d in sorted(code_dirs)),
+        *extra,
+    )
+    return Launcher(
+        isolation=iso,
+        cwd=paths.workspace,
+        env=env,
+        home=paths.home,
+        mounts=mounts,
+        # Under network: on with a gateway (prefix: its forwarder) the sandbox keeps its own network
+        # namespace as under off, and reaches the network only through the gateway's proxy.
+        network=job.cell.provisions.network and not prefix,
+        limits=SandboxLimits(
+            memory_mb=lim.memory_mb,
+            pids=lim.pids,
+            file_size_mb=lim.file_size_mb,
+            workspace_mb=lim.workspace_mb,
+            outbox_mb=lim.outbox_mb,
+        ),
+        ro_binds=provided.ro_binds,
+        outbox=(outbox, paths.run_dir),
+        prefix=prefix,
+        watch=(paths.workspace, paths.home, paths.tmp, paths.state),
+        label=job.id,
+    )
 
 
 INSTRUCTION_FILES = (

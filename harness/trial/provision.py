@@ -1,28 +1,44 @@
-"""Provisions of a cell: what the agent's world contains before it starts.
+"""Provision, the second stage of a trial: the agent's world as the cell says, proven before it starts.
 
 Files into the workspace or HOME, knowledge folders linked read-only, the skill folder, the
-tracing shim in front of PATH, the state directory, and setup commands. Everything that is
-not the workspace lives in the run directory, so a sandbox that shows the agent only the run
-directory shows it everything it may use and nothing of the project.
+tracing shim in front of PATH, the state directory (seeded by `state_setup`), the model
+gateway, the sandbox, setup commands, the baseline commit, then the canaries. Everything that
+is not the workspace lives in the run directory, so a sandbox that shows the agent only the run
+directory shows it everything it may use and nothing of the project. A step's evidence files
+are provisions too, placed for that step only.
 """
 
 from __future__ import annotations
 
+import os
 import shutil
 import stat
 from dataclasses import dataclass
 from pathlib import Path
+from typing import TYPE_CHECKING, NamedTuple
 
-from compiler.contract import Job
-from harness.sandbox import proc
+from compiler.contract import Job, Step
+from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG
+from harness.gateway import model_route
+from harness.sandbox import pathsafe, proc
+from harness.sandbox.identity import hand_over
 from harness.sandbox.isolation import Mount
-from harness.trial import shim
+from harness.sandbox.launch import Launcher
+from harness.trial import agent, canaries, environment, shim
 from harness.trial.environment import SYSTEM_PATH, TrialPaths
-from harness.trial.workspace import copy_tree
+from harness.trial.workspace import Workspace, commit_baseline, copy_tree
+
+if TYPE_CHECKING:
+    from harness.trial.prepare import Trial
+    from harness.trial.record import Outcome
 
 
 class ProvisionError(RuntimeError):
     """A provision could not be applied (missing source, failing setup command)."""
+
+
+class StateSetupError(RuntimeError):
+    """A state_setup command failed or wrote outside the state directory."""
 
 
 @dataclass(frozen=True)
@@ -34,6 +50,56 @@ class Provided:
     shimmed: tuple[str, ...]
     link_mode: str
     """How knowledge links are read-only: "bind" (a read-only mount) or "copy" (a read-only copy)."""
+
+
+class Ready(NamedTuple):
+    """What the run stage needs: the sandbox and the agent's command line in it."""
+
+    launcher: Launcher
+    argv: list[str]
+    """The adapter's command, behind the gateway's forwarder when the gateway carries only the model."""
+
+
+def provide(trial: Trial, out: Outcome) -> Ready:
+    """Put the cell's world in place and prove it with the canaries; returns the agent's sandbox.
+
+    The canaries' verdict (and an unenforceable `network: off`) lands on `out.fields["invalid"]`:
+    an invalid run still runs, and the report counts it apart.
+    """
+    job, paths = trial.job, trial.paths
+    make_dirs(paths)
+    out.provided = provided = apply(job, project=trial.project, paths=paths)
+    out.lap("provision")
+    out.argv = agent.command(job)
+    args = agent.resolve_args(job, project=trial.project, run_dir=paths.run_dir)
+    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso)
+    gw = out.gateway = out.closing.enter_context(route)
+    env = environment.build(job, paths, agent_args=gw.args if gw else args)
+    env = gw.scrub(env) if gw else env
+    carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
+    launcher = out.launcher = environment.launcher(
+        job,
+        paths,
+        env,
+        provided,
+        out.iso,
+        extra=(gw.mount(),) if gw else (),
+        prefix=tuple(gw.wrap([])) if gw and carried else (),
+    )
+    for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
+        hand_over(folder)  # before the baseline: handing over later would change every ctime
+    setup(job, launcher, paths)
+    seed_state(job, launcher, paths)
+    commit_baseline(trial.ws)
+    out.lap("setup_baseline")
+    out.canaries = canaries.run(job.cell.provisions.canaries, launcher)
+    out.lap("canaries")
+    out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(job, out.iso)
+    # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+    # counts every row as the agent's tool use), so their rows are kept aside.
+    if paths.trace.is_file():
+        paths.trace.replace(paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
+    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv)
 
 
 def _src(project: Path, rel: str, what: str) -> Path:
@@ -104,3 +170,76 @@ def apply(job: Job, *, project: Path, paths: TrialPaths) -> Provided:
     return Provided(
         ro_binds=tuple(binds), mounts=tuple(mounts), shimmed=tuple(sorted(shimmed)), link_mode=mode
     )
+
+
+def setup(job: Job, launcher: Launcher, paths: TrialPaths) -> None:
+    """The cell's setup commands, in the agent's sandbox; a failing one fails the trial."""
+    for command in job.cell.provisions.setup:
+        done = launcher.shell(command, timeout_s=job.limits.timeout_s, log=paths.run_dir / SETUP_LOG)
+        if done.exit_code != 0:
+            raise ProvisionError(f"setup command {command!r} failed (exit {done.exit_code})")
+
+
+def _tree(root: Path) -> dict[str, tuple[int, int, int]]:
+    """(size, mtime_ns, mode) of every file under root, symlinks not followed; folders by existence."""
+    found: dict[str, tuple[int, int, int]] = {}
+    for dirpath, dirs, files in os.walk(root):
+        for name in dirs:
+            found[str((Path(dirpath) / name).relative_to(root)) + "/"] = (0, 0, 0)
+        for name in files:
+            path = Path(dirpath) / name
+            st = path.lstat()
+            found[str(path.relative_to(root))] = (st.st_size, st.st_mtime_ns, st.st_mode)
+    return found
+
+
+def seed_state(job: Job, launcher: Launcher, paths: TrialPaths) -> tuple[str, ...]:
+    """Run the state_setup commands (levels, then scenario); returns those that ran.
+
+    Raises:
+        StateSetupError: a command failed, or it changed the working tree.
+    """
+    if not job.cell.provisions.state_dir:  # the state carries over only then
+        return ()
+    commands = (*job.cell.provisions.state_setup, *job.scenario.state_setup)
+    for command in commands:
+        before = _tree(paths.workspace)
+        done = launcher.shell(
+            f'cd "$BENCH_STATE_DIR" && {command}',
+            timeout_s=job.limits.timeout_s,
+            log=paths.run_dir / SETUP_LOG,
+        )
+        if done.exit_code != 0:
+            raise StateSetupError(f"state_setup command {command!r} failed (exit {done.exit_code})")
+        after = _tree(paths.workspace)
+        touched = sorted(k for k in before.keys() | after.keys() if before.get(k) != after.get(k))
+        if touched:
+            shown = ", ".join(touched[:5]) + (f" (+{len(touched) - 5} more)" if len(touched) > 5 else "")
+            raise StateSetupError(
+                f"state_setup command {command!r} wrote into the working tree ({shown}); "
+                "it may write only to $BENCH_STATE_DIR"
+            )
+    return commands
+
+
+def place_evidence(step: Step, project: Path, ws: Workspace) -> list[Path]:
+    """Materialise a step's evidence files (present only during that step, never graded)."""
+    placed: list[Path] = []
+    for dest, src in sorted(step.evidence.items()):
+        try:  # the agent of an earlier step may have planted links to redirect this write
+            target = pathsafe.resolve_inside(ws.root, dest)
+            if target.exists() or target.is_symlink():
+                raise ProvisionError(
+                    f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
+                )
+            pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
+        except pathsafe.PathEscape as exc:
+            raise ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
+        placed.append(target)
+    return placed
+
+
+def remove_evidence(placed: list[Path]) -> None:
+    """Take a step's evidence files away again (they are never graded)."""
+    for path in placed:
+        path.unlink(missing_ok=True)

@@ -1,8 +1,18 @@
-"""The run stage of a trial: the adapter's sessions, with exit-75 retries, snapshots and evidence.
+"""Run, the third stage of a trial: the agent's sessions, each with exit-75 retries and snapshots.
 
-`Session.run` launches the adapter once per attempt (the prompt on stdin, the trial's limits),
-watches the entry files while it runs, and turns how it ended into a `StepRecord`; an adapter
-exiting 75 is retried from a reset workspace, its outputs kept under `retries/`.
+`run_steps` runs a scenario's `steps:` (or its one prompt) as ordered adapter sessions in one
+trial; `Session.run` launches the adapter once per attempt (the prompt on stdin, the trial's
+limits), watches the entry files while it runs, and turns how it ended into a `StepRecord`; an
+adapter exiting 75 is retried, its outputs kept under `retries/`. What may cross a session
+boundary is exactly what the run measures:
+
+- the working tree carries over, unless a step says `fresh_repo: true` (then it starts again
+  from the cell's starting state);
+- the state directory (`$BENCH_STATE_DIR`, preserved as `state/`) carries over only when the
+  cell's provisions say `state_dir: true`. Under any other cell — the control — it is moved
+  to `steps/step-NN/state/` after each session, so the next session starts with it empty:
+  nothing persists, and nothing is lost for a human reading the run;
+- evidence files exist only during their step (placed by `harness.trial.provision`).
 """
 
 from __future__ import annotations
@@ -12,22 +22,32 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from compiler.contract import Job, Step
 from harness.artifacts.names import (
     AGENT_LOG,
     CONTEXT_FILE,
+    DIFF_FILE,
+    META_DIR,
     RETRIES_DIR,
     SNAPSHOTS_DIR,
+    STATE_DIR,
     TRANSCRIPT_FILE,
     USAGE_FILE,
+    step_dir_name,
 )
 from harness.artifacts.records import StepRecord
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.launch import Launcher
-from harness.trial import capture, provision, workspace
+from harness.trial import capture, workspace
 from harness.trial.environment import TrialPaths
+from harness.trial.provision import Ready, place_evidence, remove_evidence
 from harness.trial.snapshots import Watcher
+
+if TYPE_CHECKING:
+    from harness.trial.prepare import Trial
+    from harness.trial.record import Outcome
 
 INFRA_EXIT = 75
 AGENT_FILES = (AGENT_LOG, USAGE_FILE, TRANSCRIPT_FILE, CONTEXT_FILE)
@@ -37,26 +57,125 @@ class Interrupted(Exception):
     """The trial was cancelled (Ctrl-C, fail-fast)."""
 
 
-def place_evidence(step: Step, project: Path, ws: workspace.Workspace) -> list[Path]:
-    """Materialise a step's evidence files (present only during that step, never graded)."""
-    placed: list[Path] = []
-    for dest, src in sorted(step.evidence.items()):
-        try:  # the agent of an earlier step may have planted links to redirect this write
-            target = pathsafe.resolve_inside(ws.root, dest)
-            if target.exists() or target.is_symlink():
-                raise provision.ProvisionError(
-                    f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
-                )
-            pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
-        except pathsafe.PathEscape as exc:
-            raise provision.ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
-        placed.append(target)
-    return placed
+def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Event | None) -> None:
+    """Every session of the trial in order; stops at the first that ends the run (`failure`)."""
+    job, ws, paths = trial.job, trial.ws, trial.paths
+    session = out.session = Session(job, ready.launcher, ws, paths, ready.argv, cancel)
+    specs = sessions(job)
+    for index, spec in enumerate(specs, start=1):
+        if spec.fresh_repo and index > 1:
+            workspace.reset(ws)  # the working tree starts over; a treatment's state persists
+        start = StepStart(ws, paths) if index > 1 else None
+        placed = place_evidence(spec, trial.project, ws)
+
+        def restore(start: StepStart | None = start, spec: Step = spec, placed: list[Path] = placed) -> None:
+            if start is not None:
+                start.restore()
+            else:
+                workspace.reset(ws)
+            placed[:] = place_evidence(spec, trial.project, ws)  # the reset removed them
+
+        try:
+            step, done = session.run(spec.prompt, spec.name, restore=restore)
+        finally:
+            remove_evidence(placed)
+        out.steps.append(step)
+        out.fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
+        out.fields["limits_hit"] = (
+            tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
+            + done.limits_hit
+        )
+        why = failure(spec, index, len(specs), error=step.error, exit_code=done.exit_code)
+        if why:  # the failed session's artifacts stay the run's own; later steps are not recorded
+            out.fields["error"] = why
+            break
+        if index < len(specs):
+            stash_attempt(paths.run_dir, step_dir_name(index))
+            (paths.run_dir / step_dir_name(index) / DIFF_FILE).write_bytes(workspace.diff(ws))
+            end_session(job, paths, index)
 
 
-def remove_evidence(placed: list[Path]) -> None:
-    for path in placed:
-        path.unlink(missing_ok=True)
+def sessions(job: Job) -> list[Step]:
+    """The ordered sessions of a trial: the scenario's steps, or one step of its prompt."""
+    return list(job.scenario.steps) or [Step(name="main", prompt=job.scenario.prompt)]
+
+
+def end_session(job: Job, paths: TrialPaths, index: int) -> None:
+    """After a non-final session: under a cell without `state_dir`, move the state aside."""
+    if job.cell.provisions.state_dir or not paths.state.is_dir():
+        return
+    entries = list(paths.state.iterdir())
+    if not entries:
+        return
+    dest = paths.run_dir / step_dir_name(index) / STATE_DIR
+    dest.mkdir(parents=True, exist_ok=True)
+    for entry in entries:
+        shutil.move(str(entry), dest / entry.name)
+
+
+def failure(step: Step, index: int, total: int, *, error: str | None, exit_code: int | None) -> str | None:
+    """Why a session ends the run, naming the step; None when the run goes on.
+
+    A session that failed to run (timeout, limits, infrastructure) always ends it. A non-zero
+    exit ends it too when later sessions would build on a session that did not finish; the
+    final session's exit is left to grading, as in a single-session run.
+    """
+    label = f"step {index}/{total} ({step.name})"
+    if error:
+        return f"{label}: {error}" if total > 1 else error
+    if index < total and exit_code not in (0, None):
+        return f"{label}: the agent exited {exit_code}"
+    if index < total and exit_code is None:
+        return f"{label}: the agent never exited on its own"
+    return None
+
+
+class StepStart:
+    """The working tree and state directory as a session found them.
+
+    An attempt that ends in an infrastructure failure (exit 75) is retried; in a later step of a
+    multi-step run the retry must start where that step began -- earlier sessions' work and the
+    state they left included -- not from the cell's starting tree. Only the files that differ
+    from the baseline are kept, under `.assay/step-start/`.
+    """
+
+    def __init__(self, ws: workspace.Workspace, paths: TrialPaths) -> None:
+        self.ws, self.paths = ws, paths
+        self.dir = paths.run_dir / META_DIR / "step-start"
+        shutil.rmtree(self.dir, ignore_errors=True)
+        self.changed = workspace.changes(ws)
+        for rel in self.changed:
+            source = ws.root / rel
+            if source.is_file() or source.is_symlink():
+                target = self.dir / "tree" / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(source, target, follow_symlinks=False)
+        if paths.state.is_dir():
+            shutil.copytree(paths.state, self.dir / STATE_DIR, symlinks=True)
+
+    def restore(self) -> None:
+        """Put the tree and the state directory back as the step found them."""
+        workspace.reset(self.ws)
+        for rel in self.changed:
+            saved = self.dir / "tree" / rel
+            target = pathsafe.resolve_inside(self.ws.root, rel, allow_final_symlink=True)
+            if target.is_symlink() or target.is_file():
+                target.unlink()
+            if saved.is_file() or saved.is_symlink():
+                target.parent.mkdir(parents=True, exist_ok=True)
+                shutil.copy2(saved, target, follow_symlinks=False)
+        if (self.dir / STATE_DIR).is_dir():
+            for entry in list(self.paths.state.iterdir()):
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.rmtree(entry)
+                else:
+                    entry.unlink()
+            for entry in (self.dir / STATE_DIR).iterdir():
+                dest = self.paths.state / entry.name
+                if entry.is_dir() and not entry.is_symlink():
+                    shutil.copytree(entry, dest, symlinks=True)
+                else:
+                    shutil.copy2(entry, dest, follow_symlinks=False)
 
 
 def stash_attempt(run_dir: Path, label: str) -> None:

@@ -90,6 +90,23 @@ def test_changed_spec_changes_hash_not_id(valid_project: Path, tmp_path: Path) -
     assert load_job(proj / "generated", other).id == other
 
 
+def test_sanity_reaches_the_job_but_not_its_hash(valid_project: Path, tmp_path: Path) -> None:
+    # `sanity` says how the report reads an agent's runs, not what runs: marking an agent later
+    # must not make its finished runs look stale.
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    compile_project(proj)
+    jid = "default/none/none/off/scripted-weak/fix-unused-import/t01"
+    before = load_job(proj / "generated", jid)
+    assert before.agent.sanity is None
+    spec = proj / "specs/agents/scripted-weak.yaml"
+    spec.write_text(spec.read_text() + "sanity: fail\n")
+    compile_project(proj)
+    after = load_job(proj / "generated", jid)
+    assert after.agent.sanity == "fail" and after.hash == before.hash
+    assert load_manifest(proj / "generated").agents["scripted-weak"].sanity == "fail"
+
+
 def test_provided_files_are_inputs(valid_project: Path, tmp_path: Path) -> None:
     proj = tmp_path / "p"
     shutil.copytree(valid_project, proj)

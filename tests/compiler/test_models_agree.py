@@ -88,6 +88,23 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
     ("check-kind", {"kind": "check-kind", "id": "k", "run": "x", "params": {"a": {"type": "string"}}}),
     ("check-kind", {"kind": "check-kind", "id": "k", "run": "x", "params": {"a": {"type": "str"}}}),
     ("check-kind", {"kind": "check-kind", "id": "k", "run": "x", "result": {"count": {"max": 1.5}}}),
+    ("matrix", {"kind": "matrix", "id": "m", "trials": 0}),
+    ("matrix", {"kind": "matrix", "id": "m", "limits": {"timeout_s": 0}}),
+    (
+        "expectation",
+        {
+            "kind": "expectation",
+            "id": "e",
+            "all": [{"trace": {"min": 1}}, {"not": {"friction": {"help_lookups": {"max": 2}}}}],
+        },
+    ),
+    ("expectation", {"kind": "expectation", "id": "e", "all": [{"not": {"trace": {"min": "lots"}}}]}),
+    ("expectation", {"kind": "expectation", "id": "e", "friction": {"help_lookup": 1}}),
+    (
+        "scenario",
+        {"kind": "scenario", "id": "s", "expectations": ["a", {"ref": "b", "when": {"levels": {}}}]},
+    ),
+    ("scenario", {"kind": "scenario", "id": "s", "expectations": [{"transcript": {"rol": "user"}}]}),
 ]
 
 

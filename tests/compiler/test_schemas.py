@@ -9,14 +9,18 @@ import pytest
 from pydantic import BaseModel
 
 from compiler import contract
-from compiler.schemas import artifact_schemas, dumps, spec_schemas
+from compiler.schemas import artifact_schemas, dumps, project_kinds, spec_schemas
 
 SCHEMA_DIR = Path(__file__).resolve().parents[2] / "generated" / "schema"
 
 
-@pytest.mark.parametrize("name", sorted({**spec_schemas(), **artifact_schemas()}))
+ROOT = SCHEMA_DIR.parents[1]
+WANTED = {**spec_schemas(project_kinds(ROOT)), **artifact_schemas()}
+
+
+@pytest.mark.parametrize("name", sorted(WANTED))
 def test_committed_schema_is_current(name: str) -> None:
-    wanted = dumps({**spec_schemas(), **artifact_schemas()}[name])
+    wanted = dumps(WANTED[name])
     path = SCHEMA_DIR / f"{name}.json"
     assert path.is_file() and path.read_text(encoding="utf-8") == wanted, (
         f"{path} is stale: run `assay schema`"
@@ -24,11 +28,26 @@ def test_committed_schema_is_current(name: str) -> None:
 
 
 def test_scenario_schema_spells_out_check_kinds() -> None:
-    checks = spec_schemas()["scenario"]["properties"]["checks"]["anyOf"][0]["items"]["anyOf"]
-    kinds = {c["properties"]["kind"].get("const") for c in checks}
-    assert {"command", "contains", "absent", "answer", "file-exists", "unchanged"} <= kinds
-    command = next(c for c in checks if c["properties"]["kind"].get("const") == "command")
+    defs = WANTED["scenario"]["$defs"]
+    kinds = set(defs["check"]["properties"]["kind"]["enum"])
+    assert {
+        "command",
+        "contains",
+        "absent",
+        "answer",
+        "file-exists",
+        "unchanged",
+        "lint",
+        "formatted",
+    } <= kinds
+    command = defs["check-command"]
     assert "run" in command["required"] and command["additionalProperties"] is False
+    # The example's own `pytest` kind wins over the built-in one, as in the compiler.
+    assert defs["check-pytest"]["title"] == "check: pytest (specs/checks)"
+    assert set(defs["check-lint"]["properties"]["with"]["properties"]) == {"code", "max", "path"}
+    # Without a project's kinds, any other kind is a user kind with free parameters.
+    generic = spec_schemas()["scenario"]["$defs"]
+    assert "check-user" in generic and "enum" not in generic["check"]["properties"]["kind"]
 
 
 def test_every_contract_field_is_documented() -> None:

@@ -33,7 +33,7 @@ from compiler.contract import (
     ScenarioJob,
     job_id,
 )
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dask" / "project"

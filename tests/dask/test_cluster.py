@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 
 from harness.artifacts.records import read_grade, read_run
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.dask.conftest import (
     ROOT,
     Cluster,

@@ -15,7 +15,7 @@ import pytest
 
 from harness.artifacts.names import RUN_FILE
 from harness.artifacts.records import read_grade, read_run
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.dask.conftest import ROOT, Cluster, child_env, finished_runs, spawn, wait_for
 
 pytestmark = pytest.mark.dask

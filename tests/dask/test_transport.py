@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from harness.batch.transport import (
     Bundle,
     TransportError,

@@ -8,8 +8,8 @@ import pytest
 
 from compiler.contract import AgentSpec, Cell, Job, Provisions
 from harness.gateway import PLACEHOLDER_KEY
+from harness.gateway.model_route import MODEL_PATHS, for_trial
 from harness.gateway.proxy import Proxy
-from harness.gateway.trial import MODEL_PATHS, for_trial
 from harness.sandbox.isolation import select
 from harness.sandbox.isolation.bwrap import BwrapIsolation
 from tests.runner.conftest import make_job

@@ -107,3 +107,23 @@ def test_scenario_overrides_a_library_expectation(tmp_path: Path) -> None:
     )
     outcomes = {e.id: e.outcome for e in grade_run(run, project=project).expectations}
     assert outcomes["lint-when-risky"] == "pass"  # applies through the scenario's own `when`
+
+
+def test_malformed_library_expectation_is_unavailable_not_a_crash(tmp_path: Path) -> None:
+    """A library spec edited after the compile (`min: lots`) grades `unavailable`; it never raises."""
+    project = _project(tmp_path)
+    (project / "specs" / "expectations" / "lots.yaml").write_text(
+        "kind: expectation\nid: lots\ntrace: { command: mytool, min: lots }\n"
+    )
+    scen = scenario([command("ok", "true")])
+    run = make_run(tmp_path / "r", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=[])
+    lots = next(e for e in grade_run(run, project=project).expectations if e.id == "lots")
+    assert lots.outcome == "unavailable" and "malformed expectation" in lots.message
+
+
+def test_compiler_knows_every_friction_field() -> None:
+    """The compiler types friction bounds by the grade's own field names (it cannot import harness)."""
+    from compiler.specs.grading import FrictionDoc
+    from harness.artifacts.grade_sections import Friction
+
+    assert list(FrictionDoc.model_fields) == list(Friction.model_fields)

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 from harness.artifacts.records import read_grade
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from harness.modelserver import Script, ScriptedModelServer, read_log
 from tests.grade.project import AGENT, MATRIX, PROJECT, compile_project, run_assay
 

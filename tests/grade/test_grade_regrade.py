@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 
 from compiler.contract import iter_jobs
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.grade.helpers import make_run, strip_times
 from tests.grade.project import SCENARIO, compile_project, run_assay, write_project
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from harness.gateway import DEFAULT_PORT, Gateway, GatewayRecord, read_log
-from harness.gateway.trial import proxy_env
+from harness.gateway.model_route import proxy_env
 from tests.isolation.conftest import PYTHON, Trial
 
 pytestmark = pytest.mark.isolation

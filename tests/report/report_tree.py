@@ -42,6 +42,7 @@ def add_run(
     sections: dict[str, Any] | None = None,
     control: bool | None = None,
     grade: bool = True,
+    sanity: str | None = None,
     run_fields: dict[str, Any] | None = None,
 ) -> Path:
     """One run directory with a run.json and (unless grade=False) a grade.json.
@@ -69,6 +70,7 @@ def add_run(
         levels=levels_of(cell),
         control=(cell == CONTROL) if control is None else control,
         agent=agent,
+        sanity=sanity,
         trial=trial,
         version=version,
         exit_code=exit_code,

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from cdp import Browser, find_chromium
+from report_tree import CONTROL
 from test_report_summary import build_tree
 
 pytestmark = pytest.mark.browser
@@ -73,6 +74,20 @@ def test_report_html_in_chromium(browser: Browser, tmp_path: Path) -> None:
     )
     assert heat["type"] == "heatmap" and (heat["rows"], heat["cols"]) == (3, 3) and heat["drawn"] >= 1
     assert "5/5" in heat["labels"]
+    # The scatter draws the control last, as open diamonds, so no treatment point hides it.
+    scatter = browser.evaluate(
+        "(() => { const gd = document.getElementById('tokens-chart');"
+        " return gd._fullData.map(t => [t.name, t.marker.symbol, t.visible]); })()"
+    )
+    assert scatter[-1] == [f"{CONTROL} (control)", "diamond-open", True]
+    assert all(symbol != "diamond-open" for _name, symbol, _visible in scatter[:-1])
+    # The headline box is the first thing on the page; the details are collapsed until opened.
+    first = browser.evaluate("document.querySelector('body > :not(h1)').id")
+    assert first == "headline"
+    closed = browser.evaluate(
+        "Array.from(document.querySelectorAll('details.section')).filter(d => !d.open).map(d => d.id)"
+    )
+    assert "scenarios" in closed and "metrics" in closed
     # Sorting: the conditions table by tokens/run, descending after two clicks.
     order = browser.evaluate(
         "(() => { const t = document.getElementById('conditions-table');"

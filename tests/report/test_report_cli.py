@@ -183,9 +183,34 @@ def test_plan_from_a_summary(tmp_path: Path) -> None:
     proc = assay("plan", "--from", out / "summary.json", "--uplift", "0.2")
     assert proc.returncode == 0, proc.stderr
     assert (
-        "control none/none/off passed 1/2" in proc.stdout and "graded runs per condition: 93" in proc.stdout
+        "scripted on the control none/none/off passed 0.50 (1/2)" in proc.stdout
+        and "graded runs per condition: 93" in proc.stdout
     )
     assert assay("plan", "--uplift", "0.2").returncode == 2
+
+
+def test_plan_uses_the_control_of_the_agent_in_question(tmp_path: Path) -> None:
+    # The oracle (all pass) and the no-op (all fail) are sanity bounds: pooling them into the
+    # control rate would plan for an agent that does not exist.
+    tree = tmp_path / "tree"
+    for t in (1, 2, 3, 4):
+        add_run(tree, scenario="s", cell=CONTROL, trial=t, passed=t == 1)
+        add_run(tree, scenario="s", cell=BIN, trial=t, passed=True)
+        add_run(tree, scenario="s", cell=CONTROL, trial=t, agent="other", passed=t <= 3)
+        add_run(tree, scenario="s", cell=CONTROL, trial=t, agent="oracle", passed=True, sanity="pass")
+        add_run(tree, scenario="s", cell=CONTROL, trial=t, agent="noop", passed=False, sanity="fail")
+    out = tmp_path / "out"
+    assert assay("report", tree, "--format", "json", "--out", out).returncode == 0
+    proc = assay("plan", "--from", out / "summary.json", "--uplift", "0.2", "--agent", "scripted")
+    assert proc.returncode == 0, proc.stderr
+    assert "scripted on the control none/none/off passed 0.25 (1/4)" in proc.stdout
+    assert "control 0.25 -> 0.45" in proc.stdout
+    every = assay("plan", "--from", out / "summary.json", "--uplift", "0.2")
+    assert every.returncode == 0, every.stderr
+    assert "other on the control none/none/off passed 0.75 (3/4)" in every.stdout
+    assert "oracle" not in every.stdout and "noop" not in every.stdout
+    refused = assay("plan", "--from", out / "summary.json", "--uplift", "0.2", "--agent", "oracle")
+    assert refused.returncode == 2 and "sanity agent" in refused.stderr
 
 
 def test_atomic_writes_are_readable_by_others(tmp_path: Path) -> None:

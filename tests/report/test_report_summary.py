@@ -199,7 +199,10 @@ def test_split_family_tables(summary: Summary) -> None:
 def test_sections_and_expectations(summary: Summary) -> None:
     rows = {(r.section, r.key): r for r in summary.sections if r.condition == BIN}
     assert rows[("tool_use", "by_subcommand.mytool check.invocations")].total == 24  # 12 graded runs, 2 each
-    assert rows[("tool_use", "by_subcommand.mytool check.output_bytes")].per_run == 400
+    # Per run is over all 13 graded runs of the condition: trial 7 reported no tool use and counts as 0.
+    out = rows[("tool_use", "by_subcommand.mytool check.output_bytes")]
+    assert (out.runs, out.graded, out.total) == (12, 13, 4800)
+    assert out.per_run == pytest.approx(4800 / 13)
     assert ("tool_use", "present") not in rows
     assert not [r for r in summary.sections if r.condition == CONTROL]  # no trace there: not a zero
     assert rows[("friction", "usage_errors")].total == 3
@@ -293,7 +296,7 @@ def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
 
 
 def test_runs_are_found_by_manifest_not_depth(tmp_path: Path) -> None:
-    from harness.artifacts.tree import find_runs
+    from harness.artifacts.run_tree import find_runs
     from harness.report.collect import walk_runs
 
     deep = add_run(tmp_path / "a" / "b", scenario="s", cell=CONTROL, trial=1)
@@ -341,6 +344,44 @@ def test_uplift_by_split(summary: Summary) -> None:
     assert test.value == pytest.approx(0.25) and (test.units, test.df) == ("pairs", 3)
     headline = [u for u in summary.uplifts if u.scenario is None and u.split is None and u.condition == BIN]
     assert len(headline) == 1 and headline[0].pairs == 12
+
+
+def test_sanity_agents_are_bounds_not_measurements(tmp_path: Path) -> None:
+    for t in (1, 2, 3, 4):
+        for scenario in ("a", "b"):
+            add_run(tmp_path, scenario=scenario, cell=CONTROL, trial=t, passed=t == 1)
+            add_run(tmp_path, scenario=scenario, cell=BIN, trial=t, passed=t <= 3)
+            # The oracle fails once in b; the no-op passes nothing; both also ran the treatment.
+            oracle_ok = (scenario, t) != ("b", 2)
+            for cell in (CONTROL, BIN):
+                add_run(
+                    tmp_path,
+                    scenario=scenario,
+                    cell=cell,
+                    trial=t,
+                    agent="oracle",
+                    passed=oracle_ok,
+                    sanity="pass",
+                )
+                add_run(
+                    tmp_path, scenario=scenario, cell=cell, trial=t, agent="noop", passed=False, sanity="fail"
+                )
+    s = build_summary(tmp_path)
+    assert s.header.sanity == {"noop": "fail", "oracle": "pass"}
+    assert {u.agent for u in s.uplifts} == {"scripted"}
+    assert all(u.comparisons == 1 for u in s.uplifts if u.scenario is None and u.split is None)
+    kinds = [d.kind for d in s.diagnostics]
+    assert "headroom" not in kinds  # the oracle's 15/16 control is its job, not a missing headroom
+    (sanity,) = [d for d in s.diagnostics if d.kind == "sanity"]
+    assert sanity.severity == "warning" and "oracle" in sanity.message and "failed 2 run(s)" in sanity.message
+    assert sanity.evidence == [f"b {CONTROL}: passed 0.75 (3/4)", "b bin/none/off: passed 0.75 (3/4)"]
+    assert not any(
+        "scenario" in d.message and "oracle" in d.message
+        for d in s.diagnostics
+        if d.kind == "no-discrimination"
+    )
+    # Still in the rates: a sanity bound is worth seeing.
+    assert any(g.agent == "oracle" for g in s.groups if g.by == "condition")
 
 
 def test_ungraded_runs_are_graded_by_the_report(tmp_path: Path) -> None:

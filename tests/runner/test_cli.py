@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from harness.artifacts.records import read_grade, read_run
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.artifacts.records import read_run
-from harness.artifacts.tree import find_runs
+from harness.artifacts.run_tree import find_runs
 from tests.runner.conftest import command_agent, make_job
 from tests.runner.test_proc import _wait_gone
 
@@ -118,7 +118,7 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path:
 
 
 def test_plan_skips_only_finished_runs_of_the_same_hash(project: Path, tmp_path: Path) -> None:
-    from harness.artifacts.tree import run_dir_for
+    from harness.artifacts.run_tree import run_dir_for
     from harness.batch import plan
     from harness.trial import run_trial
 

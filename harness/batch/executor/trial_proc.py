@@ -31,8 +31,8 @@ from types import FrameType
 from compiler.contract import Job
 from harness.artifacts.names import RUN_FILE
 from harness.artifacts.records import RunRecord
+from harness.artifacts.run_tree import identity, start_run
 from harness.artifacts.store import write_atomic, write_record
-from harness.artifacts.tree import identity, start_run
 from harness.batch.executor import requirements
 from harness.batch.executor.proctree import become_subreaper, kill_descendants
 from harness.batch.executor.task import TrialOutcome, TrialTask, execute, grade, grader_available

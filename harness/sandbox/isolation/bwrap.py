@@ -6,7 +6,7 @@ could `nsenter` the host's namespaces. And a user namespace that maps the sandbo
 host's root leaves what it writes root-owned on the host (a setuid shell it copied was a
 host root shell). So there are two modes, both with a pid, ipc, uts and (unless
 `spec.network`) network namespace, a fresh empty root holding only the toolchain view
-(`harness.sandbox.isolation.view`) and the spec's mounts (bwrap binds them nosuid, nodev),
+(`harness.sandbox.isolation.toolchain`) and the spec's mounts (bwrap binds them nosuid, nodev),
 `/proc/sys` read-only, `--new-session --die-with-parent`:
 
 - harness not root: `--unshare-user --uid <own> --cap-drop ALL --disable-userns`, the
@@ -35,7 +35,7 @@ from pathlib import Path
 from harness.sandbox.identity import sandbox_ids
 from harness.sandbox.isolation import seccomp
 from harness.sandbox.isolation.base import SandboxSpec
-from harness.sandbox.isolation.view import Symlink, ViewEntry, below_private_tmp, toolchain
+from harness.sandbox.isolation.toolchain import Symlink, ViewEntry, below_private_tmp, toolchain
 
 USER_FLAGS = (
     "--unshare-all",

@@ -26,7 +26,7 @@ from pathlib import Path
 
 from harness.sandbox.identity import sandbox_ids
 from harness.sandbox.isolation.base import SandboxSpec
-from harness.sandbox.isolation.view import (
+from harness.sandbox.isolation.toolchain import (
     DEV_NODES,
     ReadOnly,
     Symlink,

@@ -73,6 +73,7 @@ def identity(job: Job) -> dict[str, Any]:
         "levels": dict(job.cell.levels),
         "control": job.cell.control,
         "agent": job.agent.id,
+        "sanity": job.agent.sanity,
         "trial": job.trial,
         "version": job.version,
         "model": job.agent.model,

@@ -1,8 +1,8 @@
 """Strict validity of every snapshot of the entry, by the scenario's authority.
 
-Each snapshot is judged in a scratch copy of the graded workspace whose watched files
+Each snapshot is assessed in a scratch copy of the graded workspace whose watched files
 hold their content as of that snapshot (files not yet written keep the seed's content
-when the project is known, else the final one). Identical states are judged once.
+when the project is known, else the final one). Identical states are assessed once.
 """
 
 from __future__ import annotations
@@ -18,16 +18,17 @@ from typing import Any
 from compiler.contract import CheckSpec
 from harness.artifacts.grade_sections import SnapshotVerdict
 from harness.artifacts.records import CheckOutcome
+from harness.artifacts.run_view import RunView
 from harness.checks.base import CheckContext, CheckError
-from harness.grade.derive import scrub_outcome
-from harness.grade.view import RunView
+from harness.checks.engine import scrub_outcome
+from harness.sandbox.pathsafe import clear_way
 
 FINAL_OUTCOMES = "final-outcomes"
 """view.cache key: the main pass's outcomes by check id (the final workspace's verdicts)."""
 RUN_KINDS = frozenset({"trace", "events", "transcript", "snapshot", "judge"})
 
 
-def judges_for(view: RunView, params: Mapping[str, Any]) -> tuple[str, tuple[CheckSpec, ...]]:
+def validity_checks(view: RunView, params: Mapping[str, Any]) -> tuple[str, tuple[CheckSpec, ...]]:
     """What decides a snapshot's validity: a `run` command, a named authority, or the scenario's first."""
     if params.get("run"):
         spec = CheckSpec(
@@ -42,10 +43,10 @@ def judges_for(view: RunView, params: Mapping[str, Any]) -> tuple[str, tuple[Che
         name = next((c.authority for c in view.checks if c.authority and c.kind not in RUN_KINDS), None)
         if name is None:
             return "", ()
-    judges = tuple(c for c in view.checks if c.authority == name and c.kind not in RUN_KINDS)
-    if not judges:
+    deciders = tuple(c for c in view.checks if c.authority == name and c.kind not in RUN_KINDS)
+    if not deciders:
         raise CheckError(f"no check of the scenario reports for authority {name!r}")
-    return str(name), judges
+    return str(name), deciders
 
 
 def watched(view: RunView) -> tuple[str, ...]:
@@ -55,7 +56,7 @@ def watched(view: RunView) -> tuple[str, ...]:
 
 
 def validity(
-    view: RunView, label: str, judges: Sequence[CheckSpec], workspace: Path, ctx: CheckContext
+    view: RunView, label: str, deciders: Sequence[CheckSpec], workspace: Path, ctx: CheckContext
 ) -> tuple[SnapshotVerdict, ...]:
     """One verdict per snapshot (cached on the view for the rest of the grading pass)."""
     key = "snapshot-validity:" + label
@@ -76,10 +77,10 @@ def validity(
             source = seeded if seeded is not None and seeded.is_file() else final
             state[rel] = source.read_bytes() if source.is_file() else None
         memo: dict[str, tuple[bool | None, str]] = {}
-        # The state equal to the final workspace was judged by the main pass already.
+        # The state equal to the final workspace was assessed by the main pass already.
         known: dict[str, CheckOutcome] = view.cache.get(FINAL_OUTCOMES, {})
-        if all(j.id in known for j in judges):
-            memo[_digest(_final_state(paths, workspace))] = _verdict([known[j.id] for j in judges])
+        if all(d.id in known for d in deciders):
+            memo[_digest(_final_state(paths, workspace))] = _verdict([known[d.id] for d in deciders])
         verdicts: list[SnapshotVerdict] = []
         for snap in view.snapshots:
             stored = snap.file
@@ -87,7 +88,7 @@ def validity(
             digest = _digest(state)
             if digest not in memo:
                 _materialise(tree, state)
-                memo[digest] = _verdict([scrub_outcome(run_check(j, tree, ctx), tree) for j in judges])
+                memo[digest] = _verdict([scrub_outcome(run_check(d, tree, ctx), tree) for d in deciders])
             valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
@@ -118,17 +119,7 @@ def _verdict(outcomes: Sequence[CheckOutcome]) -> tuple[bool | None, str]:
 
 def _materialise(tree: Path, state: Mapping[str, bytes | None]) -> None:
     for rel, data in state.items():
-        current = tree
-        for part in Path(rel).parts[:-1]:
-            current = current / part
-            if current.is_symlink() or (current.exists() and not current.is_dir()):
-                current.unlink()  # never write through a link the agent left
-            current.mkdir(exist_ok=True)
-        target = tree / rel
-        if target.is_symlink() or target.is_file():
-            target.unlink()
-        elif target.is_dir():
-            shutil.rmtree(target)
+        target = clear_way(tree, rel)
         if data is not None:
             target.write_bytes(data)
 

@@ -1,0 +1,160 @@
+"""run.json, the record of a trial: what the stages left, gathered even when one of them failed.
+
+The stages fill in an `Outcome` as they go; `record` turns it into the `RunRecord` that
+`harness.trial.run_trial` writes last. Whatever a stage did not get to stays at its default,
+so a trial that failed early is still a complete, readable record (`error`, `traceback`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import platform
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from compiler.contract import Job
+from harness.artifacts.names import AGENT_INFO
+from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, StepRecord
+from harness.artifacts.run_tree import identity
+from harness.sandbox import proc, protections
+from harness.sandbox.isolation import Isolation, limits
+from harness.sandbox.launch import Launcher
+from harness.trial import agent
+from harness.trial.environment import ancestor_instruction_files
+
+if TYPE_CHECKING:
+    from harness.gateway.model_route import TrialGateway
+    from harness.trial.provision import Provided
+    from harness.trial.session import Session
+
+
+@dataclass
+class Outcome:
+    """What run.json will say, filled in stage by stage (and read also when a stage failed)."""
+
+    iso: Isolation
+    started: float = field(default_factory=time.time)
+    fields: dict[str, Any] = field(default_factory=dict)
+    """RunRecord fields a stage decided: invalid, exit_code, error, unsafe_edits, ..."""
+    provided: Provided | None = None
+    launcher: Launcher | None = None
+    argv: list[str] = field(default_factory=list)
+    """The adapter's own command line, as recorded (without the gateway's forwarder)."""
+    canaries: tuple[CanaryResult, ...] = ()
+    session: Session | None = None
+    steps: list[StepRecord] = field(default_factory=list)
+    gateway: TrialGateway | None = None
+    gateway_summary: dict[str, Any] | None = None
+    closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
+    """What ends with the trial: the model gateway, when the agent has one."""
+    timings: dict[str, float] = field(default_factory=dict)
+    _clock: float = field(default_factory=time.perf_counter)
+
+    def lap(self, stage: str) -> None:
+        """Record the seconds since the last lap under the stage's name."""
+        now = time.perf_counter()
+        self.timings[stage] = round(now - self._clock, 4)
+        self._clock = now
+
+    def close(self) -> None:
+        """End what the trial started (the gateway), keeping the gateway's usage totals."""
+        self.gateway_summary = self.gateway.summary() if self.gateway else None
+        self.closing.close()
+
+
+def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRecord:
+    """The run.json record of a trial that is over."""
+    extra = _extra(out.provided, out.launcher)
+    if out.gateway_summary:
+        extra["gateway"] = out.gateway_summary
+    return RunRecord(
+        **identity(job),
+        agent_version=_installed_version(run_dir) or job.agent.version,
+        agent_command=agent.describe(out.argv) if out.argv else "",
+        started_at=out.started,
+        ended_at=time.time(),
+        environment=_environment(out.iso, job, out.provided),
+        isolation=out.iso.name,
+        infra_retries=out.session.retries if out.session else 0,
+        canaries=out.canaries,
+        concurrent=concurrent,
+        metrics=_sum_metrics(out.steps) if out.steps else RunnerMetrics(),
+        steps=tuple(out.steps) if job.scenario.steps else (),
+        protections=protections.measure(out.iso, neutralised=True) if out.launcher is not None else None,
+        sandbox_trees=dict(sorted(out.launcher.trees.items())) if out.launcher is not None else {},
+        limits_applied=_limits_applied(job, out.launcher),
+        extra=extra | {"timings_s": out.timings},
+        **out.fields,
+    )
+
+
+def _environment(iso: Isolation, job: Job, provided: Provided | None) -> dict[str, str]:
+    env = {
+        "os": platform.platform(),
+        "python": platform.python_version(),
+        "assay": _assay_version(),
+        "isolation": iso.name,
+        "tree_kill": "pidns" if proc.pidns_available() else "killpg (not guaranteed)",
+        "network_off_enforced": str(
+            not job.cell.provisions.network and (proc.pidns_available() or iso.enforces_network_off)
+        ).lower(),
+    }
+    if job.version:
+        env["tool_version"] = job.version
+    if provided is not None:
+        env["knowledge_links"] = provided.link_mode
+    return env
+
+
+def _limits_applied(job: Job, launcher: Launcher | None) -> dict[str, str]:
+    """Every limit of the trial as it applied: the runner's own, then the sandbox's."""
+    lim = job.limits
+    runner = {
+        "timeout": f"{lim.timeout_s:g} s (runner)",
+        "output": "off" if lim.output_bytes is None else f"{lim.output_bytes} bytes (runner)",
+    }
+    return runner | (limits.applied(launcher.limits, launcher.enforced) if launcher is not None else {})
+
+
+def _assay_version() -> str:
+    try:
+        from importlib.metadata import version
+
+        return version("assay")
+    except Exception:  # not installed (run from a checkout)
+        return "0+checkout"
+
+
+def _sum_metrics(steps: list[StepRecord]) -> RunnerMetrics:
+    if len(steps) == 1:
+        return steps[0].metrics
+    total: dict[str, Any] = {}
+    for name in RunnerMetrics.model_fields:
+        values = [getattr(s.metrics, name) for s in steps if getattr(s.metrics, name) is not None]
+        if not values:
+            continue
+        total[name] = max(values) if name in ("peak_context", "context_limit") else sum(values)
+    return RunnerMetrics(**total)
+
+
+def _installed_version(run_dir: Path) -> str | None:
+    """The CLI version a real-agent adapter read back from its binary (its agent.json)."""
+    try:
+        version = json.loads((run_dir / AGENT_INFO).read_text(encoding="utf-8")).get("version")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return version if isinstance(version, str) else None
+
+
+def _extra(provided: Provided | None, launcher: Launcher | None) -> dict[str, Any]:
+    extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
+    if launcher is not None and launcher.refused:
+        extra["sandbox_refused"] = sorted(set(launcher.refused))
+    if launcher is not None and launcher.isolation.name == "none":
+        visible = ancestor_instruction_files(launcher.cwd)
+        if visible:
+            extra["host_instruction_files_visible"] = visible
+    return extra
