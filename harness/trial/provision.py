@@ -86,8 +86,9 @@ def provide(trial: Trial, out: Outcome) -> Ready:
         extra=(gw.mount(),) if gw else (),
         prefix=tuple(gw.wrap([])) if gw and carried else (),
     )
-    for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
-        hand_over(folder)  # before the baseline: handing over later would change every ctime
+    if out.iso.name != "none":  # the sandbox's uid owns its folders; without one, commands run as we do
+        for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
+            hand_over(folder)  # before the baseline: handing over later would change every ctime
     setup(job, launcher, paths)
     seed_state(job, launcher, paths)
     commit_baseline(trial.ws)

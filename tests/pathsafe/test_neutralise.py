@@ -5,12 +5,13 @@ from __future__ import annotations
 import os
 import socket
 import stat
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness.artifacts.sandbox_sections import printable
-from harness.sandbox.neutralise import NotARegularFile, neutralise, walk_tree
+from harness.sandbox.neutralise import NotARegularFile, neutralise, remove_tree, walk_tree
 
 
 def _mode(path: Path) -> int:
@@ -88,6 +89,7 @@ def test_a_very_deep_tree_and_a_4000_byte_path_are_walked(tmp_path: Path) -> Non
         assert stat.S_IMODE(os.stat("suid", dir_fd=fd).st_mode) == 0o755
     finally:
         os.close(fd)
+        remove_tree(tmp_path / "d")  # pytest's own cleanup recurses: a tree this deep would break it
 
 
 def test_names_with_newlines_escapes_and_bad_bytes_are_kept_exact_and_shown_safely(tmp_path: Path) -> None:
@@ -120,3 +122,26 @@ def test_printable_escapes_backslashes_and_cuts_long_paths() -> None:
 
 def test_a_missing_root_is_an_empty_report(tmp_path: Path) -> None:
     assert neutralise(tmp_path / "absent").entries == 0
+
+
+def test_remove_tree_takes_any_depth_and_never_follows_a_link(tmp_path: Path) -> None:
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "keep").write_text("keep")
+    tree = tmp_path / "tree"
+    fd = os.open(tmp_path, os.O_RDONLY)
+    os.mkdir("tree", dir_fd=fd)
+    for _ in range(1500):  # deeper than Python's recursion limit
+        child = os.open("tree" if _ == 0 else "d", os.O_RDONLY, dir_fd=fd)
+        os.close(fd)
+        fd = child
+        os.mkdir("d", dir_fd=fd)
+    os.symlink(str(outside), "link", dir_fd=fd)
+    os.mkfifo("fifo", dir_fd=fd)
+    os.close(fd)
+    try:
+        remove_tree(tree)
+    finally:
+        if tree.exists():  # pytest's own cleanup recurses: never leave it a tree this deep
+            subprocess.run(["rm", "-rf", "--", str(tree)], check=False)
+    assert not tree.exists() and (outside / "keep").read_text() == "keep"
