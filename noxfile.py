@@ -19,6 +19,7 @@ import re
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import nox
 
@@ -152,8 +153,10 @@ def validate(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite (pytest; collecting no test is a failure)."""
     py = _install(session)
+    # The fault-injection suite has its own session (it kills runners at every stage: minutes).
+    marks = () if "-m" in session.posargs else ("-m", "not faults")
     try:
-        session.run(py, "-m", "pytest", *session.posargs)
+        session.run(py, "-m", "pytest", *marks, *session.posargs)
     except nox.command.CommandFailed as exc:
         # session.run returns no exit code, so exit 5 (no tests collected) is told apart here.
         if getattr(exc, "return_code", None) == 5:
@@ -230,7 +233,7 @@ def agents(session: nox.Session) -> None:
     """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
     tests against the scripted model server (-- extra pytest args)."""
     py = _install(session)
-    session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
+    session.run(py, "-m", "adapters.install", *AGENT_CLIS)
     session.run(
         py,
         "-m",
@@ -284,6 +287,26 @@ def perf_report(session: nox.Session) -> None:
     """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """Fault injection into a real matrix: SIGKILL and SIGTERM of the runner at every stage boundary,
+    a full disk; prints kills x stages with the counts lost, duplicated and differing (all 0)."""
+    py = _install(session)
+    session.run(
+        py,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "faults",
+        "-s",
+        "-rs",
+        "tests/faults",
+        *session.posargs,
+    )
 
 
 @nox.session
@@ -373,3 +396,47 @@ def perf_dask(session: nox.Session) -> None:
     """Dask vs local pool: 400 trials of a 2 s agent on 2 workers x 16 slots; prints figures (-- --trials N)."""
     py = _install_dask(session)
     session.run(py, "benchmarks/bench_dask.py", *session.posargs)
+
+
+IMPORT_DATASETS = (("terminal-bench", "ASSAY_TB_DATASET"), ("harbor", "ASSAY_HARBOR_DATASET"))
+"""Formats `nox -s import-datasets` imports, and the variable naming each one's dataset folder."""
+
+
+@nox.session(name="import-datasets")
+def import_datasets(session: nox.Session) -> None:
+    """`assay import` on public datasets you have (a folder of tasks in ASSAY_TB_DATASET and/or
+    ASSAY_HARBOR_DATASET; skipped, visibly, without one): each goes into a scratch copy of the
+    example project (.nox-import/), is validated, and its matrix runs (the oracle must pass every
+    imported task, the no-op agent fail every one). Prints the figures; the import report is
+    .nox-import/imports/<name>.md."""
+    given = [(fmt, Path(os.environ[var])) for fmt, var in IMPORT_DATASETS if os.environ.get(var)]
+    present = [(fmt, path) for fmt, path in given if path.is_dir()]
+    if not present:
+        session.skip("no dataset: set ASSAY_TB_DATASET and/or ASSAY_HARBOR_DATASET to a folder of tasks")
+    py = _install(session)
+    scratch = ROOT / ".nox-import"
+    if not scratch.is_dir():
+        scratch.mkdir()
+        for folder in ("specs", "scenarios", "tools", "agents", "guides", "wiki"):
+            if (ROOT / folder).is_dir():
+                session.run("cp", "-r", str(ROOT / folder), str(scratch / folder), external=True)
+
+    def assay(*args: str, **kwargs: Any) -> None:
+        session.run(py, "-m", "harness", "--project", str(scratch), *args, **kwargs)
+
+    for fmt, path in present:
+        name = re.sub(r"[^a-z0-9]+", "-", path.name.lower()).strip("-")
+        assay("import", fmt, str(path), "--name", name, "--force")
+        assay("compile")
+        assay("matrix", name, "--parallel", "2", success_codes=[0, 1])
+        grades = [
+            json.loads(p.read_text()) | {"agent": json.loads((p.parent / "run.json").read_text())["agent"]}
+            for p in (scratch / "runs" / name).rglob("grade.json")
+        ]
+        for agent in ("oracle", "noop"):
+            mine = [g for g in grades if g["agent"] == agent]
+            passed = sum(1 for g in mine if g.get("passed"))
+            session.log(f"{name}: {agent} passed {passed} of {len(mine)}")
+        bad = [g for g in grades if (g["agent"] == "oracle") != bool(g.get("passed"))]
+        if bad:
+            session.error(f"{name}: {len(bad)} run(s) where the oracle failed or the no-op passed")

@@ -13,13 +13,14 @@ moved with its project and compiling twice gives byte-identical files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION = 1
 """Version of manifest.json and job files; bump on a change an older reader would misread."""
@@ -145,6 +146,10 @@ class AgentSpec(Frozen):
     requires: tuple[str, ...] = Field(
         default=(), description="Executables/resources a worker must have to run this agent."
     )
+    host_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Host files the command names (absolute path -> sha256, or `directory`), mounted read-only at the same path in the sandbox.",
+    )
     sanity: Literal["pass", "fail"] | None = Field(
         default=None,
         description="A sanity agent (oracle: pass, no-op: fail): how the report reads its runs, not what runs "
@@ -206,6 +211,61 @@ class Step(Frozen):
     )
 
 
+SANDBOX_RESERVED = (
+    "/bin",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+)
+"""Folders of the sandbox's own toolchain view: a scenario cannot show anything there."""
+
+
+def within(path: str, folder: str) -> bool:
+    """Whether a slash path is the folder or lies under it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+class ScenarioMount(Frozen):
+    """A folder of the scenario visible at an absolute path inside the sandbox."""
+
+    path: str = Field(description="Absolute path inside the sandbox (e.g. /data, /tests).")
+    source: str = Field(description="Project-relative folder it shows.")
+    writable: bool = Field(
+        default=False,
+        description="A per-trial copy the agent may change; the checks see its final state (else read-only).",
+    )
+    hidden: bool = Field(
+        default=False, description="Only the checks (and validate) see it, never the agent: hidden tests."
+    )
+
+
+class Environment(Frozen):
+    """What a scenario needs installed, built once into a cached environment and used offline."""
+
+    python: str | None = Field(
+        default=None, description="Interpreter version (major.minor) the agent and the checks run with."
+    )
+    pip: tuple[str, ...] = Field(default=(), description="pip requirements installed into it.")
+    apt: tuple[str, ...] = Field(default=(), description="Debian packages it provides.")
+
+
+class ScenarioLimits(Frozen):
+    """A scenario's own limits; the compiler keeps each within the matrix's."""
+
+    timeout_s: float | None = Field(default=None, description="Agent wall-clock limit per session.")
+    cpus: float | None = Field(default=None, description="CPUs the agent's process tree may use.")
+    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
+
+
 class ScenarioJob(Frozen):
     """A scenario as the runner and grader need it."""
 
@@ -259,6 +319,23 @@ class ScenarioJob(Frozen):
         default_factory=dict,
         description="Provider configurations of the LLM judges this scenario's `judge` checks name (from the project's `judges:`).",
     )
+    tags: tuple[str, ...] = Field(default=(), description="Labels a matrix selects scenarios by.")
+    workdir: str | None = Field(
+        default=None,
+        description="Absolute path where the workspace appears in the sandbox (agent, checks, validate); None: its own path.",
+    )
+    mounts: tuple[ScenarioMount, ...] = Field(
+        default=(), description="Other folders of the scenario at absolute paths in the sandbox."
+    )
+    environment: Environment | None = Field(
+        default=None, description="Interpreter and packages of the agent and the checks."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables of the agent and the checks."
+    )
+    limits: ScenarioLimits | None = Field(
+        default=None, description="The scenario's own limits (the job's `limits` already hold them)."
+    )
 
 
 LIMITS_OFF = "none"
@@ -296,7 +373,42 @@ class Limits(Frozen):
         ge=0,
         description="Total size of what one command writes into the run directory (usage, transcript, logs); None (`none`): unlimited.",
     )
+    cpus: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPUs the agent's process tree may use; None: as many as the machine has.",
+    )
     check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
+    # Budgets: what the agent may spend on its model in one trial, counted by the model gateway as
+    # requests pass; None: no budget. Kept out of the JSON when unset, so a spec without budgets
+    # keeps its job hashes.
+    input_tokens: int | None = Field(
+        default=None, ge=1, description="Budget of input tokens (uncached, cache read and cache write)."
+    )
+    output_tokens: int | None = Field(
+        default=None, ge=1, description="Budget of output tokens (reasoning included)."
+    )
+    total_tokens: int | None = Field(default=None, ge=1, description="Budget of input plus output tokens.")
+    model_requests: int | None = Field(default=None, ge=1, description="Budget of model requests.")
+    cost_usd: float | None = Field(
+        default=None, gt=0, description="Budget in USD, priced from specs/prices.yaml."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_budgets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in BUDGETS:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    def budgets(self) -> dict[str, float]:
+        """The budgets that are set, by name."""
+        return {name: value for name in BUDGETS if (value := getattr(self, name)) is not None}
+
+
+BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
+"""The limits that are budgets of model spend (the model gateway enforces them)."""
 
 
 class Options(Frozen):
@@ -333,6 +445,55 @@ class Job(Frozen):
     agent: AgentSpec = Field(description="The agent and its arguments.")
     limits: Limits = Field(default_factory=Limits, description="Per-trial limits.")
     options: Options = Field(default_factory=Options, description="Run options.")
+    digest: str | None = Field(
+        default=None,
+        description="sha256 of this job's canonical JSON without this field, written into a run's job.json "
+        "and recomputed on every read of it, so a damaged or edited job file is told from a changed spec.",
+    )
+
+
+class CorruptJob(ValueError):
+    """A job file that is truncated, not a job, from a newer assay, or whose digest does not match."""
+
+
+def job_digest(job: Job) -> str:
+    """The digest a job file carries (over every field but `digest` itself)."""
+    data = job.model_dump(mode="json", exclude={"digest"})
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_digest(job: Job) -> Job:
+    """The job as a run's job.json holds it: carrying its digest."""
+    return job.model_copy(update={"digest": job_digest(job)})
+
+
+def read_job_file(path: Path | str) -> Job:
+    """Read one job JSON file, verified: its schema version, and its digest when it carries one.
+
+    Raises:
+        CorruptJob: unreadable, not a job, newer than this assay, or the digest disagrees.
+        OSError: the file cannot be read at all.
+    """
+    raw = Path(path).read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise CorruptJob(f"{path}: not JSON (truncated or damaged): {exc}") from None
+    if not isinstance(data, dict):
+        raise CorruptJob(f"{path}: not a job (a JSON object is expected)")
+    found = data.get("schema_version", SCHEMA_VERSION)
+    if found != SCHEMA_VERSION:
+        raise CorruptJob(
+            f"{path}: schema_version {found!r}, this assay reads {SCHEMA_VERSION}; recompile and use a fresh job file"
+        )
+    try:
+        job = Job.model_validate(data)
+    except ValueError as exc:
+        raise CorruptJob(f"{path}: not a job this assay can read ({str(exc).splitlines()[0]})") from None
+    if job.digest is not None and job.digest != job_digest(job):
+        raise CorruptJob(f"{path}: its digest does not match its content (the file was damaged or edited)")
+    return job
 
 
 def job_id(matrix: str, cell: str, agent: str, scenario: str, trial: int) -> str:
@@ -503,17 +664,25 @@ def _check_version(found: object, what: Path) -> None:
         )
 
 
+def _json_file(path: Path) -> Any:
+    """A generated file's JSON; a damaged one is a ValueError that names it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON, damaged or half-written ({exc})") from None
+
+
 def load_manifest(generated_dir: Path | str) -> Manifest:
     """Read generated/manifest.json (refusing a newer schema)."""
     path = Path(generated_dir) / MANIFEST_FILE
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = _json_file(path)
     _check_version(data.get("schema_version"), path)
     return Manifest.model_validate(data)
 
 
 @lru_cache(maxsize=64)
 def _job_file(path: Path, mtime_ns: int) -> JobFile:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = _json_file(path)
     _check_version(data.get("schema_version"), path)
     return JobFile.model_validate(data)
 

@@ -50,6 +50,8 @@ class Inputs:
     """Files agents' arguments name (a scripted agent's script), project-relative."""
     absent: frozenset[str] = frozenset()
     """Paths a level names that do not exist (an error, E235)."""
+    host: dict[str, str | None] = field(default_factory=dict)
+    """Host files command agents name (absolute path -> sha256, `directory`, or None: missing)."""
 
     def under(self, folder: str) -> list[str]:
         """Input files below a folder, sorted."""
@@ -62,6 +64,8 @@ class Inputs:
             h.update(f"{rel}\0{self.hashes[rel]}\n".encode())
         for rel in sorted(self.absent):
             h.update(f"{rel}\0absent\n".encode())
+        for path in sorted(self.host):
+            h.update(f"{path}\0{self.host[path]}\n".encode())
         return h.hexdigest()
 
 
@@ -121,7 +125,17 @@ def inputs_of(root: Path, data: dict[str, bytes], named: Provided | None = None)
             }
         )
     )
-    return Inputs(root, data, hashes, scen, specs, folders, dict(named.agent_files), frozenset(named.absent))
+    return Inputs(
+        root,
+        data,
+        hashes,
+        scen,
+        specs,
+        folders,
+        dict(named.agent_files),
+        frozenset(named.absent),
+        dict(named.host),
+    )
 
 
 def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:

@@ -2,7 +2,7 @@
 
 They are inputs too: a changed tool launcher, guide or scripted agent's script must change
 the jobs' hashes, so a resumed matrix reruns them. Only the project and agent specs are read
-here, leniently (their errors are the validate stage's). What a spec names but the disk
+here, by the compiler's own YAML reader, leniently (their errors are the validate stage's). What a spec names but the disk
 lacks is recorded as absent, so the compiler refuses it before any trial runs.
 """
 
@@ -14,7 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from compiler.hostfiles import digest as host_digest
+from compiler.hostfiles import named_host_files
+from compiler.yamlio import parse
 
 NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", "scenarios")
 MAX_PROVIDED = 20_000
@@ -33,6 +35,8 @@ class Provided:
     """Project-relative path -> bytes of every file an agent argument names (a script)."""
     absent: set[str] = field(default_factory=set)
     """Project-relative paths a level names that do not exist."""
+    host: dict[str, str | None] = field(default_factory=dict)
+    """Host files command agents run by absolute path -> sha256, `directory`, or None: missing."""
 
 
 def files_under(base: Path) -> list[Path]:
@@ -105,14 +109,17 @@ def provided(root: Path, specs: dict[str, bytes]) -> Provided:
     out = Provided()
     top = root.resolve()
     for rel, raw in specs.items():
-        if b"project" not in raw and b"args" not in raw:
+        if b"project" not in raw and b"args" not in raw and b"command" not in raw:
             continue
         try:
-            doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError:
+            doc = parse(rel, raw.decode("utf-8"))[0].data  # its errors are the validate stage's
+        except UnicodeDecodeError:
             continue
         if not isinstance(doc, dict):
             continue
+        if doc.get("kind") == "agent" and isinstance(doc.get("command"), str):
+            for path in named_host_files(doc["command"]):
+                out.host[path] = host_digest(path)
         if doc.get("kind") == "agent" and isinstance(doc.get("args"), dict):
             _agent_args(root, top, doc["args"], out)
         elif doc.get("kind") == "project" and isinstance(doc.get("factors"), dict):

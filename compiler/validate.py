@@ -10,10 +10,11 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compiler import rawcheck, rules, scenarios
+from compiler import agentargs, rawcheck, rules, scenarios
 from compiler.contract import LIMITS_OFF, AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
 from compiler.expectations import library as expectation_library
+from compiler.hostfiles import named_host_files
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
 from compiler.rawcheck import model_of
@@ -247,6 +248,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     agents: dict[str, AgentSpec] = {}
     agent_docs: dict[str, Doc] = {}
     flags: dict[str, tuple[bool, str]] = {}
+    scripts: dict[str, agentargs.Script] = {}
     for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent").items():
         spec = model_of(c, doc, AgentDoc)
         if spec is None:
@@ -262,10 +264,25 @@ def validate(src: Sources, fingerprint: str) -> Validated:
                 "E102",
                 "adapter 'command' needs `command:` (the shell command)",
             )
+        host_files: dict[str, str] = {}
+        if spec.adapter == "command" and spec.command:
+            for path in named_host_files(spec.command):
+                found = src.inputs.host.get(path)  # read by the load stage
+                if found is None:
+                    c.add(
+                        doc.loc(("command",)),
+                        "command",
+                        "E239",
+                        f"the command names {path}, which does not exist on this machine",
+                        "the agent runs in a sandbox that shows a host file only when it exists: fix the path",
+                    )
+                else:
+                    host_files[path] = found
         agents[ident] = AgentSpec(
             id=ident,
             adapter=spec.adapter,
             command=spec.command,
+            host_files=host_files,
             args=spec.args or {},
             model=spec.model,
             version=spec.version,
@@ -274,6 +291,9 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             sanity=spec.sanity,
         )
         agent_docs[ident] = doc
+        script = agentargs.check(c, doc, spec.adapter, spec.args or {}, src.inputs)
+        if script is not None:
+            scripts[ident] = script
         flags[ident] = (spec.runnable is not False, spec.reason or "")
         if spec.runnable is False and not spec.reason:
             c.add(doc.loc(("runnable",)), "reason", "E102", "a non-runnable agent needs a `reason:`")
@@ -325,6 +345,8 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         broken=frozenset(broken),
         input_hashes=dict(src.inputs.hashes),
         input_folders=src.inputs.folders,
+        scripts=scripts,
+        absent=src.inputs.absent,
     )
     rules.cross_file(c, result)
     c.raise_if_any()

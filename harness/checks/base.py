@@ -54,6 +54,7 @@ class CheckContext:
         wrap: An isolation wrapper applied to every check command's argv, or None.
         answer_file: Where the agent's answer.json is (default: `answer.json` in the workspace).
         extra: Free-form values for out-of-tree kinds.
+        path_first: Folders before everything else on the PATH of check commands.
     """
 
     seed: Path | None = None
@@ -64,6 +65,9 @@ class CheckContext:
     wrap: Wrapper | None = None
     answer_file: Path | None = None
     extra: Mapping[str, Any] = field(default_factory=dict)
+    path_first: tuple[str, ...] = ()
+    """Folders put first on the PATH of check commands, before the harness's own tools (a
+    scenario environment's `bin`: the interpreter and packages its tests need)."""
 
     def timeout_for(self, spec: CheckSpec) -> float:
         """The effective timeout of one check."""
@@ -98,6 +102,16 @@ def as_list(value: Any) -> list[Any]:
     if isinstance(value, list | tuple):
         return list(value)
     return [value]
+
+
+def sandbox_cwd(argv: list[str], cwd: str, ctx: CheckContext) -> list[str]:
+    """argv that enters an absolute folder inside the sandbox first (a scenario's workdir or mount,
+    which exists only there); CheckError without a sandbox."""
+    if ctx.wrap is None:
+        raise CheckError(
+            f"working folder {cwd!r} exists only inside the sandbox, and this check runs without one"
+        )
+    return ["/bin/sh", "-c", 'cd "$0" && exec "$@"', cwd, *argv]
 
 
 def inside(workspace: Path, relative: str) -> Path:
@@ -144,3 +158,10 @@ def same_value(value: Any, expected: Any) -> bool:
     if isinstance(value, bool) or isinstance(expected, bool):
         return value is expected
     return bool(value == expected)
+
+
+def unplace(text: str, folder: Path) -> str:
+    """Text with a grading copy's path replaced by `$WORKSPACE` (it differs on every grading)."""
+    for form in sorted({str(folder.resolve()), str(folder)}, key=len, reverse=True):
+        text = text.replace(form, "$WORKSPACE")
+    return text

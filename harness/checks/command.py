@@ -30,7 +30,17 @@ from typing import Any
 
 from compiler.contract import CheckSpec
 from harness.checks import _proc, jsonpath
-from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, same_value
+from harness.checks.base import (
+    CheckContext,
+    CheckError,
+    Verdict,
+    as_list,
+    inside,
+    param,
+    same_value,
+    sandbox_cwd,
+    unplace,
+)
 
 _NOT_RUNNABLE = {126: "is not executable", 127: "was not found"}
 
@@ -43,11 +53,15 @@ class CommandCheck:
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
         run = param(spec, "run", required=True)
         argv = [shell(), "-c", run] if isinstance(run, str) else [str(a) for a in run]
+        where = str(param(spec, "cwd", "."))
+        if where.startswith("/"):  # a folder only the sandbox shows (a scenario's workdir or mount)
+            argv, cwd = sandbox_cwd(argv, where, ctx), workspace
+        else:
+            cwd = inside(workspace, where)
+            if not cwd.is_dir():
+                raise CheckError(f"working folder {param(spec, 'cwd')!r} does not exist in the workspace")
         if ctx.wrap is not None:
             argv = list(ctx.wrap(argv))
-        cwd = inside(workspace, str(param(spec, "cwd", ".")))
-        if not cwd.is_dir():
-            raise CheckError(f"working folder {param(spec, 'cwd')!r} does not exist in the workspace")
         timeout = ctx.timeout_for(spec)
         done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
         shown = run if isinstance(run, str) else " ".join(argv)
@@ -55,7 +69,9 @@ class CommandCheck:
             raise CheckError(f"`{shown}` timed out after {timeout:g}s")
         assert done.exit_code is not None
         if done.exit_code in _NOT_RUNNABLE:
-            raise CheckError(f"`{shown}`: command {_NOT_RUNNABLE[done.exit_code]}{tail(done.stderr)}")
+            raise CheckError(
+                f"`{shown}`: command {_NOT_RUNNABLE[done.exit_code]}{tail(done.stderr, workspace)}"
+            )
         result: Mapping[str, Any] = param(spec, "result") or {"exit": param(spec, "exit", 0)}
         if "exit" in result:
             allowed = [int(x) for x in as_list(result["exit"])]
@@ -63,7 +79,7 @@ class CommandCheck:
                 wanted = allowed[0] if len(allowed) == 1 else allowed
                 return Verdict(
                     False,
-                    f"`{shown}` exited {done.exit_code}, expected {wanted}{tail(done.stderr or done.stdout)}",
+                    f"`{shown}` exited {done.exit_code}, expected {wanted}{tail(done.stderr or done.stdout, workspace)}",
                 )
             if "count" not in result and "json_path" not in result:
                 return Verdict(True, f"`{shown}` exited {done.exit_code}")
@@ -87,7 +103,7 @@ def command_env(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> dict[str
     env = dict(os.environ if ctx.env is None else ctx.env)
     # Checks are the grader's, not the agent's: they use the harness's interpreter and tools.
     own_bin = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join([own_bin, env.get("PATH", os.defpath)])
+    env["PATH"] = os.pathsep.join([*ctx.path_first, own_bin, env.get("PATH", os.defpath)])
     # A check must not change what it assesses (bytecode, lint caches) nor what a rerun sees.
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     env.setdefault("RUFF_NO_CACHE", "true")
@@ -100,9 +116,13 @@ def command_env(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> dict[str
     return env
 
 
-def tail(text: str, limit: int = 400) -> str:
-    """The last few hundred characters of an output, as a message suffix."""
-    text = text.strip()
+def tail(text: str, workspace: Path, limit: int = 400) -> str:
+    """The last few hundred characters of an output, as a message suffix.
+
+    The workspace's path goes first: the grader's copy lives at a different place each time,
+    and where the cut falls must not depend on how long that path is.
+    """
+    text = unplace(text, workspace).strip()
     if not text:
         return ""
     return ": " + (text if len(text) <= limit else "…" + text[-limit:])
@@ -116,14 +136,14 @@ def _read_json(result: Mapping[str, Any], done: _proc.Completed, workspace: Path
         path = inside(workspace, source)
         if not path.is_file():
             raise CheckError(
-                f"`{shown}` (exit {done.exit_code}) left no result file {source}{tail(done.stderr)}"
+                f"`{shown}` (exit {done.exit_code}) left no result file {source}{tail(done.stderr, workspace)}"
             )
         text = path.read_text(encoding="utf-8", errors="replace")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CheckError(
-            f"`{shown}` (exit {done.exit_code}) printed no JSON result on {source} ({exc.msg}){tail(done.stderr or text)}"
+            f"`{shown}` (exit {done.exit_code}) printed no JSON result on {source} ({exc.msg}){tail(done.stderr or text, workspace)}"
         ) from None
 
 

@@ -33,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Compile, assess, print; 0 valid, 1 invalid, 2 spec errors, 3 nothing selected."""
     from compiler.pipeline import build
+    from harness.sandbox import isolation, scenario
     from harness.validity import validate
 
     root = Path(args.project).resolve()
@@ -46,6 +47,7 @@ def execute(args: argparse.Namespace) -> int:
     chosen = [scenarios[s] for s in (sorted(set(args.scenario)) or scenarios)]
     if not chosen:
         raise NothingSelected("no scenario to validate (scenarios/ is empty)")
+    scenario.prepare(((s, isolation.select("auto").name) for s in chosen), root)  # "cannot run here" first
     report = validate(chosen, root, strict=args.strict, jobs=args.jobs)
     if args.format == "json":
         print(json.dumps(as_json(report), indent=2, sort_keys=True))
@@ -64,18 +66,20 @@ def as_text(report: object, *, quiet: bool = False) -> str:
         lines += [f"warning: {p.line()} (an error with --strict)" for p in report.uncovered]
     if not quiet:
         lines.append("")
-        lines.append("check coverage (negatives that fail each check):")
-        rows = [
-            (s.scenario, cid, ", ".join(n) or "-- none --") for s in report.scenarios for cid, n in s.coverage
-        ]
-        rows += [
-            (s.scenario, cid, "(not validated: needs a run)")
-            for s in report.scenarios
-            for cid in s.not_validated
-        ]
-        width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(("scenario", "check"))]
-        lines.append(f"  {'scenario':<{width[0]}}  {'check':<{width[1]}}  negatives")
-        lines += [f"  {a:<{width[0]}}  {b:<{width[1]}}  {c}" for a, b, c in rows]
+        lines.append("check coverage (declared: negatives that name each check; observed: what failed it):")
+        rows = []
+        for s in report.scenarios:
+            seen = dict(s.observed)
+            for cid, names in s.coverage:
+                failed = seen.get(cid, ())
+                rows.append(
+                    (s.scenario, cid, ", ".join(names) or "-- none --", ", ".join(failed) or "-- none --")
+                )
+            rows += [(s.scenario, cid, "(not validated: needs a run)", "") for cid in s.not_validated]
+        heads = ("scenario", "check", "declared")
+        width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(heads)]
+        lines.append(f"  {'scenario':<{width[0]}}  {'check':<{width[1]}}  {'declared':<{width[2]}}  observed")
+        lines += [f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:<{width[2]}}  {d}".rstrip() for a, b, c, d in rows]
         lines.append("")
     workspaces = sum(s.workspaces for s in report.scenarios)
     verdict = "valid" if report.ok else f"INVALID ({len(report.problems)} problem(s))"
@@ -103,6 +107,7 @@ def as_json(report: object) -> dict[str, object]:
                 "id": s.scenario,
                 "workspaces": s.workspaces,
                 "coverage": {cid: list(n) for cid, n in s.coverage},
+                "observed": {cid: list(n) for cid, n in s.observed},
                 "not_validated": list(s.not_validated),
             }
             for s in report.scenarios

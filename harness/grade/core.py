@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from compiler.contract import BUDGETS
 from harness.artifacts.grade_sections import Snapshots
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import Grade, RunRecord, RunStatus, read_grade, read_run
@@ -33,6 +34,8 @@ from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
 from harness.sandbox import isolation, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
+from harness.sandbox.scenario import View, checks_view, needs_view
+from harness.sandbox.scenario_env import CannotRunHere
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
@@ -60,9 +63,11 @@ def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
 
 
-def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[Any, str]:
+def _check_wrap(view: RunView, workspace: Path, project: Path | None, seen: View | None) -> tuple[Any, str]:
     """Check commands run in the agent's isolation (they execute its code), network off; without
-    one (isolation `none`, or it cannot run here) only in a network namespace, as before.
+    one (isolation `none`, or it cannot run here) only in a network namespace, as before. A
+    scenario's view (workdir, mounts, environment) needs the isolation: without it the run is
+    ungradeable here.
 
     Returns the wrapper and its name, recorded in the grade (`details.check_isolation`)."""
     try:
@@ -70,9 +75,27 @@ def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[A
     except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
         iso = None
     tools = [d for rel in view.job.cell.provisions.path if (d := proj.project_dir(project, rel)) is not None]
-    wrap = check_wrapper(iso, home=workspace.parent / "home", read_only=tools) if iso is not None else None
+    if seen is not None:
+        tools += list(seen.read_only)
+    workdir = view.job.scenario.workdir
+    wrap = (
+        check_wrapper(
+            iso,
+            home=workspace.parent / "home",
+            read_only=tools,
+            mounts=seen.mounts if seen else (),
+            cwd_map=(workspace, Path(workdir)) if seen and workdir else None,
+        )
+        if iso is not None
+        else None
+    )
     if wrap is not None and iso is not None:
         return wrap, iso.name
+    if seen is not None and needs_view(view.job.scenario):
+        raise MissingArtifacts(
+            "the scenario shows folders at fixed paths (workdir, mounts): its checks need the bwrap or "
+            "unshare isolation, which cannot run here"
+        )
     return (_no_network, "netns") if _netns_prefix() else (None, "none")
 
 
@@ -104,7 +127,7 @@ def failed_to_run(record: RunRecord) -> str | None:
         return "the agent timed out"
     if record.exit_code == 75:
         return "provider or infrastructure failure (exit 75) after retries"
-    if record.exit_code is None:
+    if record.exit_code is None and not (record.limits_hit and set(record.limits_hit) <= set(BUDGETS)):
         return "the agent never exited on its own" + (
             f" ({', '.join(record.limits_hit)})" if record.limits_hit else ""
         )
@@ -118,17 +141,19 @@ def is_stale(run_dir: Path, *, project: Path | None = None) -> bool | None:
         return None
     try:
         return grade.grader_hash != current_hash(run_dir, project=project)
-    except (MissingArtifacts, proj.UnknownScenario):
+    except MissingArtifacts:
+        return None  # a damaged job.json says nothing about which grader made the grade
+    except proj.UnknownScenario:
         return grade.status is not RunStatus.UNGRADEABLE
 
 
 def current_hash(run_dir: Path, *, project: Path | None = None) -> str:
     """The hash the grader would record for this run now."""
     project = proj.as_project(project)
-    job = read_job(run_dir)
+    job = read_job(run_dir, project)
     scenario = proj.current_scenario(project, job)
     exps = expectations.resolve(scenario.expectations, expectations.library(project))
-    return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps)
+    return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps, project)
 
 
 def grade_run(
@@ -174,7 +199,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         "infra_retries": record.infra_retries,
     }
     try:
-        job = read_job(run_dir)
+        job = read_job(run_dir, project)
         scenario = proj.current_scenario(project, job)
         grader_dir = proj.project_dir(project, scenario.grader)
         if scenario.grader and (grader_dir is None or not grader_dir.is_dir()):
@@ -184,7 +209,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         exps = expectations.resolve(scenario.expectations, expectations.library(project))
         if judge is None and scenario.judges:
             judge = judges_of(scenario.judges)
-        base["grader_hash"] = proj.grader_hash(scenario, grader_dir, exps)
+        base["grader_hash"] = proj.grader_hash(scenario, grader_dir, exps, project)
         base["unverified_runtime_claims"] = scenario.runtime_only
         why = failed_to_run(record)
         if why is not None:
@@ -206,7 +231,15 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         shutil.copytree(view.workspace, workspace, symlinks=True)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
-        return _assess(view, workspace, judge, scenario.notable_exits, project, base)
+        try:
+            seen = (
+                checks_view(scenario, project, workspace, scratch, mounts_from=run_dir)
+                if project is not None
+                else None
+            )
+            return _assess(view, workspace, judge, scenario.notable_exits, project, base, seen)
+        except (MissingArtifacts, CannotRunHere) as exc:
+            return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -244,16 +277,18 @@ def _assess(
     notable: Sequence[int],
     project: Path | None,
     base: dict[str, Any],
+    seen: View | None = None,
 ) -> Grade:
-    wrapper, wrapper_name = _check_wrap(view, workspace, project)
+    wrapper, wrapper_name = _check_wrap(view, workspace, project, seen)
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,
         scenario=view.job.scenario,
-        env=check_env(),
+        env=seen.variables(check_env()) if seen else check_env(),
         timeout_s=None,
         wrap=wrapper,
         extra={"run": view, "judge": judge},
+        path_first=seen.path_first if seen else (),
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
     raw = [scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]

@@ -98,14 +98,20 @@ def code_version() -> str:
 
 
 def grader_hash(
-    scenario: ScenarioJob, grader_files: Path | None, expectations: list[dict[str, object]]
+    scenario: ScenarioJob,
+    grader_files: Path | None,
+    expectations: list[dict[str, object]],
+    project: Path | None = None,
 ) -> str:
-    """grader code version + the scenario's checks and expectations + the grader files."""
+    """grader code version + the scenario's checks and expectations + the grader files (and the
+    files of its hidden mounts, a suite's tests, when the project is known)."""
     digest = hashlib.sha256(code_version().encode())
     digest.update(json.dumps([c.model_dump(mode="json") for c in scenario.checks], sort_keys=True).encode())
     digest.update(json.dumps(expectations, sort_keys=True, default=str).encode())
     digest.update(json.dumps(list(scenario.notable_exits)).encode())
-    if grader_files is not None and grader_files.is_dir():
-        for path in sorted(p for p in grader_files.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(grader_files).as_posix().encode() + b"\0" + path.read_bytes())
+    hidden = [project_dir(project, m.source) for m in scenario.mounts if m.hidden]
+    for folder in [grader_files, *hidden]:
+        if folder is not None and folder.is_dir():
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return "g1-" + digest.hexdigest()[:24]

@@ -45,6 +45,9 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    host_cwd: Path | None = None
+    """Where the launcher itself starts when `cwd` exists only inside the sandbox (a scenario's
+    workdir, where a mount shows the workspace); None: `cwd`."""
     enforced: dict[str, str] = field(default_factory=dict)
     """How each limit was enforced for the last command (`Confinement.enforced`)."""
     trees: dict[str, TreeReport] = field(default_factory=dict)
@@ -131,7 +134,7 @@ class Launcher:
     ) -> proc.ProcResult:
         return proc.run(
             argv,
-            cwd=self.cwd,
+            cwd=self.host_cwd or self.cwd,
             env=self.env,
             stdin=stdin,
             timeout_s=timeout_s,

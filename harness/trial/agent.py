@@ -3,14 +3,16 @@
 `agent.adapter` is a built-in short name (`adapters.<name>` run with the harness's Python),
 `command` (agent.command through `sh -c`, seed 000's --agent-cmd), or a dotted module path
 run with `python -m`. Arguments that name project files are resolved here, outside the
-sandbox, because the agent cannot read the project: the scripted agent's `script` is
-inlined as `script_inline`; the oracle gets the scenario's reference overlay copied into the
+sandbox, because the agent cannot read the project: the scripted agent's script (its
+scenario's own `scenario_script`, else the project's `script`) is inlined as `script_inline`; the oracle gets the scenario's reference overlay copied into the
 run directory as `reference_dir`.
 """
 
 from __future__ import annotations
 
 import importlib.util
+import re
+import shlex
 import sys
 from pathlib import Path
 from typing import Any
@@ -52,6 +54,72 @@ def command(job: Job) -> list[str]:
     return _python_module(agent.adapter)
 
 
+def host_files(job: Job) -> list[Path]:
+    """Host files the adapter's command names (seed 000's adapter by host path), to be mounted
+    read-only at their own paths; AdapterCannotStart when one is missing here."""
+    missing = [p for p in job.agent.host_files if not Path(p).exists()]
+    if missing:
+        raise AdapterCannotStart(
+            f"agent {job.agent.id!r}: its command names {', '.join(missing)}, missing on this machine"
+        )
+    return [Path(p) for p in sorted(job.agent.host_files)]
+
+
+class AdapterCannotStart(RuntimeError):
+    """A harness-side reason the adapter cannot start (a missing file, a sandbox that does not
+    start, a program the shell cannot find): the run failed to run, it is not the agent's failure."""
+
+
+LAUNCH_PROBE = (
+    'for f in "$@"; do [ -r "$f" ] || { echo "assay: $f is not readable in the sandbox" >&2; exit 126; }; done; '
+    'command -v "$0" >/dev/null 2>&1 || { echo "assay: $0 is not found in the sandbox" >&2; exit 127; }'
+)
+"""Exits 0 when the adapter's program and the files it names are there, inside the sandbox."""
+
+
+def launch_probe(job: Job, argv: list[str]) -> list[str]:
+    """A command that checks, inside the sandbox, that the adapter can start."""
+    program = argv[0]
+    if job.agent.adapter == "command" and job.agent.command:
+        program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
+    return ["/bin/sh", "-c", LAUNCH_PROBE, program, *sorted(job.agent.host_files)]
+
+
+SHELL_WORDS = frozenset({"if", "for", "while", "until", "case", "exec", "cd", "export", "set", "source", "."})
+
+
+def _program(command: str) -> str | None:
+    """The program a simple shell command starts (None for a compound one: `(...)`, `if`, `a | b`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and re.match(r"^\w+=", words[0]):
+        words = words[1:]
+    if not words or not re.fullmatch(r"[\w./+-]+", words[0]) or words[0] in SHELL_WORDS:
+        return None
+    return words[0]
+
+
+LAUNCH_FAILURE = ("not found", "Permission denied", "No such file or directory", "cannot execute")
+
+
+def launch_failure(job: Job, exit_code: int | None, log_tail: str) -> str | None:
+    """Why an adapter that exited 126/127 never started (the shell's own message about its program);
+    None when the exit is the agent's own."""
+    if exit_code not in (126, 127):
+        return None
+    program = _program(job.agent.command or "") if job.agent.adapter == "command" else sys.executable
+    if program is None:
+        return None
+    lines = [
+        line for line in log_tail.splitlines() if program in line and any(m in line for m in LAUNCH_FAILURE)
+    ]
+    if not lines:
+        return None
+    return f"the adapter could not start (exit {exit_code}): {lines[-1].strip()[:300]}"
+
+
 def _project_file(project: Path, rel: str) -> Path | None:
     """A file named by an agent argument: project-relative, or relative to specs/agents/
     (where agent specs live, for a compiler that leaves arguments as written)."""
@@ -62,17 +130,48 @@ def _project_file(project: Path, rel: str) -> Path | None:
     return None
 
 
+def _script(job: Job, project: Path, args: dict[str, Any]) -> dict[str, Any]:
+    """The scripted agent's script for this job: the scenario's own (`scenario_script`, a path in
+    the scenario's folder), else the project file `script`. One without steps for the scenario is
+    refused here (the trial fails to run, with this reason), never run as an agent doing nothing;
+    the compiler refuses it first (E237)."""
+    sid = job.scenario.id
+    own = args.get("scenario_script")
+    if isinstance(own, str):
+        folder = (project / job.scenario.root).resolve()
+        path = (folder / own).resolve()
+        if path.is_file() and folder in path.parents:
+            script = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if isinstance(script, dict):
+                return script
+    central = args.get("script")
+    if isinstance(central, str):
+        found = _project_file(project, central)
+        if found is None:
+            raise UsageError(f"agent {job.agent.id!r}: script {central!r} not found under {project}")
+        script = yaml.safe_load(found.read_text(encoding="utf-8"))
+        by_scenario = script.get("scenarios") if isinstance(script, dict) else None
+        if isinstance(script, dict) and (
+            "steps" in script
+            or (isinstance(by_scenario, dict) and (sid in by_scenario or "default" in by_scenario))
+        ):
+            return script
+    raise UsageError(
+        f"agent {job.agent.id!r} has no script steps for scenario {sid!r}"
+        + (f" (no {job.scenario.root}/{own})" if isinstance(own, str) else "")
+        + "; run `assay new scripts "
+        + sid
+        + "` or add them to its script"
+    )
+
+
 def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
     """The adapter arguments as the adapter receives them in BENCH_AGENT_ARGS."""
     args: dict[str, Any] = dict(job.agent.args)
     if job.agent.model and "model" not in args:
         args["model"] = job.agent.model
-    script = args.get("script")
-    if isinstance(script, str) and "script_inline" not in args:
-        path = _project_file(project, script)
-        if path is None:
-            raise UsageError(f"agent {job.agent.id!r}: script {script!r} not found under {project}")
-        args["script_inline"] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "script_inline" not in args and ("script" in args or "scenario_script" in args):
+        args["script_inline"] = _script(job, project, args)
     if job.agent.adapter == "oracle":
         if job.scenario.reference is None:
             raise UsageError(f"scenario {job.scenario.id!r} has no reference for the oracle")

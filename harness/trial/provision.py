@@ -19,11 +19,20 @@ from typing import TYPE_CHECKING, NamedTuple
 
 from compiler.contract import Job, Step
 from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG
-from harness.gateway import model_route
+from harness.artifacts.prices import load_prices
+from harness.gateway import Meter, model_route
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.identity import hand_over
-from harness.sandbox.isolation import Mount
+from harness.sandbox.isolation import Isolation, Mount
 from harness.sandbox.launch import Launcher
+from harness.sandbox.scenario import (
+    View,
+    copy_mounts,
+    environment_of,
+    needs_view,
+    refuse_without_mounts,
+    view,
+)
 from harness.trial import agent, canaries, environment, shim
 from harness.trial.environment import SYSTEM_PATH, TrialPaths
 from harness.trial.workspace import Workspace, commit_baseline, copy_tree
@@ -72,9 +81,21 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     out.lap("provision")
     out.argv = agent.command(job)
     args = agent.resolve_args(job, project=trial.project, run_dir=paths.run_dir)
-    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso)
+    meter = budget_meter(job, trial.project)
+    route = model_route.for_trial(job, args, run_dir=paths.run_dir, isolation=out.iso, meter=meter)
     gw = out.gateway = out.closing.enter_context(route)
+    if meter is not None:
+        if gw is not None and gw.gateway.routes.get(model_route.ROUTE) is not None:
+            out.meter = meter
+        else:
+            out.budget_note = (
+                "not enforced: no model gateway (isolation none)"
+                if out.iso.name == "none"
+                else "not enforced: the agent names no model endpoint (base_url) for the gateway to carry"
+            )
+    seen = scenario_view(job, trial.project, paths, out.iso)
     env = environment.build(job, paths, agent_args=gw.args if gw else args)
+    env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
     env = gw.scrub(env) if gw else env
     carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
     launcher = out.launcher = environment.launcher(
@@ -85,6 +106,7 @@ def provide(trial: Trial, out: Outcome) -> Ready:
         out.iso,
         extra=(gw.mount(),) if gw else (),
         prefix=tuple(gw.wrap([])) if gw and carried else (),
+        seen=seen,
     )
     if out.iso.name != "none":  # the sandbox's uid owns its folders; without one, commands run as we do
         for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
@@ -94,6 +116,7 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     commit_baseline(trial.ws)
     out.lap("setup_baseline")
     out.canaries = canaries.run(job.cell.provisions.canaries, launcher)
+    probe_launch(job, launcher, out.argv, paths)
     out.lap("canaries")
     out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(job, out.iso)
     # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
@@ -101,6 +124,43 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     if paths.trace.is_file():
         paths.trace.replace(paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
     return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv)
+
+
+def scenario_view(job: Job, project: Path, paths: TrialPaths, iso: Isolation) -> View | None:
+    """What the scenario shows the agent: its workdir, its mounts (writable ones copied into the run
+    directory, where the grader finds their final state), its environment (built once)."""
+    scenario = job.scenario
+    if not needs_view(scenario) and scenario.environment is None and not scenario.env:
+        return None
+    refuse_without_mounts(scenario, iso.name)
+    copy_mounts(scenario, project, paths.run_dir)
+    built = environment_of(scenario, project)
+    return view(
+        scenario, project, paths.workspace, mounts_root=paths.run_dir, checks=False, environment=built
+    )
+
+
+def probe_launch(job: Job, launcher: Launcher, argv: list[str], paths: TrialPaths) -> None:
+    """The sandbox starts and the adapter's program and files are in it, or the run failed to run
+    (a harness-side cause is never graded as the agent's failure)."""
+    log = paths.run_dir / META_DIR / "launch-probe.log"
+    done = launcher.run(agent.launch_probe(job, argv), timeout_s=60, log=log)
+    if done.exit_code != 0:
+        tail = log.read_text(encoding="utf-8", errors="replace").strip()[-500:] if log.is_file() else ""
+        raise agent.AdapterCannotStart(
+            f"the adapter cannot start in the sandbox (exit {done.exit_code}): {tail}"
+        )
+
+
+def budget_meter(job: Job, project: Path) -> Meter | None:
+    """The meter of the trial's budgets (None without any); a money budget needs the price table."""
+    budgets = job.limits.budgets()
+    if not budgets:
+        return None
+    prices = load_prices(project) if "cost_usd" in budgets else None
+    if "cost_usd" in budgets and prices is None:
+        raise ProvisionError("the cost_usd budget needs specs/prices.yaml to price the model's tokens")
+    return Meter(budgets, prices)
 
 
 def _src(project: Path, rel: str, what: str) -> Path:

@@ -26,6 +26,7 @@ from harness.trial import agent
 from harness.trial.environment import ancestor_instruction_files
 
 if TYPE_CHECKING:
+    from harness.gateway import Meter
     from harness.gateway.model_route import TrialGateway
     from harness.trial.provision import Provided
     from harness.trial.session import Session
@@ -48,6 +49,10 @@ class Outcome:
     steps: list[StepRecord] = field(default_factory=list)
     gateway: TrialGateway | None = None
     gateway_summary: dict[str, Any] | None = None
+    meter: Meter | None = None
+    """The trial's budgets, kept by the gateway; None when it has none or none could be enforced."""
+    budget_note: str | None = None
+    """Why the trial's budgets were not enforced."""
     closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     """What ends with the trial: the model gateway, when the agent has one."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -70,6 +75,10 @@ def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRec
     extra = _extra(out.provided, out.launcher)
     if out.gateway_summary:
         extra["gateway"] = out.gateway_summary
+    if out.meter is not None:
+        extra["budget"] = {**out.meter.summary(), "enforced": "gateway"}
+    elif job.limits.budgets():
+        extra["budget"] = {"budgets": job.limits.budgets(), "enforced": None, "note": out.budget_note}
     return RunRecord(
         **identity(job),
         agent_version=_installed_version(run_dir) or job.agent.version,

@@ -9,9 +9,11 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from compiler.contract import AgentSpec
+from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
 from tests.runner.conftest import bin_cell, make_job, none_cell
 
@@ -123,3 +125,57 @@ def test_behaviour_depends_on_the_cell(project: Path, tmp_path: Path) -> None:
     assert os.path.exists(tmp_path / "bin" / "trace.jsonl") and not os.path.exists(
         tmp_path / "none" / "trace.jsonl"
     )
+
+
+def test_a_script_without_steps_for_the_scenario_fails_to_run_never_as_the_agent(
+    project: Path, tmp_path: Path
+) -> None:
+    """A job edited past the compiler (E237): the trial fails to run with the reason, it is not
+    an idle agent graded as a failure; the scenario's own script wins over the project's."""
+    from harness.grade import grade_run
+
+    (project / "scripts" / "other.yaml").write_text(yaml.safe_dump({"scenarios": {"other": []}}))
+    agent = AgentSpec(id="idle", adapter="scripted", args={"script": "scripts/other.yaml"})
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "idle")
+    assert record.error is not None and "no script steps for scenario 'fix'" in record.error
+    grade = grade_run(tmp_path / "idle", project=project)
+    assert grade.status == "failed_to_run" and "no script steps" in (grade.error or "")
+
+    own = project / "scenarios" / "fix" / "scripted" / "good.yaml"
+    own.parent.mkdir()
+    own.write_text(yaml.safe_dump({"steps": [{"write": {"path": "app/main.py", "content": "x = 1\n"}}]}))
+    both = AgentSpec(
+        id="own",
+        adapter="scripted",
+        args={"script": "scripts/other.yaml", "scenario_script": "scripted/good.yaml"},
+    )
+    done = run_trial(make_job(agent=both), project=project, run_dir=tmp_path / "own")
+    assert done.error is None and "+x = 1" in (tmp_path / "own" / "diff.patch").read_text()
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses", "gemini"])
+def test_ask_speaks_each_protocol_and_reports_the_models_usage(tmp_path: Path, protocol: str) -> None:
+    script = Script.model_validate({"model": "m1", "tools_required": False, "steps": [{"text": "Fine."}]})
+    with ScriptedModelServer(script) as server:
+        steps = [{"repeat": {"times": 2, "steps": [{"ask": "go"}]}}, {"answer": {"done": True}}]
+        code, out = _agent(tmp_path, {"steps": steps}, args={"base_url": server.url, "protocol": protocol})
+        served = server.records()
+    assert code == 0, out
+    assert [r.protocol for r in served] == [protocol, protocol]
+    rows = [json.loads(line) for line in (tmp_path / "usage.jsonl").read_text().splitlines()]
+    asked = [
+        r for r in rows if r["input"] == served[0].input_tokens and r["output"] == served[0].output_tokens
+    ]
+    assert len(asked) == 2  # the model's own counts, not made-up ones
+
+
+def test_ask_stops_on_a_refusal_unless_told_to_go_on(tmp_path: Path) -> None:
+    error = {"status": 429, "type": "insufficient_quota", "message": "quota"}
+    script = Script.model_validate({"tools_required": False, "steps": [{"error": error}] * 3})
+    with ScriptedModelServer(script) as server:
+        args = {"base_url": server.url, "protocol": "chat"}
+        code, out = _agent(tmp_path, {"steps": [{"ask": "go"}, {"answer": {"after": True}}]}, args=args)
+        assert code == 1 and "model error 429" in out and not (tmp_path / "answer.json").exists()
+        go_on = [{"ask": {"text": "go", "on_error": "continue"}}, {"answer": {"after": True}}]
+        code, _ = _agent(tmp_path, {"steps": go_on}, args=args)
+        assert code == 0 and (tmp_path / "answer.json").exists()

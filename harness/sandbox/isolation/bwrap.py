@@ -137,24 +137,24 @@ def _drop_root() -> list[str]:
     ]
 
 
-def _launch_script(spec: SandboxSpec, *, cwd_bind: bool) -> str | None:
-    """The root-side shell that runs bwrap: hands the writable folders over to the sandbox uid
-    and opens the seccomp filter; None when bwrap can be executed directly."""
+def _root_steps(spec: SandboxSpec, *, own_cwd: bool) -> list[str]:
+    """Shell steps run before bwrap: hand the writable folders (and, with `own_cwd`, the caller's
+    folder "$w") over to the sandbox uid. Nothing when the sandbox runs as the harness's uid."""
     ids = sandbox_ids()
+    own = [shlex.quote(str(m.src)) for m in spec.mounts if m.writable]
+    own += [shlex.quote(str(o.upper)) for o in spec.overlays]
+    if own_cwd:
+        own.insert(0, '"$w"')
+    if not ids.switched or not own:
+        return []
+    chown = shutil.which("chown") or "chown"
+    return [f"{chown} -hR --from=0 {ids.uid}:{ids.gid} -- {' '.join(own)}"]
+
+
+def _seccomp_redirect() -> str:
+    """The redirection that opens the seccomp filter on SECCOMP_FD for bwrap (root harness only)."""
     filt = seccomp.filter_file() if os.geteuid() == 0 else None
-    own = [str(m.src) for m in spec.mounts if m.writable]
-    own += [str(o.upper) for o in spec.overlays]
-    steps: list[str] = []
-    if cwd_bind:
-        steps.append("w=$(pwd -P)")
-    if ids.switched and (own or cwd_bind):
-        chown = shutil.which("chown") or "chown"
-        targets = " ".join([*(['"$w"'] if cwd_bind else []), *map(shlex.quote, own)])
-        steps.append(f"{chown} -hR --from=0 {ids.uid}:{ids.gid} -- {targets}")
-    if not steps and filt is None:
-        return None
-    redirect = f" {SECCOMP_FD}<{shlex.quote(str(filt))}" if filt is not None else ""
-    return " && ".join([*steps, f'exec "$@"{redirect}'])
+    return f" {SECCOMP_FD}<{shlex.quote(str(filt))}" if filt is not None else ""
 
 
 class BwrapIsolation:
@@ -213,13 +213,21 @@ class BwrapIsolation:
         if spec.cwd != Path("."):  # "." = the caller's working folder, at the same path inside
             argv += ["--chdir", str(spec.cwd)]
         command = [*(_drop_root() if root else []), *spec.argv]
-        script = _launch_script(spec, cwd_bind=spec.bind_cwd)
-        if spec.bind_cwd:  # the folder is known only when the command starts: a shell adds the bind
-            bind = '--perms 0755 --dir "$(dirname "$w")" --bind "$w" "$w"'
-            assert script is not None
-            script = script.replace('exec "$@"', f'exec {shlex.join(argv)} {bind} -- "$@"')
-            return ["/bin/sh", "-c", script, "assay-bwrap", *command]
+        redirect = _seccomp_redirect()
+        if spec.bind_cwd or spec.cwd_map is not None:  # the folder is known only when the command starts
+            steps = ["w=$(pwd -P)", *_root_steps(spec, own_cwd=spec.bind_cwd)]
+            if spec.cwd_map is not None:  # the caller's folder, entered where its mount shows it
+                src, dest = (shlex.quote(str(p)) for p in spec.cwd_map)
+                steps.append(
+                    f'case "$w" in {src}|{src}/*) ;; *) echo "assay: $w is outside {src}" >&2; exit 126;; esac'
+                )
+                tail = f'--chdir {dest}"${{w#{src}}}"'
+            else:
+                tail = '--perms 0755 --dir "$(dirname "$w")" --bind "$w" "$w"'
+            steps.append(f'exec {shlex.join(argv)} {tail} -- "$@"{redirect}')
+            return ["/bin/sh", "-c", " && ".join(steps), "assay-bwrap", *command]
         argv += ["--", *command]
-        if script is None:
+        steps = _root_steps(spec, own_cwd=False)
+        if not steps and not redirect:
             return argv
-        return ["/bin/sh", "-c", script, "assay-bwrap", *argv]
+        return ["/bin/sh", "-c", " && ".join([*steps, f'exec "$@"{redirect}']), "assay-bwrap", *argv]

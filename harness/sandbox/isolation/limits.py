@@ -272,7 +272,17 @@ def confine(
         pids = _make_cgroup("pids", name, {"pids.max": str(limits.pids)}, {})
         if pids is not None:
             cgroups["pids"] = pids
+    if limits.cpus is not None:
+        period = 100_000
+        quota = max(1000, int(limits.cpus * period))
+        cpu = _make_cgroup(
+            "cpu", name, {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(quota)}, {}
+        )
+        if cpu is not None:
+            cgroups["cpu"] = cpu
     enforced: dict[str, str] = {}
+    if "cpu" in cgroups:
+        enforced["cpus"] = "cgroup"
     if memory is not None and limits.memory_mb is not None:
         enforced["memory"] = "cgroup"
     if "pids" in cgroups:
@@ -296,6 +306,7 @@ def confine(
 
 
 _FIELDS = {
+    "cpus": ("cpus", " CPUs"),
     "memory": ("memory_mb", " MB"),
     "pids": ("pids", ""),
     "file_size": ("file_size_mb", " MB"),
@@ -309,8 +320,7 @@ _FIELDS = {
 def applied(limits: SandboxLimits, enforced: dict[str, str]) -> dict[str, str]:
     """Each limit as run.json states it: "4096 MB (cgroup)", "off", or "1024 (not enforced here)"."""
     out: dict[str, str] = {}
-    for name in LIMIT_NAMES:
-        field_name, unit = _FIELDS[name]
+    for name, (field_name, unit) in _FIELDS.items():
         value = getattr(limits, field_name)
         if value is None:
             out[name] = "off"
