@@ -7,8 +7,9 @@ Everything here is accumulated while streaming, with evidence capped per item (t
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
@@ -270,33 +271,26 @@ class DiagAcc:
                     evidence=self.infra.listing(),
                 )
             )
-        for why, ev in sorted(self.unprotected.items()):
-            out.append(
-                Diagnostic(
-                    kind="sandbox",
-                    severity="error",
-                    message=f"{ev.count} run(s) ran without a sandbox protection: {why}",
-                    evidence=ev.listing(),
-                )
-            )
-        for limit, ev in sorted(self.limits.items()):
-            out.append(
-                Diagnostic(
-                    kind="limit",
-                    severity="warning",
-                    message=f"{ev.count} run(s) hit the {limit} limit (stopped by the harness; see limits_hit in run.json)",
-                    evidence=ev.listing(),
-                )
-            )
-        for code, ev in sorted(self.exits.items()):
-            out.append(
-                Diagnostic(
-                    kind="agent-exit",
-                    severity="warning",
-                    message=f"{ev.count} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
-                    evidence=ev.listing(),
-                )
-            )
+        out += _each(
+            "sandbox",
+            "error",
+            self.unprotected,
+            lambda why, n: f"{n} run(s) ran without a sandbox protection: {why}",
+        )
+        out += _each(
+            "limit",
+            "warning",
+            self.limits,
+            lambda limit, n: (
+                f"{n} run(s) hit the {limit} limit (stopped by the harness; see limits_hit in run.json)"
+            ),
+        )
+        out += _each(
+            "agent-exit",
+            "warning",
+            self.exits,
+            lambda code, n: f"{n} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
+        )
         labels = {
             "invalid": "invalid runs (excluded from rates)",
             "failed_to_run": "failed to run (no evidence; not counted as failures)",
@@ -367,3 +361,19 @@ class DiagAcc:
         out.extend(no_discrimination([c for c in cells if c.agent not in sanity]))
         out.extend(power(uplifts))
         return out
+
+
+K = TypeVar("K", str, int)
+
+
+def _each(
+    kind: str,
+    severity: Literal["info", "warning", "error"],
+    table: dict[K, Evidence],
+    message: Callable[[K, int], str],
+) -> list[Diagnostic]:
+    """One diagnostic per key of a table of evidence, in key order."""
+    return [
+        Diagnostic(kind=kind, severity=severity, message=message(key, ev.count), evidence=ev.listing())
+        for key, ev in sorted(table.items())
+    ]
