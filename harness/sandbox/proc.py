@@ -29,6 +29,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.sandbox.identity import sandbox_ids
+
 CHUNK = 65536
 GRACE_S = 1.0
 POLL_S = 0.1
@@ -186,6 +188,17 @@ def _end_tree(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _pipe(*, child_end: int) -> tuple[int, int]:
+    """A pipe whose child end (0: read, 1: write) belongs to the sandbox's uid when that is not
+    ours: a command that reopens its stdin or stdout (`> /dev/stdout`, pytest's
+    `--junitxml=/dev/fd/3`) is otherwise refused by a pipe that root made with mode 0600."""
+    ends = os.pipe()
+    ids = sandbox_ids()
+    if ids.switched:
+        os.fchown(ends[child_end], ids.uid, ids.gid)
+    return ends
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -226,21 +239,28 @@ def run(
     start = time.monotonic()
     timed_out = capped = cancelled = False
     try:
-        proc = subprocess.Popen(
-            full,
-            cwd=cwd,
-            env=run_env,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        assert proc.stdout is not None
-        reader = threading.Thread(target=_pump, args=(proc.stdout, sink, keep, cap, state), daemon=True)
+        out_r, out_w = _pipe(child_end=1)
+        in_r, in_w = _pipe(child_end=0) if stdin is not None else (None, None)
+        try:
+            proc = subprocess.Popen(
+                full,
+                cwd=cwd,
+                env=run_env,
+                stdin=in_r if in_r is not None else subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            os.close(out_w)
+            if in_r is not None:
+                os.close(in_r)
+        stdout = os.fdopen(out_r, "rb")
+        reader = threading.Thread(target=_pump, args=(stdout, sink, keep, cap, state), daemon=True)
         reader.start()
-        if stdin is not None:
-            assert proc.stdin is not None
-            threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
+        if in_w is not None:
+            assert stdin is not None
+            threading.Thread(target=_feed, args=(os.fdopen(in_w, "wb"), stdin), daemon=True).start()
         deadline = None if timeout_s is None else start + timeout_s
         exited = _ExitWaiter(proc)
         while True:
@@ -266,7 +286,7 @@ def run(
         if not reader.is_alive():
             # A straggler that escaped killpg may still hold the pipe; closing it under the
             # blocked reader would deadlock, so the daemon reader is left to it.
-            proc.stdout.close()
+            stdout.close()
     finally:
         if sink is not None:
             sink.close()
