@@ -17,7 +17,8 @@ from pathlib import Path
 
 from harness.artifacts.sandbox_sections import TreeReport
 from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.sandbox.gate import Gate
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec, confines
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.neutralise import merged, neutralise
 from harness.sandbox.pathsafe import collect
@@ -80,8 +81,12 @@ class Launcher:
         output_cap: int | None = 10_000_000,
         capture: bool = False,
         cancel: threading.Event | None = None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
-        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
+        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported.
+
+        With a `gate`, argv is `gate.wrap(phase, command)`: a first phase in the same sandbox
+        (`harness.sandbox.gate`)."""
         outbox = (self.outbox[0],) if self.outbox is not None else ()
         with confine(
             self.isolation, self.spec(argv), label=self.label, watch=self.watch, outbox=outbox
@@ -96,6 +101,7 @@ class Launcher:
                 output_cap=output_cap,
                 capture=capture,
                 cancel=cancel,
+                gate=gate,
             )
             hits = box.limits_hit(done.exit_code)
         self.neutralise()
@@ -131,6 +137,7 @@ class Launcher:
         output_cap: int | None,
         capture: bool,
         cancel: threading.Event | None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
         return proc.run(
             argv,
@@ -144,6 +151,8 @@ class Launcher:
             network=self.network,
             ro_binds=self.ro_binds,
             cancel=cancel,
+            namespaces=not confines(self.isolation),
+            gate=gate,
         )
 
     def shell(self, command: str, **kwargs: object) -> proc.ProcResult:

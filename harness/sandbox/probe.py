@@ -79,12 +79,21 @@ class LoopbackProbe:
         """The shell command a sandbox runs to try the listener."""
         return shlex.join([sys.executable, "-c", PROBE, self.url, self.token])
 
-    def __enter__(self) -> LoopbackProbe:
+    def start(self) -> LoopbackProbe:
+        """Start listening (in a daemon thread); returns self."""
         self._thread.start()
         return self
+
+    def close(self) -> None:
+        """Stop listening and free the port."""
+        if self._thread.is_alive():
+            self._server.shutdown()
+        self._server.server_close()
+
+    def __enter__(self) -> LoopbackProbe:
+        return self.start()
 
     def __exit__(
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
-        self._server.shutdown()
-        self._server.server_close()
+        self.close()

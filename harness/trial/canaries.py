@@ -9,14 +9,16 @@ off the machine. `ASSAY_PROBE_URL` names that listener for a spec's own commands
 canary makes the run invalid: it is excluded from rates and counted by the report.
 
 All canaries of a trial run in ONE launch of the agent's sandbox (a launch costs more than
-most canaries), each in its own subshell, its output and exit status framed by markers.
+most canaries), each in its own subshell, its output and exit status framed by markers: as the
+first phase of the agent's own launch (`Phase`, through `harness.sandbox.gate`: the agent starts
+once they are over, in the same sandbox), or alone (`run`).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from compiler.contract import Canaries, Job
 from harness.artifacts.records import CanaryResult
@@ -60,8 +62,26 @@ def _parse(output: bytes, count: int) -> dict[int, tuple[int, bytes]]:
     return found
 
 
-def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
-    """Run every canary; the result is ok only where the canary held."""
+class Phase(NamedTuple):
+    """The canaries of a trial as one shell script, and what each of its parts proves."""
+
+    script: str
+    items: list[tuple[Kind, str]]
+    probe: LoopbackProbe
+    """The loopback listener the script's network probes try; listening until `close()`."""
+
+    def close(self) -> None:
+        """Stop the loopback listener (after `verdicts`)."""
+        self.probe.close()
+
+    @property
+    def timeout_s(self) -> float:
+        return TIMEOUT_S * len(self.items)
+
+
+def phase(canaries: Canaries) -> Phase | None:
+    """The canaries as a script for the agent's sandbox, their loopback listener already listening
+    (the caller closes it: `Phase.close`); None when the cell has none."""
     items: list[tuple[Kind, str]] = [
         *(("absent", n) for n in canaries.absent),
         *(("must_fail", c) for c in canaries.must_fail),
@@ -69,19 +89,35 @@ def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
         *((("network", canaries.network),) if canaries.network else ()),
     ]
     if not items:
+        return None
+    probe = LoopbackProbe().start()
+    return Phase(_script(items, probe), items, probe)
+
+
+def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
+    """Run every canary in a launch of its own; the result is ok only where the canary held."""
+    found = phase(canaries)
+    if found is None:
         return ()
-    with LoopbackProbe() as probe:
-        done = launcher.shell(_script(items, probe), timeout_s=TIMEOUT_S * len(items), capture=True)
-    outcomes = _parse(done.output, len(items))
+    try:
+        done = launcher.shell(found.script, timeout_s=found.timeout_s, capture=True)
+        ended = "timed out" if done.timed_out else f"launch exit {done.exit_code}"
+        return verdicts(found, done.output, ended=ended)
+    finally:
+        found.close()
+
+
+def verdicts(found: Phase, output: bytes, *, ended: str) -> tuple[CanaryResult, ...]:
+    """Each canary's verdict from the script's output; `ended` says how a launch that cut the
+    script short ended ("timed out", "launch exit 1")."""
+    outcomes = _parse(output, len(found.items))
     results: list[CanaryResult] = []
-    for index, (kind, what) in enumerate(items):
+    for index, (kind, what) in enumerate(found.items):
         if index not in outcomes:
-            detail = "did not run to an end" + (
-                " (timed out)" if done.timed_out else f" (launch exit {done.exit_code})"
-            )
+            detail = f"did not run to an end ({ended})"
             results.append(
                 CanaryResult(
-                    kind=kind, command=_shown(kind, what), ok=False, detail=detail + f": {_tail(done.output)}"
+                    kind=kind, command=_shown(kind, what), ok=False, detail=detail + f": {_tail(output)}"
                 )
             )
             continue
@@ -90,7 +126,7 @@ def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
             ok = code != 0
             detail = "not found" if ok else f"{what} is reachable at {_tail(out)}"
         elif kind == "network":
-            ok, detail = _network(what, code, probe.connections, _tail(out))
+            ok, detail = _network(what, code, found.probe.connections, _tail(out))
         elif kind == "must_fail":
             ok = code != 0
             detail = f"exit {code}" + ("" if ok else f": succeeded, expected failure; {_tail(out)}")
@@ -109,10 +145,9 @@ def _network(wanted: str, code: int, arrived: int, said: str) -> tuple[bool, str
     if wanted == "off":
         if arrived:
             return False, f"{arrived} connection(s) from the sandbox reached the host's loopback: {said}"
-        return (
-            code == 1,
-            f"nothing reached the host's loopback ({said})" if code == 1 else f"probe exit {code}: {said}",
-        )
+        if code == 1:
+            return True, f"nothing reached the host's loopback ({said})"
+        return False, f"probe exit {code}: {said}"
     if code == 0:
         return True, "the host's loopback answered"
     return False, f"the host's loopback did not answer (probe exit {code}): {said}"

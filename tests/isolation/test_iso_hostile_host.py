@@ -25,19 +25,12 @@ import pytest
 from compiler.contract import Canaries, Cell, Limits, Options, Provisions
 from harness.artifacts.records import RunRecord
 from harness.trial import run_trial
+from tests.helpers import command_agent, make_job
 from tests.isolation.conftest import Trial
-from tests.runner.conftest import FIXTURE, command_agent, make_job
 
 pytestmark = pytest.mark.isolation
 
 SETUID = stat.S_ISUID | stat.S_ISGID
-
-
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    dest = tmp_path / "project"
-    shutil.copytree(FIXTURE, dest, symlinks=True)
-    return dest
 
 
 def _run(project: Path, run_dir: Path, iso: str, command: str, *, timeout_s: float = 60) -> RunRecord:

@@ -12,7 +12,7 @@ from harness.commands._batch import _warn_unprotected
 from harness.sandbox.isolation import select
 from harness.sandbox.protections import measure
 from harness.trial import run_trial
-from tests.runner.conftest import make_job
+from tests.helpers import make_job
 
 
 def test_without_a_sandbox_every_protection_is_reported_as_missing() -> None:

@@ -161,6 +161,8 @@ class BwrapIsolation:
     """Namespaces, an empty root, the toolchain read-only, only the spec's mounts; never host root."""
 
     name = "bwrap"
+    ends_tree = True
+    """Its own pid, network and mount namespaces (`--die-with-parent` / `--kill-child`): see `confines`."""
 
     def probe(self) -> str | None:
         return _probe()
