@@ -16,10 +16,9 @@ from __future__ import annotations
 import atexit
 import errno
 import functools
-import os
 import platform
+import shutil
 import struct
-import tempfile
 from pathlib import Path
 from typing import NamedTuple
 
@@ -99,9 +98,11 @@ def filter_file() -> Path | None:
     code = program()
     if code is None:
         return None
-    fd, name = tempfile.mkstemp(prefix="assay-seccomp-", suffix=".bpf")
-    with os.fdopen(fd, "wb") as fh:
-        fh.write(code)
-    path = Path(name)
-    atexit.register(path.unlink, missing_ok=True)
+    from harness.artifacts.lock import host_tmp
+
+    # In the machine's temp dir, not tempfile's: a runs tree's scratch (lock.hold) goes with its run.
+    folder = host_tmp("seccomp")
+    atexit.register(shutil.rmtree, folder, True)
+    path = folder / "userns.bpf"
+    path.write_bytes(code)
     return path
