@@ -44,6 +44,8 @@ class Outcome:
     stderr: str
     limits_hit: tuple[str, ...]
     timed_out: bool
+    cgroups: tuple[Path, ...] = ()
+    """The cgroup folders made for this command (removed once it is over)."""
 
 
 @dataclass
@@ -105,7 +107,8 @@ class Trial:
                 timed_out = True
                 os.killpg(proc.pid, signal.SIGKILL)
                 out, err = proc.communicate()
-            return Outcome(proc.returncode, out, err, box.limits_hit(proc.returncode), timed_out)
+            hits = box.limits_hit(proc.returncode)
+        return Outcome(proc.returncode, out, err, hits, timed_out, tuple(box.cgroups.values()))
 
     def py(self, code: str, **kwargs: object) -> Outcome:
         """Run Python code in the sandbox."""

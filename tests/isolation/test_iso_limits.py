@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from harness.sandbox.isolation import SandboxLimits
-from harness.sandbox.isolation.limits import confine, tree_size
-from tests.isolation.conftest import PYTHON, Trial
+from harness.sandbox.isolation.limits import tree_size
+from tests.isolation.conftest import Trial
 
 pytestmark = pytest.mark.isolation
 
@@ -84,13 +83,13 @@ def test_no_limits_no_hits(trial: Trial) -> None:
 
 @needs_cgroup
 def test_cgroups_are_removed_after_the_run(trial: Trial) -> None:
-    # This run's own cgroups: other tests (and other checkouts) make cgroups of the same label meanwhile.
-    spec = trial.spec([PYTHON, "-c", "print(1)"], limits=SandboxLimits(memory_mb=256, pids=64))
-    with confine(trial.iso, spec, label="test", watch=(trial.workspace,)) as box:
-        subprocess.run(box.argv, env=dict(spec.env), cwd=spec.cwd, capture_output=True, check=True)
-        made = list(box.cgroups.values())
-        assert made and all(path.is_dir() for path in made)
-    assert [path for path in made if path.exists()] == []
+    """This run's own cgroups: other runs on the machine (parallel tests, other checkouts) have
+    theirs under the same parent while they last."""
+    out = trial.py("print(1)", limits=SandboxLimits(memory_mb=256, pids=64))
+    if not out.cgroups:
+        pytest.skip("no cgroups made here (they are made as root only)")
+    assert {p.parent.parent.name for p in out.cgroups} == {"memory", "pids"}
+    assert [p for p in out.cgroups if p.exists()] == []
 
 
 @pytest.mark.skipif(
