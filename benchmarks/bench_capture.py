@@ -24,7 +24,7 @@ from typing import NamedTuple
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from harness.sandbox import fdtree  # noqa: E402
+from harness.sandbox import neutralise  # noqa: E402
 from harness.trial import capture, workspace  # noqa: E402
 
 PER_FOLDER = 100
@@ -87,7 +87,7 @@ def main() -> None:
         try:
             done = one_round(scratch, args.files, content)
         finally:
-            fdtree.remove_tree(scratch, ignore_errors=True)
+            neutralise.remove_tree(scratch, ignore_errors=True)
         verdict = "applies" if done.applies == 0 else f"git apply --check exit {done.applies}"
         print(
             f"  {label:>14}: {done.wall_s:6.2f} s wall, {done.cpu_s:5.2f} s CPU   "

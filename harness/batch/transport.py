@@ -29,7 +29,7 @@ from typing import Any
 from compiler.contract import Job
 from harness.artifacts.names import RUN_FILE
 from harness.artifacts.store import write_atomic
-from harness.sandbox import fdtree
+from harness.sandbox import fdtree, neutralise
 
 _NEVER_SHIPPED = frozenset({"runs", "generated", ".git", ".nox", ".venv", "__pycache__"})
 _CHUNK = 1 << 20
@@ -301,7 +301,7 @@ def pack_run(run_dir: Path) -> bytes:
     """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w", format=tarfile.PAX_FORMAT) as tar:
-        for entry in fdtree.walk(run_dir):
+        for entry in neutralise.walk_tree(run_dir):
             kind = entry.kind
             if len(entry.rel) > fdtree.MAX_REL or kind not in ("dir", "file", "symlink"):
                 continue

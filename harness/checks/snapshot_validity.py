@@ -20,7 +20,7 @@ from harness.artifacts.records import CheckOutcome
 from harness.artifacts.run_view import RunView
 from harness.checks.base import CheckContext, CheckError
 from harness.checks.engine import scrub_outcome
-from harness.sandbox import fdtree
+from harness.sandbox import fdtree, neutralise
 from harness.sandbox.pathsafe import clear_way
 
 FINAL_OUTCOMES = "final-outcomes"
@@ -94,7 +94,7 @@ def validity(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
             )
     finally:
-        fdtree.remove_tree(scratch, ignore_errors=True)
+        neutralise.remove_tree(scratch, ignore_errors=True)
     result = tuple(verdicts)
     view.cache[key] = result
     return result

@@ -122,6 +122,18 @@ def _check_judges(jobs: list[Job]) -> None:
         raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
 
 
+def _warn_unprotected(jobs: list[Job]) -> None:
+    """Say on stderr, before any trial, each sandbox protection that will not hold on this machine
+    (run.json `protections` and the report say it per run)."""
+    from harness.sandbox.isolation import select
+    from harness.sandbox.protections import measure
+
+    for name in sorted({job.options.isolation for job in jobs}):
+        held = measure(select(name), neutralised=True)
+        for why in held.failed:
+            print(f"assay: WARNING: isolation {held.isolation}: {why}", file=sys.stderr)
+
+
 def run_jobs(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -183,6 +195,8 @@ class Batch:
     options: dict[str, Any]
     errors: int = 0
     """Trials that errored on the harness's side, over every batch run so far."""
+    warned: bool = False
+    """The protections that will not hold were said on stderr (once per invocation, not per round)."""
 
     def __call__(self, jobs: list[Job]) -> bool:
         """Plan and execute the jobs; False when fail-fast stopped them (nothing more should run)."""
@@ -208,6 +222,9 @@ class Batch:
         if not plan.tasks:
             batch.say(err, "assay: nothing to run")
             return True
+        if not self.warned:
+            _warn_unprotected(jobs)
+            self.warned = True
         fail_fast = args.fail_fast or self.fail_fast
         outcomes = batch.execute(
             plan.tasks,

@@ -33,7 +33,7 @@ from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
-from harness.sandbox import fdtree, isolation, pathsafe
+from harness.sandbox import fdtree, isolation, neutralise, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
 from harness.sandbox.scenario import View, checks_view, needs_view
 from harness.sandbox.scenario_env import CannotRunHere
@@ -260,7 +260,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
             grade = grade.model_copy(update={"details": details})
         return grade
     finally:
-        fdtree.remove_tree(scratch, ignore_errors=True)
+        neutralise.remove_tree(scratch, ignore_errors=True)
 
 
 class _UnusableJudge:

@@ -94,6 +94,8 @@ class RunFacts:
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
     limits_hit: tuple[str, ...] = ()
     """Resource limits the run hit (run.json `limits_hit`)."""
+    unprotected: tuple[str, ...] = ()
+    """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -392,4 +394,5 @@ def collect(
             concurrent=run.concurrent,
             sanity=run.sanity,
             limits_hit=run.limits_hit,
+            unprotected=run.protections.failed if run.protections is not None else (),
         )

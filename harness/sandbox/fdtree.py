@@ -1,12 +1,11 @@
 """Reading and copying a tree the agent wrote, whatever its shape, without ever being fooled by it.
 
-Every operation works on directory file descriptors and relative names: no path the kernel is
-handed is longer than a relative path inside the tree, so a workspace holding a 4,000-byte path
-(which is longer than PATH_MAX once the run directory is put in front) is read and copied like
-any other. Names are bytes (newlines, escape sequences, bytes that are not UTF-8). Symlinks are
-never followed; FIFOs, sockets and devices are never opened, only reported.
+Built on `harness.sandbox.neutralise.walk_tree` (directory descriptors and relative names, so a
+workspace holding a 4,000-byte path is read and copied like any other; names are bytes; symlinks
+never followed): reading a regular file without opening a FIFO or device in its place, and
+copying files or whole trees, with what was left out reported.
 
-    for entry in walk(root):                         # depth first, byte order
+    for entry in walk_tree(root):                    # depth first, byte order
         if entry.kind == "file": data = read_at(entry.name, entry.dir_fd)  # never a FIFO
     skipped = copy_tree(src, dest)                    # [(printable path, why)] left out
 """
@@ -16,185 +15,17 @@ from __future__ import annotations
 import contextlib
 import os
 import stat
-from collections.abc import Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
+
+from harness.artifacts.sandbox_sections import printable
+from harness.sandbox.neutralise import walk_tree
 
 MAX_REL = 4000
 """The longest relative path (bytes) copied or diffed: with `a/` in front it stays under PATH_MAX."""
 
 _DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
 _FILE = os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC
-_ODD = {
-    stat.S_IFIFO: "fifo",
-    stat.S_IFSOCK: "socket",
-    stat.S_IFCHR: "char_device",
-    stat.S_IFBLK: "block_device",
-}
-
-
-class TreeChanged(RuntimeError):
-    """A folder was replaced while the tree was walked."""
-
-
-def kind_of(mode: int) -> str:
-    """dir, file, symlink, or an odd kind: fifo, socket, char_device, block_device."""
-    if stat.S_ISDIR(mode):
-        return "dir"
-    if stat.S_ISREG(mode):
-        return "file"
-    if stat.S_ISLNK(mode):
-        return "symlink"
-    return _ODD.get(stat.S_IFMT(mode), "unknown")
-
-
-def printable(rel: bytes) -> str:
-    """A relative path for messages and records: control bytes and non-UTF-8 bytes escaped."""
-    text = rel.decode("utf-8", errors="backslashreplace")
-    if text.isprintable():
-        return text
-    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
-
-
-@dataclass(frozen=True)
-class Entry:
-    """One entry of a walk; `dir_fd` (the open folder holding it) is valid only until the walk moves on."""
-
-    rel: bytes
-    name: bytes
-    st: os.stat_result
-    dir_fd: int
-
-    @property
-    def kind(self) -> str:
-        return kind_of(self.st.st_mode)
-
-
-@dataclass
-class _Frame:
-    rel: bytes
-    ident: tuple[int, int]
-    pending: list[bytes] = field(default_factory=list)
-
-
-def _listing(fd: int) -> list[bytes]:
-    with os.scandir(fd) as it:
-        return sorted((os.fsencode(e.name) for e in it), reverse=True)
-
-
-def _open_dir(name: bytes | str | Path, ident: tuple[int, int] | None, dir_fd: int | None = None) -> int:
-    fd = os.open(name, _DIR, dir_fd=dir_fd)
-    st = os.fstat(fd)
-    if ident is not None and (st.st_dev, st.st_ino) != ident:
-        os.close(fd)
-        raise TreeChanged(f"a folder changed while it was walked ({os.fsdecode(name)!r})")
-    return fd
-
-
-def walk(root: Path, *, skip: frozenset[bytes] = frozenset()) -> Iterator[Entry]:
-    """Every entry under `root`, depth first, names in byte order, symlinks never followed.
-
-    Two descriptors at most: going back up is `..`, checked against the folder seen on the way
-    down, so depth costs nothing. A folder that cannot be opened is yielded and not entered;
-    relative paths in `skip` are neither yielded nor entered.
-    """
-    fd = _open_dir(root, None)
-    st = os.fstat(fd)
-    stack = [_Frame(b"", (st.st_dev, st.st_ino), _listing(fd))]
-    try:
-        while stack:
-            frame = stack[-1]
-            if not frame.pending:
-                stack.pop()
-                if stack:
-                    parent = _open_dir("..", stack[-1].ident, dir_fd=fd)
-                    os.close(fd)
-                    fd = parent
-                continue
-            name = frame.pending.pop()
-            rel = frame.rel + b"/" + name if frame.rel else name
-            if rel in skip:
-                continue
-            try:
-                st = os.stat(name, dir_fd=fd, follow_symlinks=False)
-            except FileNotFoundError:
-                continue
-            yield Entry(rel, name, st, fd)
-            if not stat.S_ISDIR(st.st_mode):
-                continue
-            try:
-                child = _open_dir(name, (st.st_dev, st.st_ino), dir_fd=fd)
-                listing = _listing(child)
-            except OSError:
-                continue
-            os.close(fd)
-            fd = child
-            stack.append(_Frame(rel, (st.st_dev, st.st_ino), listing))
-    finally:
-        os.close(fd)
-
-
-def _unlink(name: bytes, dir_fd: int, *, folder: bool = False) -> None:
-    remove = os.rmdir if folder else os.unlink
-    try:
-        remove(name, dir_fd=dir_fd)
-    except PermissionError:  # a read-only folder (a read-only copy): make it writable, once
-        os.chmod(dir_fd, stat.S_IMODE(os.fstat(dir_fd).st_mode) | stat.S_IRWXU)
-        remove(name, dir_fd=dir_fd)
-
-
-def _clear(fd: int) -> list[bytes]:
-    """Unlink every non-folder in the folder `fd`; return its sub-folders' names."""
-    folders = []
-    for name in _listing(fd):
-        if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
-            folders.append(name)
-        else:
-            _unlink(name, fd)
-    return folders
-
-
-def remove_tree(root: Path | bytes, *, dir_fd: int | None = None, ignore_errors: bool = False) -> None:
-    """Delete `root` and everything under it, any depth (no recursion), symlinks never followed.
-
-    `shutil.rmtree` recurses once per level: a tree a few thousand folders deep, which an agent
-    makes in a second, raises RecursionError there. A missing root is nothing to do.
-    """
-    if ignore_errors:
-        with contextlib.suppress(OSError, TreeChanged):
-            remove_tree(root, dir_fd=dir_fd)
-        return
-    try:
-        st = os.stat(root, dir_fd=dir_fd, follow_symlinks=False)
-    except FileNotFoundError:
-        return
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(root, dir_fd=dir_fd)
-        return
-    fd = _open_dir(root, (st.st_dev, st.st_ino), dir_fd=dir_fd)
-    st = os.fstat(fd)
-    stack = [_Frame(b"", (st.st_dev, st.st_ino), _clear(fd))]
-    try:
-        while stack:
-            frame = stack[-1]
-            if frame.pending:
-                name = frame.pending.pop()
-                sub = os.stat(name, dir_fd=fd, follow_symlinks=False)
-                inner = _open_dir(name, (sub.st_dev, sub.st_ino), dir_fd=fd)
-                os.close(fd)
-                fd = inner
-                stack.append(_Frame(name, (sub.st_dev, sub.st_ino), _clear(fd)))
-                continue
-            stack.pop()
-            if stack:
-                parent = _open_dir("..", stack[-1].ident, dir_fd=fd)
-                os.close(fd)
-                fd = parent
-                _unlink(frame.rel, fd, folder=True)
-    finally:
-        os.close(fd)
-    os.rmdir(root, dir_fd=dir_fd)
 
 
 def open_regular(name: bytes | str, dir_fd: int) -> int:
@@ -305,7 +136,7 @@ def copy_tree(src: Path, dest: Path, *, limit: int = MAX_REL) -> list[Skipped]:
     dst_fd = os.open(dest, _DIR)
     pruned: bytes | None = None  # a folder left out: nothing below it is listed again
     try:
-        for entry in walk(src):
+        for entry in walk_tree(src):
             kind = entry.kind
             if pruned is not None and entry.rel.startswith(pruned):
                 continue

@@ -25,7 +25,8 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.artifacts.records import Omitted
-from harness.sandbox import fdtree
+from harness.artifacts.sandbox_sections import printable
+from harness.sandbox import fdtree, neutralise
 from harness.trial import gitdiff
 from harness.trial.workspace import Change, Roots, Workspace, scan
 
@@ -108,7 +109,7 @@ class _Trees:
 
     def __init__(self, ws: Workspace) -> None:
         self.dir = ws.meta / PATCH_DIR
-        fdtree.remove_tree(self.dir, ignore_errors=True)
+        neutralise.remove_tree(self.dir, ignore_errors=True)
         (self.dir / "a").mkdir(parents=True)
         (self.dir / "b").mkdir()
         self.roots = Roots(ws)
@@ -133,7 +134,7 @@ class _Trees:
 
     def close(self) -> None:
         self.roots.close()
-        fdtree.remove_tree(self.dir, ignore_errors=True)
+        neutralise.remove_tree(self.dir, ignore_errors=True)
 
 
 def _git_diff(scratch: Path) -> bytes:
@@ -233,7 +234,7 @@ def _checked(ws: Workspace, kept: list[Change]) -> tuple[bytes, list[Omitted]]:
 
 
 def _shown(change: Change) -> str:
-    return fdtree.printable(os.fsencode(change.rel))
+    return printable(os.fsencode(change.rel))
 
 
 def diff(ws: Workspace, changes: Sequence[Change] | None = None) -> Patch:

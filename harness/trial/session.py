@@ -40,7 +40,7 @@ from harness.artifacts.names import (
     step_dir_name,
 )
 from harness.artifacts.records import StepRecord
-from harness.sandbox import fdtree, proc
+from harness.sandbox import fdtree, neutralise, proc
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, capture, patch, workspace
 from harness.trial.environment import TrialPaths
@@ -177,7 +177,7 @@ class StepStart:
     def __init__(self, ws: workspace.Workspace, paths: TrialPaths) -> None:
         self.ws, self.paths = ws, paths
         self.dir = paths.run_dir / META_DIR / "step-start"
-        fdtree.remove_tree(self.dir, ignore_errors=True)
+        neutralise.remove_tree(self.dir, ignore_errors=True)
         (self.dir / "tree").mkdir(parents=True)
         self.changed = workspace.changes(ws)
         with _folders(ws.root, self.dir / "tree") as (src, dst):
@@ -194,12 +194,12 @@ class StepStart:
         with _folders(self.dir / "tree", self.ws.root) as (saved, tree):
             for rel in map(os.fsencode, self.changed):
                 with contextlib.suppress(OSError):
-                    fdtree.remove_tree(rel, dir_fd=tree)
+                    neutralise.remove_tree(rel, dir_fd=tree)
                 with contextlib.suppress(OSError):
                     fdtree.put(saved, rel, tree, rel, link=False)
         if (self.dir / STATE_DIR).is_dir():
             for entry in list(self.paths.state.iterdir()):
-                fdtree.remove_tree(entry)
+                neutralise.remove_tree(entry)
             fdtree.copy_tree(self.dir / STATE_DIR, self.paths.state)
 
 

@@ -32,7 +32,7 @@ from pathlib import Path
 from typing import NamedTuple
 
 from harness.artifacts.names import ANSWER_FILE, META_DIR, WORKSPACE_DIR
-from harness.sandbox import fdtree
+from harness.sandbox import fdtree, neutralise
 from harness.sandbox.pathsafe import glob_regex
 
 MANIFEST = "baseline.json"
@@ -145,23 +145,23 @@ def _same(
         os.close(b)
 
 
-def _matches_seed(entry: fdtree.Entry, seed_fd: int, seed_st: os.stat_result) -> bool:
+def _matches_seed(entry: neutralise.TreeEntry, seed_fd: int, seed_st: os.stat_result) -> bool:
     try:
         return _same(entry.dir_fd, entry.name, entry.st, seed_fd, entry.rel, seed_st)
     except OSError:
         return False
 
 
-def _entries(ws: Workspace) -> Iterator[fdtree.Entry]:
+def _entries(ws: Workspace) -> Iterator[neutralise.TreeEntry]:
     """Every non-folder entry of the workspace (read-only links excluded), in one pass."""
     skip = frozenset(os.fsencode(e.strip("/")) for e in ws.exclude)
-    return (e for e in fdtree.walk(ws.root, skip=skip) if not stat.S_ISDIR(e.st.st_mode))
+    return (e for e in neutralise.walk_tree(ws.root, skip=skip) if not stat.S_ISDIR(e.st.st_mode))
 
 
 def commit_baseline(ws: Workspace) -> None:
     """Record the workspace as it is now; later changes and diffs are against this state."""
     ws.meta.mkdir(parents=True, exist_ok=True)
-    fdtree.remove_tree(ws.meta / COPIES, ignore_errors=True)
+    neutralise.remove_tree(ws.meta / COPIES, ignore_errors=True)
     roots = Roots(ws)
     manifest: dict[str, Stat] = {}
     made: set[bytes] = set()
@@ -240,12 +240,12 @@ def scan(ws: Workspace) -> list[Change]:
             except OSError:
                 same = False  # unreadable now: report it changed rather than lose it
             if not same:
-                was = fdtree.kind_of(before[3]) if before is not None else None
-                changed.append(Change(rel, was, fdtree.kind_of(entry.st.st_mode), entry.st.st_mode))
+                was = neutralise.kind_of(before[3]) if before is not None else None
+                changed.append(Change(rel, was, neutralise.kind_of(entry.st.st_mode), entry.st.st_mode))
     finally:
         roots.close()
     changed.extend(
-        Change(rel, fdtree.kind_of(st[3]), None) for rel, st in manifest.items() if rel not in seen
+        Change(rel, neutralise.kind_of(st[3]), None) for rel, st in manifest.items() if rel not in seen
     )
     return sorted(changed)
 
@@ -267,7 +267,7 @@ def reset(ws: Workspace) -> None:
         for rel in changes(ws):
             relb = os.fsencode(rel)
             with contextlib.suppress(OSError):
-                fdtree.remove_tree(relb, dir_fd=roots.ws)
+                neutralise.remove_tree(relb, dir_fd=roots.ws)
             old = roots.old(relb) if rel in manifest else None
             if old is not None:
                 with contextlib.suppress(OSError):

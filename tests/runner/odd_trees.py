@@ -13,7 +13,7 @@ from pathlib import Path
 from compiler.contract import AgentSpec, CheckSpec, Job, Limits, Options
 from harness.artifacts.records import RunRecord, RunStatus, read_grade
 from harness.grade import grade_run
-from harness.sandbox import fdtree
+from harness.sandbox import neutralise
 from harness.trial import run_trial
 from tests.helpers import make_job, none_cell
 
@@ -86,4 +86,4 @@ def run_odd(project: Path, tmp_path: Path, case: str, iso: str) -> tuple[RunReco
 def remove_run(tmp_path: Path) -> None:
     """Remove the run iteratively: pytest's own clean-up of old temp folders recurses per level
     and a 3,000-deep tree left behind would crash every later pytest session's clean-up."""
-    fdtree.remove_tree(tmp_path / "run", ignore_errors=True)
+    neutralise.remove_tree(tmp_path / "run", ignore_errors=True)
