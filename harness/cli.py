@@ -29,6 +29,8 @@ COMMANDS = (
     "matrix",
     "grade",
     "report",
+    "results",
+    "view",
     "plan",
 )
 

@@ -9,6 +9,7 @@ from typing import Any
 
 from compiler.contract import Job
 from harness import batch
+from harness.artifacts import index
 from harness.batch import versions
 from harness.batch.select import from_files, matrix_settings, select
 from harness.errors import UsageError
@@ -77,6 +78,19 @@ def _check_judges(jobs: list[Job]) -> None:
         raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
 
 
+def write_pages(outcomes: list[Any]) -> None:
+    """Each finished trial's page (view.html), written where the run landed (local or shipped back)."""
+    from harness.report.viewer import refresh_page
+
+    for outcome in outcomes:
+        run_dir = Path(outcome.run_dir)
+        if outcome.status not in ("skipped", "interrupted") and (run_dir / "run.json").is_file():
+            try:
+                refresh_page(run_dir, force=True)
+            except Exception as exc:  # a page is derived data: `assay view` rewrites it; the matrix is done
+                print(f"assay: warning: no page for {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
+
+
 def run_jobs(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -103,6 +117,8 @@ def run_jobs(
     if not plan.tasks:
         print("assay: nothing to run", file=sys.stderr)
         return 0
+    for matrix in sorted({j.matrix for j in jobs}):
+        index.ensure(runs_root / matrix)  # graders record each grade into it from the first trial on
     outcomes = batch.execute(
         plan.tasks,
         parallel=args.parallel,
@@ -110,6 +126,7 @@ def run_jobs(
         fail_fast=args.fail_fast or fail_fast,
         options=options,
     )
+    write_pages(outcomes)
     counts = batch.summary(outcomes)
     print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
     return 1 if counts.get("error") else 0

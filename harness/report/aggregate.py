@@ -15,6 +15,7 @@ from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.headline import headlines
+from harness.report.indexed import collect_indexed
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
@@ -318,12 +319,19 @@ def _aggregate_part(root: Path, starts: list[str], regrade: bool, project: Path 
 def build_summary(
     root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
 ) -> Summary:
-    """Walk a run tree (grading what needs it, or everything with regrade) into a Summary.
+    """A run tree (grading what needs it, or everything with regrade) into a Summary.
 
-    jobs: worker processes; None picks 1 for small trees and up to the CPU count for large ones.
+    Without regrade the runs come through the tree's results index (`report.indexed`); a regrade
+    walks the tree, grading every run again (which rewrites their index rows).
+    jobs (regrade only): worker processes; None picks 1 for small trees and up to the CPU count for large ones.
     Each worker streams its share of the top-level subtrees and returns its counters, which merge
     exactly (pooled moments, capped sorted evidence), so the summary does not depend on jobs.
     """
+    if not regrade:
+        agg = Aggregator()
+        for run in collect_indexed(root, project=project):
+            agg.add(run)
+        return agg.summary(root, regraded=False, hints=read_manifest_hints(project))
     parts = partition(root, jobs)
     if len(parts) <= 1:
         agg = Aggregator()

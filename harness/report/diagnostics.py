@@ -110,14 +110,14 @@ class DiagAcc:
             if not run.regrade.grader_changed:
                 for flipped in run.regrade.flipped_checks:
                     self.flaky[(run.scenario, flipped)].add(run.dir)
-        if run.status != "graded" or run.grade is None:
+        if run.status != "graded":
             return
-        for check in run.grade.checks:
-            for case in check.tests:
+        for check in run.checks:
+            for case_id, case_outcome in check.tests:
                 row = self.tests.setdefault(
-                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case.id}"), [0, 0]
+                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case_id}"), [0, 0]
                 )
-                row[0] += case.outcome != "fail"
+                row[0] += case_outcome != "fail"
                 row[1] += 1
             tally = self.checks.setdefault((run.scenario, check.id), [0, 0])
             tally[0] += 1
@@ -131,8 +131,8 @@ class DiagAcc:
                             f"{run.scenario}: check {check.id} ({check.kind}) {check.outcome}",
                         )
                     ].add(run.dir)
-        for layer in run.grade.failed_layers:
-            if layer != "agent" and not any(c.layer == layer for c in run.grade.checks):
+        for layer in run.failed_layers:
+            if layer != "agent" and not any(c.layer == layer for c in run.checks):
                 self.findings[(layer, "failed-layer", f"{run.scenario}: layer failed")].add(run.dir)
         for detail in disagreements(run.sections.get("disagreement")):
             self.findings[("authorities", "disagreement", f"{run.scenario}: {detail}")].add(run.dir)
