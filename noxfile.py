@@ -152,8 +152,10 @@ def validate(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The test suite (pytest; collecting no test is a failure)."""
     py = _install(session)
+    # The fault-injection suite has its own session (it kills runners at every stage: minutes).
+    marks = () if "-m" in session.posargs else ("-m", "not faults")
     try:
-        session.run(py, "-m", "pytest", *session.posargs)
+        session.run(py, "-m", "pytest", *marks, *session.posargs)
     except nox.command.CommandFailed as exc:
         # session.run returns no exit code, so exit 5 (no tests collected) is told apart here.
         if getattr(exc, "return_code", None) == 5:
@@ -230,7 +232,7 @@ def agents(session: nox.Session) -> None:
     """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
     tests against the scripted model server (-- extra pytest args)."""
     py = _install(session)
-    session.run(py, "-m", "harness.agent_install", *AGENT_CLIS)
+    session.run(py, "-m", "adapters.install", *AGENT_CLIS)
     session.run(
         py,
         "-m",
@@ -285,6 +287,26 @@ def perf_report(session: nox.Session) -> None:
     cold page cache (root drops caches), the index share; under 20 s and 1 GB (-- --runs N --before DIR)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
+
+
+@nox.session
+def faults(session: nox.Session) -> None:
+    """Fault injection into a real matrix: SIGKILL and SIGTERM of the runner at every stage boundary,
+    a full disk; prints kills x stages with the counts lost, duplicated and differing (all 0)."""
+    py = _install(session)
+    session.run(
+        py,
+        "-m",
+        "pytest",
+        "-p",
+        "no:cacheprovider",
+        "-m",
+        "faults",
+        "-s",
+        "-rs",
+        "tests/faults",
+        *session.posargs,
+    )
 
 
 @nox.session

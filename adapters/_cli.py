@@ -2,7 +2,7 @@
 arrive, and ending its whole process tree.
 
 No timeout here: the runner owns the limits and kills the sandbox; an adapter only cuts off a
-CLI that retries a provider failure forever (`run_cli(stop_when=...)`).
+CLI that retries a provider failure forever (`run_cli(retry_line=..., max_retries=...)`).
 """
 
 from __future__ import annotations
@@ -14,7 +14,6 @@ import signal
 import subprocess
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +57,10 @@ class Run:
     returncode: int
     lines: list[tuple[float, str]] = field(default_factory=list)
     stderr: str = ""
+    retries: int = 0
+    """Failed provider attempts the CLI reported (stdout or stderr lines matching `retry_line`)."""
+    stopped: bool = False
+    """Whether it was stopped for retrying more than `max_retries` times."""
 
 
 def run_cli(
@@ -68,14 +71,17 @@ def run_cli(
     stdin: str | None,
     log_dir: Path,
     name: str,
-    stop_when: Callable[[str], bool] | None = None,
+    retry_line: re.Pattern[str] | None = None,
+    max_retries: int = 0,
 ) -> Run:
     """Run the CLI, tee stdout to `<log_dir>/<name>.stdout` line by line with arrival times,
-    stderr to `<name>.stderr`. `stop_when(line)`, called on every stdout and stderr line,
-    returning True terminates the CLI (e.g. on endless provider retries). No timeout here: the
-    runner owns limits and kills the tree."""
+    stderr to `<name>.stderr`. Every stdout and stderr line matching `retry_line` counts as one
+    failed provider attempt; past `max_retries` of them the CLI's whole tree is killed (CLIs
+    that retry for minutes without a setting for it). No timeout here: the runner owns limits
+    and kills the tree."""
     out_path, err_path = log_dir / f"{name}.stdout", log_dir / f"{name}.stderr"
     lines: list[tuple[float, str]] = []
+    retries = 0
     proc = subprocess.Popen(
         argv,
         cwd=cwd,
@@ -90,11 +96,14 @@ def run_cli(
     lock = threading.Lock()
 
     def check(line: str) -> None:
-        if stop_when is not None:
-            with lock:
-                stop = stop_when(line)
-            if stop and proc.poll() is None:
-                kill_tree(proc.pid)
+        nonlocal retries
+        if retry_line is None or not retry_line.search(line):
+            return
+        with lock:
+            retries += 1
+            stop = retries > max_retries
+        if stop and proc.poll() is None:
+            kill_tree(proc.pid)
 
     def drain_stderr() -> None:
         assert proc.stderr is not None
@@ -121,7 +130,8 @@ def run_cli(
         if pipe is not None:
             with contextlib.suppress(OSError):
                 pipe.close()
-    return Run(code, lines, err_path.read_text(encoding="utf-8", errors="replace"))
+    stderr = err_path.read_text(encoding="utf-8", errors="replace")
+    return Run(code, lines, stderr, retries=retries, stopped=retries > max_retries)
 
 
 def kill_tree(pid: int) -> None:

@@ -1,5 +1,5 @@
-"""What every real-CLI adapter shares: reading the BENCH_* contract, finding the CLI, running it,
-and writing the normalised outputs.
+"""The adapter contract's inputs, shared by every real-CLI adapter: reading BENCH_*, finding the
+CLI, its API key and its environment.
 
 Contract (seed 000 plus assay's additions), read from the environment:
 
@@ -20,23 +20,13 @@ import os
 import re
 import shutil
 import sys
-from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from adapters._cli import Run, cli_version, kill_tree, launch_argv, run_cli
-from adapters.schema import AgentInfo, ContextItem, ContextReport, TranscriptEvent, UsageRow
-
-__all__ = [
-    "Run",
-    "cli_version",
-    "kill_tree",
-    "launch_argv",
-    "run_cli",
-]  # re-exported: adapters import them from here
+from adapters.install import Package, dir_name
 
 INFRA_EXIT = 75
 _RESERVED = {
@@ -203,33 +193,30 @@ def read_bench(environ: dict[str, str] | None = None, prompt: str | None = None)
     )
 
 
-def cache_dir_name(package: str, version: str) -> str:
-    """Folder name of an installed package in the agent cache: `@scope/name` -> `scope-name-V`."""
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", package.lstrip("@")) + f"-{version}"
-
-
-def find_cli(bench: Bench, args: AgentArgs, *, package: str, name: str) -> Path:
+def find_cli(bench: Bench, args: AgentArgs, package: Package) -> Path:
     """The CLI to run: args.bin, else the cache (npm `node_modules/.bin` or a pip `venv/bin`),
     else BENCH_HOST_PATH."""
     if args.bin:
         return Path(args.bin)
-    package = args.package or package
+    name = args.package or package.name
     if bench.cache is not None and bench.cache.is_dir():
-        prefix = cache_dir_name(package, "")
+        prefix = dir_name(name, "")
         dirs = [
             d
             for d in bench.cache.iterdir()
-            if d.name.startswith(prefix)
-            and (args.version is None or d.name == cache_dir_name(package, args.version))
+            if d.name.startswith(prefix) and (args.version is None or d.name == dir_name(name, args.version))
         ]
         for folder in sorted(dirs, key=lambda d: _version_key(d.name[len(prefix) :]), reverse=True):
-            for candidate in (folder / "node_modules" / ".bin" / name, folder / "venv" / "bin" / name):
+            for candidate in (
+                folder / "node_modules" / ".bin" / package.bin,
+                folder / "venv" / "bin" / package.bin,
+            ):
                 if candidate.exists():
                     return candidate
-    found = shutil.which(name, path=bench.host_path)
+    found = shutil.which(package.bin, path=bench.host_path)
     if found is None:
         raise AdapterError(
-            f"{name} not found: set bin in BENCH_AGENT_ARGS, install {package} into "
+            f"{package.bin} not found: set bin in BENCH_AGENT_ARGS, install {name} into "
             "BENCH_AGENT_CACHE, or put it on the host PATH"
         )
     return Path(found)
@@ -250,6 +237,12 @@ def api_key(args: AgentArgs, fallback: str) -> str:
     return args.api_key or fallback
 
 
+def v1_url(base_url: str) -> str:
+    """An OpenAI-style base URL: `/v1` appended when it is missing."""
+    base = base_url.rstrip("/")
+    return base if base.endswith("/v1") else base + "/v1"
+
+
 def agent_env(bench: Bench, home: Path, extra: dict[str, str]) -> dict[str, str]:
     """The CLI's environment: ours without BENCH_*, a per-trial HOME, then `extra`."""
     env = {k: v for k, v in os.environ.items() if not k.startswith("BENCH_")}
@@ -265,105 +258,3 @@ def agent_env(bench: Bench, home: Path, extra: dict[str, str]) -> dict[str, str]
     )
     env.update(extra)
     return env
-
-
-def write_jsonl(path: Path | None, rows: Iterable[BaseModel]) -> None:
-    """Write rows atomically (temp file, then rename)."""
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text("".join(r.model_dump_json(exclude_none=True) + "\n" for r in rows), encoding="utf-8")
-    tmp.replace(path)
-
-
-def write_json(path: Path | None, model: BaseModel) -> None:
-    """Write one model as JSON atomically."""
-    if path is None:
-        return
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_name(path.name + ".tmp")
-    tmp.write_text(model.model_dump_json(indent=2) + "\n", encoding="utf-8")
-    tmp.replace(path)
-
-
-@dataclass
-class Outcome:
-    """What an adapter hands back to `finish`."""
-
-    info: AgentInfo
-    usage: list[UsageRow]
-    transcript: list[TranscriptEvent]
-    loaded: list[ContextItem]
-
-
-def finish(bench: Bench, outcome: Outcome) -> int:
-    """Write usage, transcript, context and agent.json; return the adapter's exit code."""
-    write_jsonl(bench.usage, outcome.usage)
-    write_jsonl(bench.transcript, outcome.transcript)
-    write_json(bench.context, ContextReport(loaded=outcome.loaded))
-    write_json(bench.run_dir / "agent.json", outcome.info)
-    if outcome.info.infra_failure:
-        return INFRA_EXIT
-    code = outcome.info.exit_code
-    return 0 if code == 0 else 1
-
-
-def workspace_instructions(bench: Bench, names: Iterable[str]) -> list[ContextItem]:
-    """Instruction files present in the workspace that the agent reads by convention."""
-    return [
-        ContextItem(kind="instructions", name=n, path=n, source="workspace")
-        for n in names
-        if (bench.workspace / n).is_file()
-    ]
-
-
-def install_skills(skill_dir: Path | None, dest: Path) -> list[ContextItem]:
-    """Copy a skill dir into `dest/<skill>/`: each subfolder with a SKILL.md is a skill; a folder
-    that has SKILL.md itself is one skill; a plain folder of guides becomes one skill named after
-    it, with a SKILL.md that points at its files."""
-    if skill_dir is None:
-        return []
-    if not skill_dir.is_dir():
-        raise AdapterError(f"BENCH_SKILL_DIR {skill_dir} is not a folder")
-    skills = [d for d in sorted(skill_dir.iterdir()) if (d / "SKILL.md").is_file()]
-    if (skill_dir / "SKILL.md").is_file() or not skills:
-        skills = [skill_dir]
-    items = []
-    for src in skills:
-        target = dest / src.name
-        shutil.copytree(src, target, dirs_exist_ok=True)
-        if not (target / "SKILL.md").is_file():
-            files = sorted(p.relative_to(target).as_posix() for p in target.rglob("*") if p.is_file())
-            listing = "\n".join(f"- {target / f}" for f in files)
-            (target / "SKILL.md").write_text(
-                f"---\nname: {src.name}\ndescription: Guide for this project's tools; read it before "
-                f"starting.\n---\n\nRead these files:\n{listing}\n",
-                encoding="utf-8",
-            )
-        items.append(ContextItem(kind="skill", name=src.name, path=str(src)))
-    return items
-
-
-def guide_text(skill_dir: Path | None) -> str:
-    """All markdown/text of a skill dir concatenated (for agents that take one instruction file)."""
-    if skill_dir is None:
-        return ""
-    parts = []
-    for path in sorted(skill_dir.rglob("*")):
-        if path.is_file() and path.suffix.lower() in (".md", ".txt", ".rst", ""):
-            rel = path.relative_to(skill_dir).as_posix()
-            parts.append(f"<!-- {rel} -->\n{path.read_text(encoding='utf-8', errors='replace')}")
-    return "\n\n".join(parts)
-
-
-def main_guard(run: Any) -> int:
-    """Map adapter exceptions to exit codes: 75 infra, 2 configuration; print the reason."""
-    try:
-        return int(run())
-    except InfraFailure as exc:
-        print(f"infrastructure failure: {exc}", file=sys.stderr)
-        return INFRA_EXIT
-    except AdapterError as exc:
-        print(f"adapter error: {exc}", file=sys.stderr)
-        return 2

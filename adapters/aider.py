@@ -26,35 +26,22 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import sys
 from datetime import datetime
 from pathlib import Path
-from typing import Any
 
 from pydantic import Field
 
-from adapters._common import (
-    AdapterError,
-    AgentArgs,
-    Bench,
-    InfraFailure,
-    Outcome,
-    agent_env,
-    api_key,
-    cli_version,
-    find_cli,
-    finish,
-    launch_argv,
-    main_guard,
-    read_bench,
-    run_cli,
-    workspace_instructions,
-)
-from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
+from adapters import _outputs as out
+from adapters._cli import Run, launch_argv
+from adapters._common import AgentArgs, v1_url
+from adapters._run import Cli, Launch, Result, Trial, main
+from adapters.install import Package
+from adapters.schema import TranscriptEvent, UsageRow
 
-PACKAGE = "aider-chat"
-_RETRY = re.compile(r"^Retrying in [\d.]+ seconds")
+PACKAGE = Package("pip", "aider-chat", "0.86.2", "aider")
+"""The CLI this adapter was driven end to end with (`python -m adapters.install aider`)."""
+
 _PROVIDER_ERROR = re.compile(r"litellm\.(\w+Error|APIError)|AuthenticationError|Overloaded", re.I)
 _BAD_REQUEST = ("BadRequestError", "ContextWindowExceeded", "NotFoundError")
 
@@ -74,91 +61,56 @@ class AiderArgs(AgentArgs):
     """Stream answers (aider then estimates tokens locally instead of using the server's)."""
 
 
-def build_argv(binary: Path, bench: Bench, args: AiderArgs, key: str, model: str) -> list[str]:
+def litellm_model(args: AgentArgs) -> str:
+    """The model id as litellm takes it: a bare id is an OpenAI-compatible one."""
+    return args.model if "/" in args.model else f"openai/{args.model}"
+
+
+def build_argv(trial: Trial[AiderArgs]) -> list[str]:
     """The command line; writes the model metadata file into the run dir."""
-    meta = bench.run_dir / "model_metadata.json"
-    limit = args.context_limit or 200000
-    meta.write_text(
-        json.dumps(
-            {
-                model: {
-                    "max_input_tokens": limit,
-                    "max_tokens": 32000,
-                    "max_output_tokens": 32000,
-                    "input_cost_per_token": 0,
-                    "output_cost_per_token": 0,
-                    "litellm_provider": model.split("/")[0],
-                    "mode": "chat",
-                }
-            }
-        ),
-        encoding="utf-8",
-    )
-    run = bench.run_dir
-    argv = [
-        *launch_argv(binary),
-        "--model",
-        model,
-        "--model-metadata-file",
-        str(meta),
-        "--yes-always",
-        "--no-pretty",
-        "--no-fancy-input",
-        "--no-show-model-warnings",
-        "--no-check-update",
-        "--no-show-release-notes",
-        "--analytics-disable",
-        "--no-detect-urls",
-        "--no-gitignore",
-        "--edit-format",
-        args.edit_format,
-        "--map-tokens",
-        str(args.map_tokens),
-        "--analytics-log",
-        str(run / "aider-analytics.jsonl"),
-        "--llm-history-file",
-        str(run / "aider-llm-history.txt"),
-        "--chat-history-file",
-        str(run / "aider-chat-history.md"),
-        "--input-history-file",
-        str(run / "aider-input-history"),
-        "--stream" if args.stream else "--no-stream",
-        "--auto-commits" if args.auto_commits else "--no-auto-commits",
-    ]
+    args, run, model = trial.args, trial.bench.run_dir, litellm_model(trial.args)
+    meta = run / "model_metadata.json"
+    limits = {
+        "max_input_tokens": args.context_limit or 200000,
+        "max_tokens": 32000,
+        "max_output_tokens": 32000,
+    }
+    costs = {"input_cost_per_token": 0, "output_cost_per_token": 0}
+    entry = {**limits, **costs, "litellm_provider": model.split("/")[0], "mode": "chat"}
+    meta.write_text(json.dumps({model: entry}), encoding="utf-8")
+    argv = [*launch_argv(trial.binary), "--model", model, "--model-metadata-file", str(meta)]
+    argv += ["--yes-always", "--no-pretty", "--no-fancy-input", "--no-show-model-warnings"]
+    argv += ["--no-check-update", "--no-show-release-notes", "--analytics-disable", "--no-detect-urls"]
+    argv += ["--no-gitignore", "--edit-format", args.edit_format, "--map-tokens", str(args.map_tokens)]
+    argv += ["--analytics-log", str(run / "aider-analytics.jsonl")]
+    argv += ["--llm-history-file", str(run / "aider-llm-history.txt")]
+    argv += ["--chat-history-file", str(run / "aider-chat-history.md")]
+    argv += ["--input-history-file", str(run / "aider-input-history")]
+    argv += ["--stream" if args.stream else "--no-stream"]
+    argv += ["--auto-commits" if args.auto_commits else "--no-auto-commits"]
     if args.base_url:
-        base = args.base_url.rstrip("/")
-        argv += ["--openai-api-base", base if base.endswith("/v1") else base + "/v1"]
-    argv += ["--openai-api-key", key]
-    if bench.skill_dir:
-        for path in sorted(p for p in bench.skill_dir.rglob("*") if p.is_file()):
+        argv += ["--openai-api-base", v1_url(args.base_url)]
+    argv += ["--openai-api-key", trial.key]
+    if trial.bench.skill_dir:
+        for path in sorted(p for p in trial.bench.skill_dir.rglob("*") if p.is_file()):
             argv += ["--read", str(path)]
-    return [*argv, *args.flags, "--message", bench.prompt, *args.files]
+    return [*argv, *args.flags, "--message", trial.bench.prompt, *args.files]
 
 
 def usage_from_analytics(path: Path, limit: int | None, model: str) -> list[UsageRow]:
     """One row per `message_send` event."""
     rows: list[UsageRow] = []
-    if not path.is_file():
-        return rows
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
-        if obj.get("event") != "message_send":
-            continue
+    for obj in out.json_records([path]):
         props = obj.get("properties") or {}
-        inp = int(props.get("prompt_tokens") or 0)
-        rows.append(
-            UsageRow(
-                t=float(obj.get("time") or 0),
-                input=inp,
+        if obj.get("event") == "message_send":
+            row = out.usage_row(
+                float(obj.get("time") or 0),
+                input=int(props.get("prompt_tokens") or 0),
                 output=int(props.get("completion_tokens") or 0),
-                context=inp,
-                context_limit=limit,
+                limit=limit,
                 model=props.get("main_model") or model,
             )
-        )
+            rows.append(row)
     return rows
 
 
@@ -176,11 +128,8 @@ def transcript_from_history(path: Path) -> list[TranscriptEvent]:
                 line[len("ASSISTANT ") :] if line.startswith("ASSISTANT ") else line
                 for line in body.splitlines()
             ).strip()
-            events.append(TranscriptEvent(t=stamp, type="message", role="assistant", text=text))
-            events.extend(
-                TranscriptEvent(t=stamp, type="tool_call", role="assistant", tool="edit", input={"path": m})
-                for m in _edited_paths(text)
-            )
+            events.append(out.message(stamp, "assistant", text))
+            events.extend(out.tool_call(stamp, "edit", {"path": m}) for m in _edited_paths(text))
     return events
 
 
@@ -195,84 +144,41 @@ def _edited_paths(text: str) -> list[str]:
     return paths
 
 
-def run(bench: Bench) -> int:
-    """Run one trial."""
-    args = bench.args(AiderArgs)
-    if bench.mcp_servers(args):
-        raise AdapterError("aider has no MCP support; this cell's MCP servers cannot be given")
-    home = bench.run_dir / "home"
-    binary = find_cli(bench, args, package=PACKAGE, name="aider")
-    model = args.model if "/" in args.model else f"openai/{args.model}"
-    try:
-        key = api_key(args, "sk-scripted")
-    except InfraFailure as exc:
-        info = AgentInfo(agent="aider", version=None, model=model, infra_failure=str(exc))
-        return finish(bench, Outcome(info, [], [], []))
-    env = agent_env(
-        bench,
-        home,
-        {
-            "LITELLM_LOCAL_MODEL_COST_MAP": "True",
-            "AIDER_ANALYTICS_DISABLE": "true",
-            "AIDER_CHECK_UPDATE": "false",
-            **args.env,
-        },
-    )
-    before = {p.name for p in bench.workspace.glob(".aider*")}
-    argv = build_argv(binary, bench, args, key, model)
-    retries = 0
-
-    def too_many_retries(line: str) -> bool:
-        nonlocal retries
-        retries += bool(_RETRY.match(line))
-        return retries > args.max_retries
-
-    done = run_cli(
-        argv,
-        env=env,
-        cwd=bench.workspace,
-        stdin=None,
-        log_dir=bench.run_dir,
-        name="aider",
-        stop_when=too_many_retries,
-    )
-    for path in bench.workspace.glob(".aider*"):  # aider's caches, not the agent's work
-        if path.name not in before:
-            shutil.rmtree(path) if path.is_dir() else path.unlink()
-    usage = usage_from_analytics(bench.run_dir / "aider-analytics.jsonl", args.context_limit, model)
-    output = "\n".join(line for _, line in done.lines) + done.stderr
-    reason = None
-    if retries > args.max_retries:
-        reason = f"provider kept failing after {retries} retries: {_last_error(output)}"
-    elif _PROVIDER_ERROR.search(output) and not usage and not any(b in output for b in _BAD_REQUEST):
-        reason = f"provider error: {_last_error(output)}"
-    loaded = (
-        [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))]
-        if bench.skill_dir
-        else []
-    )
-    loaded += workspace_instructions(bench, ["CONVENTIONS.md"]) if "CONVENTIONS.md" in args.files else []
-    info = AgentInfo(
-        agent="aider",
-        version=cli_version(binary, env),
-        model=model,
-        binary=str(binary),
-        exit_code=done.returncode,
-        infra_failure=reason,
-    )
-    transcript = transcript_from_history(bench.run_dir / "aider-llm-history.txt")
-    return finish(bench, Outcome(info, usage, transcript, loaded))
-
-
 def _last_error(output: str) -> str:
-    errors: list[Any] = [m.group(0) for m in re.finditer(r"^.*(Error|Exception).*$", output, re.M)]
-    return str(errors[-1])[:300] if errors else output[-300:]
+    errors = [m.group(0) for m in re.finditer(r"^.*(Error|Exception).*$", output, re.M)]
+    return errors[-1][:300] if errors else output[-300:]
 
 
-def main() -> int:
-    """Entry point."""
-    return main_guard(lambda: run(read_bench()))
+class Aider:
+    """The aider CLI (retries with backoff for about a minute: stopped after max_retries)."""
 
+    cli = Cli("aider", PACKAGE, takes_mcp=False, retry_line=r"^Retrying in [\d.]+ seconds", leaves=".aider*")
+    args = AiderArgs
+
+    def launch(self, trial: Trial[AiderArgs]) -> Launch:
+        """Analytics and update checks off; the guide's files read-only."""
+        env = {"LITELLM_LOCAL_MODEL_COST_MAP": "True", "AIDER_ANALYTICS_DISABLE": "true"}
+        env["AIDER_CHECK_UPDATE"] = "false"
+        loaded = out.skill_items(trial.bench.skill_dir)
+        if "CONVENTIONS.md" in trial.args.files:
+            loaded += out.workspace_instructions(trial.bench, ["CONVENTIONS.md"])
+        return Launch(build_argv(trial), env, loaded)
+
+    def read(self, trial: Trial[AiderArgs], done: Run) -> Result:
+        """Usage from the analytics log, the transcript from the LLM history file."""
+        run, model = trial.bench.run_dir, litellm_model(trial.args)
+        usage = usage_from_analytics(run / "aider-analytics.jsonl", trial.args.context_limit, model)
+        output = "\n".join(line for _, line in done.lines) + done.stderr
+        reason = None
+        if done.stopped:
+            reason = f"provider kept failing after {done.retries} retries: {_last_error(output)}"
+        elif _PROVIDER_ERROR.search(output) and not usage and not any(b in output for b in _BAD_REQUEST):
+            reason = f"provider error: {_last_error(output)}"
+        transcript = transcript_from_history(run / "aider-llm-history.txt")
+        return Result(usage, transcript, reason, model=model)
+
+
+ADAPTER = Aider()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ADAPTER))

@@ -24,30 +24,18 @@ from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from adapters._common import (
-    INFRA_STATUSES,
-    AgentArgs,
-    Bench,
-    InfraFailure,
-    Outcome,
-    agent_env,
-    api_key,
-    cli_version,
-    find_cli,
-    finish,
-    install_skills,
-    main_guard,
-    read_bench,
-    run_cli,
-    workspace_instructions,
-)
-from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
+from adapters import _outputs as out
+from adapters._cli import Run
+from adapters._common import INFRA_STATUSES, AgentArgs
+from adapters._run import Cli, Launch, Result, Trial, main
+from adapters.install import Package
+from adapters.schema import ContextItem, TranscriptEvent, UsageRow
 
-PACKAGE = "@anthropic-ai/claude-code"
+PACKAGE = Package("npm", "@anthropic-ai/claude-code", "2.1.197", "claude")
+"""The CLI this adapter was driven end to end with (`python -m adapters.install claude_code`)."""
 
 
 class ClaudeArgs(AgentArgs):
@@ -57,10 +45,11 @@ class ClaudeArgs(AgentArgs):
     """Send the key as ANTHROPIC_AUTH_TOKEN (Bearer) instead of ANTHROPIC_API_KEY."""
 
 
-def build_env(bench: Bench, args: ClaudeArgs, home: Path) -> dict[str, str]:
-    """The CLI's environment."""
-    extra = {
-        "CLAUDE_CONFIG_DIR": str(home / ".claude"),
+def build_env(trial: Trial[ClaudeArgs]) -> dict[str, str]:
+    """The CLI's own variables."""
+    args = trial.args
+    env = {
+        "CLAUDE_CONFIG_DIR": str(trial.home / ".claude"),
         "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC": "1",
         "DISABLE_TELEMETRY": "1",
         "DISABLE_ERROR_REPORTING": "1",
@@ -68,40 +57,29 @@ def build_env(bench: Bench, args: ClaudeArgs, home: Path) -> dict[str, str]:
         "DISABLE_BUG_COMMAND": "1",
         "IS_SANDBOX": "1",
         "CLAUDE_CODE_MAX_RETRIES": str(args.max_retries),
+        "ANTHROPIC_AUTH_TOKEN" if args.auth_token else "ANTHROPIC_API_KEY": trial.key,
     }
     if args.base_url:
-        extra["ANTHROPIC_BASE_URL"] = args.base_url
-    key = api_key(args, "sk-ant-scripted")
-    extra["ANTHROPIC_AUTH_TOKEN" if args.auth_token else "ANTHROPIC_API_KEY"] = key
-    return agent_env(bench, home, {**extra, **args.env})
+        env["ANTHROPIC_BASE_URL"] = args.base_url
+    return env
 
 
-def build_argv(binary: Path, bench: Bench, args: ClaudeArgs, home: Path) -> list[str]:
-    """The command line."""
-    argv = [
-        str(binary),
-        "-p",
-        "--output-format",
-        "stream-json",
-        "--verbose",
-        "--dangerously-skip-permissions",
-        "--model",
-        args.model,
-    ]
+def build_argv(trial: Trial[ClaudeArgs]) -> list[str]:
+    """The command line; writes the MCP config into HOME when the cell has MCP servers."""
+    args = trial.args
+    argv = [str(trial.binary), "-p", "--output-format", "stream-json", "--verbose"]
+    argv += ["--dangerously-skip-permissions", "--model", args.model]
     if args.max_turns is not None:
         argv += ["--max-turns", str(args.max_turns)]
-    servers = bench.mcp_servers(args)
-    if servers:
-        config = {
-            "mcpServers": {
-                name: {"type": "stdio", "command": s.command[0], "args": s.command[1:], "env": s.env}
-                for name, s in servers.items()
-            }
+    if trial.mcp:
+        servers = {
+            name: {"type": "stdio", "command": s.command[0], "args": s.command[1:], "env": s.env}
+            for name, s in trial.mcp.items()
         }
-        path = home / "mcp.json"
-        path.write_text(json.dumps(config, indent=2), encoding="utf-8")
+        path = trial.home / "mcp.json"
+        path.write_text(json.dumps({"mcpServers": servers}, indent=2), encoding="utf-8")
         argv += ["--mcp-config", str(path), "--strict-mcp-config"]
-    if not bench.web(args):
+    if not trial.web:
         argv += ["--disallowedTools", "WebFetch", "WebSearch"]
     return argv + args.flags
 
@@ -110,120 +88,70 @@ def parse_stream(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
     """Normalise stream-json events; also return the init and result events."""
     events: list[TranscriptEvent] = []
     found: dict[str, Any] = {}
-    for t, line in lines:
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for t, obj in out.json_lines(lines):
         kind, sub = obj.get("type"), obj.get("subtype")
         if kind == "system":
             if sub == "init":
                 found["init"] = obj
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="system",
-                    role="system",
-                    text=sub
-                    if sub != "api_retry"
-                    else f"api_retry {obj.get('error_status')} {obj.get('error')}",
-                )
-            )
+            retry = f"api_retry {obj.get('error_status')} {obj.get('error')}"
+            events.append(out.notice(t, retry if sub == "api_retry" else sub))
         elif kind in ("assistant", "user"):
-            message = obj.get("message") or {}
-            content = message.get("content")
+            content = (obj.get("message") or {}).get("content")
             if isinstance(content, str):
                 content = [{"type": "text", "text": content}]
             for block in content or []:
                 events.extend(_block(t, kind, block))
         elif kind == "result":
             found["result"] = obj
-            text = str(obj.get("result") or "")
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="error" if obj.get("is_error") else "system",
-                    role="system",
-                    text=f"result {sub}: {text}",
-                )
-            )
+            text = f"result {sub}: {obj.get('result') or ''}"
+            events.append(out.notice(t, text, error=bool(obj.get("is_error"))))
     return events, found
 
 
-def _block(t: float, role: str, block: dict[str, Any]) -> list[TranscriptEvent]:
+def _block(t: float, role: Any, block: dict[str, Any]) -> list[TranscriptEvent]:
     kind = block.get("type")
     if kind == "text":
-        return [TranscriptEvent(t=t, type="message", role=role, text=block.get("text", ""))]
+        return [out.message(t, role, block.get("text", ""))]
     if kind == "tool_use":
-        return [
-            TranscriptEvent(
-                t=t,
-                type="tool_call",
-                role="assistant",
-                tool=block.get("name"),
-                input=block.get("input"),
-                call_id=block.get("id"),
-            )
-        ]
+        return [out.tool_call(t, block.get("name"), block.get("input"), block.get("id"))]
     if kind == "tool_result":
         content = block.get("content")
         if isinstance(content, list):
             content = "\n".join(str(c.get("text", "")) for c in content if isinstance(c, dict))
-        return [
-            TranscriptEvent(
-                t=t,
-                type="tool_result",
-                role="tool",
-                output=str(content or ""),
-                call_id=block.get("tool_use_id"),
-                exit_code=1 if block.get("is_error") else None,
-            )
-        ]
+        code = 1 if block.get("is_error") else None
+        return [out.tool_result(t, str(content or ""), exit_code=code, call_id=block.get("tool_use_id"))]
     return []
 
 
 def usage_from_session(path: Path, context_limit: int | None) -> list[UsageRow]:
     """One row per API message in the session transcript; its last record has the final usage."""
     by_id: dict[str, tuple[float, dict[str, Any], str]] = {}
-    for line in path.read_text(encoding="utf-8").splitlines():
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for obj in out.json_records([path]):
         message = obj.get("message")
         if obj.get("type") != "assistant" or not isinstance(message, dict):
             continue
         usage, mid = message.get("usage"), message.get("id")
         if not usage or not mid or message.get("model") == "<synthetic>":
             continue
-        stamp = datetime.fromisoformat(obj["timestamp"].replace("Z", "+00:00")).timestamp()
-        first = by_id.get(mid, (stamp, usage, ""))[0]
+        first = by_id.get(mid, (out.iso_time(obj["timestamp"]), usage, ""))[0]
         by_id[mid] = (first, usage, str(message.get("model") or ""))
-    rows = []
-    for t, usage, model in by_id.values():
-        inp, out = int(usage.get("input_tokens") or 0), int(usage.get("output_tokens") or 0)
-        read = int(usage.get("cache_read_input_tokens") or 0)
-        write = int(usage.get("cache_creation_input_tokens") or 0)
-        rows.append(
-            UsageRow(
-                t=t,
-                input=inp,
-                output=out,
-                cache_read=read,
-                cache_write=write,
-                context=inp + read + write,
-                context_limit=context_limit,
-                model=model,
-            )
+    return [
+        out.usage_row(
+            t,
+            input=int(usage.get("input_tokens") or 0),
+            output=int(usage.get("output_tokens") or 0),
+            cache_read=int(usage.get("cache_read_input_tokens") or 0),
+            cache_write=int(usage.get("cache_creation_input_tokens") or 0),
+            limit=context_limit,
+            model=model,
         )
-    return rows
+        for t, usage, model in by_id.values()
+    ]
 
 
-def infra_reason(result: dict[str, Any] | None, returncode: int) -> str | None:
+def infra_reason(result: dict[str, Any] | None) -> str | None:
     """Why the run failed for provider/infrastructure reasons, if it did."""
-    if result is None:
-        return None
-    if not result.get("is_error"):
+    if result is None or not result.get("is_error"):
         return None
     status = result.get("api_error_status")
     text = str(result.get("result") or "")
@@ -236,64 +164,46 @@ def infra_reason(result: dict[str, Any] | None, returncode: int) -> str | None:
     return None
 
 
-def run(bench: Bench) -> int:
-    """Run one trial."""
-    args = bench.args(ClaudeArgs)
-    home = bench.run_dir / "home"
-    binary = find_cli(bench, args, package=PACKAGE, name="claude")
-    try:
-        env = build_env(bench, args, home)
-    except InfraFailure as exc:
-        return finish(
-            bench,
-            Outcome(
-                AgentInfo(agent="claude_code", version=None, model=args.model, infra_failure=str(exc)),
-                [],
-                [],
-                [],
-            ),
+class ClaudeCode:
+    """The Claude Code CLI."""
+
+    cli = Cli("claude_code", PACKAGE, key_fallback="sk-ant-scripted", prompt_on_stdin=True)
+    args = ClaudeArgs
+
+    def launch(self, trial: Trial[ClaudeArgs]) -> Launch:
+        """Skills into CLAUDE_CONFIG_DIR, MCP servers and web switches on the command line."""
+        skills = out.install_skills(trial.bench.skill_dir, trial.home / ".claude" / "skills")
+        return Launch(build_argv(trial), build_env(trial), skills)
+
+    def read(self, trial: Trial[ClaudeArgs], done: Run) -> Result:
+        """Usage from the session file, the transcript from the stream."""
+        transcript, found = parse_stream(done.lines)
+        init, result = found.get("init") or {}, found.get("result")
+        limit = trial.args.context_limit
+        for stats in (result or {}).get("modelUsage", {}).values():
+            limit = limit or stats.get("contextWindow")
+        sessions = sorted(trial.home.glob(f"**/projects/*/{init.get('session_id', '*')}.jsonl"))
+        usage = [row for s in sessions for row in usage_from_session(s, limit)]
+        loaded = out.workspace_instructions(
+            trial.bench, ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"]
         )
-    loaded = install_skills(bench.skill_dir, home / ".claude" / "skills")
-    argv = build_argv(binary, bench, args, home)
-    version = cli_version(binary, env)
-    done = run_cli(
-        argv, env=env, cwd=bench.workspace, stdin=bench.prompt, log_dir=bench.run_dir, name="claude"
-    )
-    transcript, found = parse_stream(done.lines)
-    init, result = found.get("init") or {}, found.get("result")
-    limit = args.context_limit
-    for stats in (result or {}).get("modelUsage", {}).values():
-        limit = limit or stats.get("contextWindow")
-    sessions = sorted(home.glob(f"**/projects/*/{init.get('session_id', '*')}.jsonl"))
-    usage = [row for s in sessions for row in usage_from_session(s, limit)]
-    loaded += workspace_instructions(bench, ["CLAUDE.md", "CLAUDE.local.md", ".claude/CLAUDE.md"])
-    loaded += [
-        ContextItem(
-            kind="mcp_server",
-            name=str(s.get("name")),
-            source="treatment" if s.get("name") in bench.mcp_servers(args) else "agent",
-        )
-        for s in init.get("mcp_servers", [])
-        if isinstance(s, dict)
-    ]
-    reason = infra_reason(result, done.returncode)
-    if result is None and done.returncode != 0 and not done.lines:
-        reason = f"claude exited {done.returncode} before starting: {done.stderr[-300:]}"
-    info = AgentInfo(
-        agent="claude_code",
-        version=init.get("claude_code_version") or version,
-        model=args.model,
-        binary=str(binary),
-        exit_code=done.returncode,
-        infra_failure=reason,
-    )
-    return finish(bench, Outcome(info, usage, transcript, loaded))
+        loaded += [
+            ContextItem(
+                kind="mcp_server",
+                name=str(s.get("name")),
+                source="treatment" if s.get("name") in trial.mcp else "agent",
+            )
+            for s in init.get("mcp_servers", [])
+            if isinstance(s, dict)
+        ]
+        reason = infra_reason(result)
+        if result is None and done.returncode != 0 and not done.lines:
+            reason = f"claude exited {done.returncode} before starting: {done.stderr[-300:]}"
+        version = init.get("claude_code_version")
+        return Result(usage, transcript, reason, version=version, loaded=loaded)
 
 
-def main() -> int:
-    """Entry point."""
-    return main_guard(lambda: run(read_bench()))
-
+ADAPTER = ClaudeCode()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ADAPTER))

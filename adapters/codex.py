@@ -26,29 +26,19 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from adapters._common import (
-    AgentArgs,
-    Bench,
-    InfraFailure,
-    Outcome,
-    agent_env,
-    api_key,
-    cli_version,
-    find_cli,
-    finish,
-    guide_text,
-    main_guard,
-    read_bench,
-    run_cli,
-    workspace_instructions,
-)
-from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
+from adapters import _outputs as out
+from adapters._cli import Run
+from adapters._common import AgentArgs, v1_url
+from adapters._run import Cli, Launch, Result, Trial, main
+from adapters.install import Package
+from adapters.schema import TranscriptEvent, UsageRow
 
-PACKAGE = "@openai/codex"
+PACKAGE = Package("npm", "@openai/codex", "0.171.0", "codex")
+"""The CLI this adapter was driven end to end with (`python -m adapters.install codex`)."""
+
 KEY_VAR = "ASSAY_CODEX_API_KEY"
 
 
@@ -71,14 +61,15 @@ def _toml(value: Any) -> str:
     return json.dumps(str(value))
 
 
-def config_toml(bench: Bench, args: CodexArgs) -> str:
+def config_toml(trial: Trial[CodexArgs]) -> str:
     """The per-trial `config.toml`."""
+    args = trial.args
     lines = [
         f"model = {_toml(args.model)}",
         "check_for_update_on_startup = false",
         'approval_policy = "never"',
         'sandbox_mode = "danger-full-access"',
-        f"web_search = {_toml('live' if bench.web(args) else 'disabled')}",
+        f"web_search = {_toml('live' if trial.web else 'disabled')}",
     ]
     if args.reasoning_effort:
         lines.append(f"model_reasoning_effort = {_toml(args.reasoning_effort)}")
@@ -86,19 +77,17 @@ def config_toml(bench: Bench, args: CodexArgs) -> str:
         lines.append('model_provider = "assay"')
     lines += ["", "[analytics]", "enabled = false", "", "[features]", "plugins = false", ""]
     if args.base_url:
-        base = args.base_url.rstrip("/")
-        base = base if base.endswith("/v1") else base + "/v1"
         lines += [
             "[model_providers.assay]",
             'name = "assay"',
-            f"base_url = {_toml(base)}",
+            f"base_url = {_toml(v1_url(args.base_url))}",
             f"env_key = {_toml(KEY_VAR)}",
             'wire_api = "responses"',
             f"request_max_retries = {args.max_retries}",
             f"stream_max_retries = {args.max_retries}",
             "",
         ]
-    for name, server in bench.mcp_servers(args).items():
+    for name, server in trial.mcp.items():
         lines += [
             f"[mcp_servers.{json.dumps(name)}]",
             f"command = {_toml(server.command[0])}",
@@ -114,71 +103,39 @@ def parse_events(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
     """Normalise `codex exec --json` events; also return thread id and the failure, if any."""
     events: list[TranscriptEvent] = []
     found: dict[str, Any] = {}
-    for t, line in lines:
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for t, obj in out.json_lines(lines):
         kind = obj.get("type", "")
         if kind == "thread.started":
             found["thread_id"] = obj.get("thread_id")
-            events.append(TranscriptEvent(t=t, type="system", role="system", text=kind))
-        elif kind == "turn.failed":
-            found["failed"] = str((obj.get("error") or {}).get("message", ""))
-            events.append(TranscriptEvent(t=t, type="error", role="system", text=found["failed"]))
+            events.append(out.notice(t, kind))
         elif kind == "turn.completed":
             found["completed"] = obj.get("usage")
-            events.append(TranscriptEvent(t=t, type="system", role="system", text=kind))
+            events.append(out.notice(t, kind))
+        elif kind == "turn.failed":
+            found["failed"] = str((obj.get("error") or {}).get("message", ""))
+            events.append(out.notice(t, found["failed"], error=True))
         elif kind == "error":
-            events.append(TranscriptEvent(t=t, type="error", role="system", text=obj.get("message")))
+            events.append(out.notice(t, obj.get("message"), error=True))
         elif kind in ("item.started", "item.completed"):
             events.extend(_item(t, kind, obj.get("item") or {}))
     return events, found
 
 
 def _item(t: float, kind: str, item: dict[str, Any]) -> list[TranscriptEvent]:
-    itype, iid = item.get("type"), item.get("id")
-    if itype == "agent_message" and kind == "item.completed":
-        return [TranscriptEvent(t=t, type="message", role="assistant", text=item.get("text"))]
-    if itype == "reasoning" and kind == "item.completed":
-        return [TranscriptEvent(t=t, type="message", role="assistant", text=item.get("text"))]
+    itype, iid, completed = item.get("type"), item.get("id"), kind == "item.completed"
+    if itype in ("agent_message", "reasoning") and completed:
+        return [out.message(t, "assistant", item.get("text"))]
+    if itype == "command_execution" and not completed:
+        return [out.tool_call(t, "exec_command", {"cmd": item.get("command")}, iid)]
     if itype == "command_execution":
-        if kind == "item.started":
-            return [
-                TranscriptEvent(
-                    t=t,
-                    type="tool_call",
-                    role="assistant",
-                    tool="exec_command",
-                    input={"cmd": item.get("command")},
-                    call_id=iid,
-                )
-            ]
-        return [
-            TranscriptEvent(
-                t=t,
-                type="tool_result",
-                role="tool",
-                tool="exec_command",
-                output=item.get("aggregated_output"),
-                exit_code=item.get("exit_code"),
-                call_id=iid,
-            )
-        ]
-    if itype in ("mcp_tool_call", "web_search", "file_change") and kind == "item.completed":
-        return [
-            TranscriptEvent(
-                t=t,
-                type="tool_call",
-                role="assistant",
-                tool=str(itype),
-                input={k: v for k, v in item.items() if k not in ("id", "type")},
-                call_id=iid,
-            )
-        ]
-    if itype == "error" and kind == "item.completed":
+        output, code = item.get("aggregated_output"), item.get("exit_code")
+        return [out.tool_result(t, output, exit_code=code, call_id=iid, tool="exec_command")]
+    if itype in ("mcp_tool_call", "web_search", "file_change") and completed:
+        details = {k: v for k, v in item.items() if k not in ("id", "type")}
+        return [out.tool_call(t, str(itype), details, iid)]
+    if itype == "error" and completed:
         # Codex warns "Model metadata ... not found" for any unknown model: a notice, not a failure
-        return [TranscriptEvent(t=t, type="system", role="system", text=item.get("message"))]
+        return [out.notice(t, item.get("message"))]
     return []
 
 
@@ -187,11 +144,7 @@ def usage_from_rollouts(codex_home: Path, context_limit: int | None, model: str)
     rows: list[UsageRow] = []
     for path in sorted(codex_home.glob("sessions/**/rollout-*.jsonl")):
         previous: Any = None
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                continue
+        for obj in out.json_records([path]):
             payload = obj.get("payload") or {}
             if obj.get("type") != "event_msg" or payload.get("type") != "token_count":
                 continue
@@ -201,20 +154,16 @@ def usage_from_rollouts(codex_home: Path, context_limit: int | None, model: str)
                 continue  # token_count is re-emitted without a new request (rate-limit updates)
             previous = total
             cached = int(last.get("cached_input_tokens") or 0)
-            inp = int(last.get("input_tokens") or 0) - cached
-            stamp = datetime.fromisoformat(obj["timestamp"].replace("Z", "+00:00")).timestamp()
-            rows.append(
-                UsageRow(
-                    t=stamp,
-                    input=inp,
-                    output=int(last.get("output_tokens") or 0),
-                    cache_read=cached,
-                    reasoning=int(last.get("reasoning_output_tokens") or 0),
-                    context=inp + cached,
-                    context_limit=context_limit or info.get("model_context_window"),
-                    model=model,
-                )
+            row = out.usage_row(
+                out.iso_time(obj["timestamp"]),
+                input=int(last.get("input_tokens") or 0) - cached,
+                output=int(last.get("output_tokens") or 0),
+                cache_read=cached,
+                reasoning=int(last.get("reasoning_output_tokens") or 0),
+                limit=context_limit or info.get("model_context_window"),
+                model=model,
             )
+            rows.append(row)
     return rows
 
 
@@ -226,69 +175,42 @@ _INFRA = re.compile(
 )
 
 
-def run(bench: Bench) -> int:
-    """Run one trial."""
-    args = bench.args(CodexArgs)
-    home = bench.run_dir / "home"
-    codex_home = home / ".codex"
-    codex_home.mkdir(parents=True, exist_ok=True)
-    binary = find_cli(bench, args, package=PACKAGE, name="codex")
-    try:
-        key = api_key(args, "sk-scripted")
-    except InfraFailure as exc:
-        info = AgentInfo(agent="codex", version=None, model=args.model, infra_failure=str(exc))
-        return finish(bench, Outcome(info, [], [], []))
-    env = agent_env(bench, home, {"CODEX_HOME": str(codex_home), KEY_VAR: key, **args.env})
-    (codex_home / "config.toml").write_text(config_toml(bench, args), encoding="utf-8")
-    loaded: list[ContextItem] = []
-    guide = guide_text(bench.skill_dir)
-    if guide:
-        (codex_home / "AGENTS.md").write_text(guide + "\n", encoding="utf-8")
-        loaded.append(
-            ContextItem(
-                kind="skill", name=bench.skill_dir.name if bench.skill_dir else "", path=str(bench.skill_dir)
-            )
-        )
-    loaded += workspace_instructions(bench, ["AGENTS.md", "AGENTS.override.md"])
-    loaded += [ContextItem(kind="mcp_server", name=n) for n in bench.mcp_servers(args)]
-    argv = [
-        str(binary),
-        "exec",
-        "--json",
-        "--skip-git-repo-check",
-        "--dangerously-bypass-approvals-and-sandbox",
-        "-m",
-        args.model,
-        *args.flags,
-        "-",
-    ]
-    version = cli_version(binary, env)
-    done = run_cli(
-        argv, env=env, cwd=bench.workspace, stdin=bench.prompt, log_dir=bench.run_dir, name="codex"
-    )
-    transcript, found = parse_events(done.lines)
-    usage = usage_from_rollouts(codex_home, args.context_limit, args.model)
-    failed = found.get("failed")
-    reason = None
-    if failed is not None and _INFRA.search(failed):
-        reason = failed[:300]
-    elif done.returncode != 0 and not done.lines:
-        reason = f"codex exited {done.returncode} before starting: {done.stderr[-300:]}"
-    info = AgentInfo(
-        agent="codex",
-        version=version,
-        model=args.model,
-        binary=str(binary),
-        exit_code=1 if failed is not None and done.returncode == 0 else done.returncode,
-        infra_failure=reason,
-    )
-    return finish(bench, Outcome(info, usage, transcript, loaded))
+class Codex:
+    """The Codex CLI."""
+
+    cli = Cli("codex", PACKAGE, prompt_on_stdin=True)
+    args = CodexArgs
+
+    def launch(self, trial: Trial[CodexArgs]) -> Launch:
+        """config.toml and the guide as AGENTS.md in CODEX_HOME."""
+        codex_home = trial.home / ".codex"
+        codex_home.mkdir(parents=True, exist_ok=True)
+        (codex_home / "config.toml").write_text(config_toml(trial), encoding="utf-8")
+        guide = out.guide_text(trial.bench.skill_dir)
+        if guide:
+            (codex_home / "AGENTS.md").write_text(guide + "\n", encoding="utf-8")
+        loaded = out.skill_items(trial.bench.skill_dir if guide else None)
+        loaded += out.workspace_instructions(trial.bench, ["AGENTS.md", "AGENTS.override.md"])
+        argv = [str(trial.binary), "exec", "--json", "--skip-git-repo-check"]
+        argv += ["--dangerously-bypass-approvals-and-sandbox", "-m", trial.args.model, *trial.args.flags, "-"]
+        env = {"CODEX_HOME": str(codex_home), KEY_VAR: trial.key}
+        return Launch(argv, env, loaded + out.mcp_items(trial.mcp))
+
+    def read(self, trial: Trial[CodexArgs], done: Run) -> Result:
+        """Usage from the session rollouts, the transcript from the --json events."""
+        transcript, found = parse_events(done.lines)
+        usage = usage_from_rollouts(trial.home / ".codex", trial.args.context_limit, trial.args.model)
+        failed = found.get("failed")
+        reason = None
+        if failed is not None and _INFRA.search(failed):
+            reason = failed[:300]
+        elif done.returncode != 0 and not done.lines:
+            reason = f"codex exited {done.returncode} before starting: {done.stderr[-300:]}"
+        code = 1 if failed is not None and done.returncode == 0 else None
+        return Result(usage, transcript, reason, exit_code=code)
 
 
-def main() -> int:
-    """Entry point."""
-    return main_guard(lambda: run(read_bench()))
-
+ADAPTER = Codex()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ADAPTER))

@@ -24,38 +24,29 @@ from __future__ import annotations
 import json
 import re
 import sys
-from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from adapters._common import (
-    AgentArgs,
-    Bench,
-    InfraFailure,
-    Outcome,
-    agent_env,
-    api_key,
-    cli_version,
-    find_cli,
-    finish,
-    guide_text,
-    main_guard,
-    read_bench,
-    run_cli,
-    workspace_instructions,
-)
-from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
+from adapters import _outputs as out
+from adapters._cli import Run
+from adapters._common import AgentArgs
+from adapters._run import Cli, Launch, Result, Trial, main
+from adapters.install import Package
+from adapters.schema import TranscriptEvent, UsageRow
 
-PACKAGE = "@google/gemini-cli"
+PACKAGE = Package("npm", "@google/gemini-cli", "0.61.0", "gemini")
+"""The CLI this adapter was driven end to end with (`python -m adapters.install gemini_cli`)."""
+
 WEB_TOOLS = ["google_web_search", "web_fetch"]
 _INFRA = re.compile(
     r"\b(429|5\d\d|401|403)\b|RESOURCE_EXHAUSTED|UNAVAILABLE|UNAUTHENTICATED|"
     r"overloaded|fetch failed|ECONNREFUSED|API key not valid",
     re.I,
 )
+_ATTEMPT = r"^Attempt \d+ failed with status (\d+)"
 
 
-def settings(bench: Bench, args: AgentArgs) -> dict[str, Any]:
+def settings(trial: Trial[AgentArgs]) -> dict[str, Any]:
     """The per-trial `~/.gemini/settings.json`."""
     data: dict[str, Any] = {
         "security": {"auth": {"selectedType": "gemini-api-key"}},
@@ -63,12 +54,11 @@ def settings(bench: Bench, args: AgentArgs) -> dict[str, Any]:
         "telemetry": {"enabled": False},
         "general": {"disableAutoUpdate": True, "disableUpdateNag": True},
     }
-    if not bench.web(args):
+    if not trial.web:
         data["tools"] = {"exclude": WEB_TOOLS}
-    servers = bench.mcp_servers(args)
-    if servers:
+    if trial.mcp:
         data["mcpServers"] = {
-            n: {"command": s.command[0], "args": s.command[1:], "env": s.env} for n, s in servers.items()
+            n: {"command": s.command[0], "args": s.command[1:], "env": s.env} for n, s in trial.mcp.items()
         }
     return data
 
@@ -77,182 +67,107 @@ def parse_stream(lines: list[tuple[float, str]]) -> tuple[list[TranscriptEvent],
     """Normalise stream-json events (assistant deltas are merged per turn)."""
     events: list[TranscriptEvent] = []
     found: dict[str, Any] = {}
-    for t, line in lines:
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for t, obj in out.json_lines(lines):
         kind = obj.get("type")
         if kind == "init":
             found["init"] = obj
-            events.append(TranscriptEvent(t=t, type="system", role="system", text=f"init {obj.get('model')}"))
+            events.append(out.notice(t, f"init {obj.get('model')}"))
         elif kind == "message":
-            role = "assistant" if obj.get("role") == "assistant" else "user"
+            role: out.Role = "assistant" if obj.get("role") == "assistant" else "user"
             text = str(obj.get("content") or "")
             last = events[-1] if events else None
             if obj.get("delta") and last is not None and last.type == "message" and last.role == role:
                 events[-1] = last.model_copy(update={"text": (last.text or "") + text})
             else:
-                events.append(TranscriptEvent(t=t, type="message", role=role, text=text))
+                events.append(out.message(t, role, text))
         elif kind == "tool_use":
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="tool_call",
-                    role="assistant",
-                    tool=obj.get("tool_name"),
-                    input=obj.get("parameters"),
-                    call_id=obj.get("tool_id"),
-                )
-            )
+            events.append(out.tool_call(t, obj.get("tool_name"), obj.get("parameters"), obj.get("tool_id")))
         elif kind == "tool_result":
-            error = obj.get("error") or {}
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="tool_result",
-                    role="tool",
-                    call_id=obj.get("tool_id"),
-                    output=str(obj.get("output") or error.get("message") or ""),
-                    exit_code=0 if obj.get("status") == "success" else 1,
-                )
-            )
+            output = str(obj.get("output") or (obj.get("error") or {}).get("message") or "")
+            code = 0 if obj.get("status") == "success" else 1
+            events.append(out.tool_result(t, output, exit_code=code, call_id=obj.get("tool_id")))
         elif kind in ("error", "result"):
-            if kind == "result":
-                found["result"] = obj
-            error = obj.get("error") or {}
-            message = error.get("message") if isinstance(error, dict) else str(error)
-            is_error = kind == "error" or obj.get("status") != "success"
-            if is_error:
-                found["error"] = message or obj.get("message") or json.dumps(obj)[:300]
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="error" if is_error else "system",
-                    role="system",
-                    text=found.get("error") if is_error else f"result {obj.get('status')}",
-                )
-            )
+            events.append(_outcome(t, kind, obj, found))
     return events, found
+
+
+def _outcome(t: float, kind: str, obj: dict[str, Any], found: dict[str, Any]) -> TranscriptEvent:
+    """The run's result or an error; an error is noted in `found`."""
+    if kind == "result":
+        found["result"] = obj
+    if kind == "result" and obj.get("status") == "success":
+        return out.notice(t, f"result {obj.get('status')}")
+    error = obj.get("error") or {}
+    message = error.get("message") if isinstance(error, dict) else str(error)
+    found["error"] = message or obj.get("message") or json.dumps(obj)[:300]
+    return out.notice(t, found["error"], error=True)
 
 
 def usage_from_sessions(home: Path, limit: int | None) -> list[UsageRow]:
     """One row per `gemini` record (deduplicated by id) in the chat session logs."""
     rows: dict[str, UsageRow] = {}
-    for path in sorted(home.glob(".gemini/tmp/*/chats/session-*.jsonl")):
-        for line in path.read_text(encoding="utf-8").splitlines():
-            try:
-                obj = json.loads(line)
-            except json.JSONDecodeError:
-                continue
-            tokens = obj.get("tokens")
-            if obj.get("type") != "gemini" or not isinstance(tokens, dict):
-                continue
-            cached = int(tokens.get("cached") or 0)
-            inp = int(tokens.get("input") or 0) - cached
-            stamp = datetime.fromisoformat(obj["timestamp"].replace("Z", "+00:00")).timestamp()
-            rows[str(obj.get("id"))] = UsageRow(
-                t=stamp,
-                input=inp,
-                output=int(tokens.get("output") or 0) + int(tokens.get("thoughts") or 0),
-                cache_read=cached,
-                reasoning=int(tokens.get("thoughts") or 0),
-                context=inp + cached,
-                context_limit=limit,
-                model=obj.get("model"),
-            )
+    for obj in out.json_records(sorted(home.glob(".gemini/tmp/*/chats/session-*.jsonl"))):
+        tokens = obj.get("tokens")
+        if obj.get("type") != "gemini" or not isinstance(tokens, dict):
+            continue
+        cached, thoughts = int(tokens.get("cached") or 0), int(tokens.get("thoughts") or 0)
+        rows[str(obj.get("id"))] = out.usage_row(
+            out.iso_time(obj["timestamp"]),
+            input=int(tokens.get("input") or 0) - cached,
+            output=int(tokens.get("output") or 0) + thoughts,
+            cache_read=cached,
+            reasoning=thoughts,
+            limit=limit,
+            model=obj.get("model"),
+        )
     return sorted(rows.values(), key=lambda r: r.t)
 
 
-_ATTEMPT = re.compile(r"^Attempt \d+ failed with status (\d+)")
-
-
 def _last_attempt(stderr: str) -> str:
-    found = [line for line in stderr.splitlines() if _ATTEMPT.match(line)]
+    found = [line for line in stderr.splitlines() if re.match(_ATTEMPT, line)]
     return found[-1][:300] if found else ""
 
 
-def run(bench: Bench) -> int:
-    """Run one trial."""
-    args = bench.args(AgentArgs)
-    home = bench.run_dir / "home"
-    binary = find_cli(bench, args, package=PACKAGE, name="gemini")
-    try:
-        key = api_key(args, "scripted-key")
-    except InfraFailure as exc:
-        info = AgentInfo(agent="gemini_cli", version=None, model=args.model, infra_failure=str(exc))
-        return finish(bench, Outcome(info, [], [], []))
-    extra = {
-        "GEMINI_API_KEY": key,
-        "GEMINI_CLI_HOME": str(home),
-        "GEMINI_CLI_TRUST_WORKSPACE": "true",
-        "NO_COLOR": "1",
-        **args.env,
-    }
-    if args.base_url:
-        extra["GOOGLE_GEMINI_BASE_URL"] = args.base_url.rstrip("/")
-    env = agent_env(bench, home, extra)
-    config = home / ".gemini"
-    config.mkdir(parents=True, exist_ok=True)
-    (config / "settings.json").write_text(json.dumps(settings(bench, args), indent=2), encoding="utf-8")
-    loaded: list[ContextItem] = []
-    guide = guide_text(bench.skill_dir)
-    if guide and bench.skill_dir:
-        (config / "GEMINI.md").write_text(guide + "\n", encoding="utf-8")
-        loaded.append(ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir)))
-    loaded += workspace_instructions(bench, ["GEMINI.md"])
-    loaded += [ContextItem(kind="mcp_server", name=n) for n in bench.mcp_servers(args)]
-    argv = [
-        str(binary),
-        "-p",
-        bench.prompt,
-        "--output-format",
-        "stream-json",
-        "--yolo",
-        "-m",
-        args.model,
-        *args.flags,
-    ]
-    failures = 0
+class GeminiCli:
+    """The Gemini CLI (retries 10 times with 5-30 s backoff and no setting for it: stopped after
+    max_retries failed attempts)."""
 
-    def too_many_retries(line: str) -> bool:
-        # Gemini CLI retries provider errors 10 times with 5-30 s backoff and has no setting for it
-        nonlocal failures
-        failures += bool(_ATTEMPT.match(line))
-        return failures > args.max_retries
+    cli = Cli("gemini_cli", PACKAGE, key_fallback="scripted-key", retry_line=_ATTEMPT)
+    args = AgentArgs
 
-    done = run_cli(
-        argv,
-        env=env,
-        cwd=bench.workspace,
-        stdin=None,
-        log_dir=bench.run_dir,
-        name="gemini",
-        stop_when=too_many_retries,
-    )
-    transcript, found = parse_stream(done.lines)
-    usage = usage_from_sessions(home, args.context_limit)
-    error = str(found.get("error") or "")
-    reason = None
-    if failures > args.max_retries:
-        reason = f"provider kept failing after {failures} attempts: {_last_attempt(done.stderr)}"
-    elif (error or done.returncode != 0) and _INFRA.search(error + "\n" + done.stderr[-3000:]):
-        reason = (error or done.stderr[-300:])[:300]
-    info = AgentInfo(
-        agent="gemini_cli",
-        version=cli_version(binary, env),
-        model=args.model,
-        binary=str(binary),
-        exit_code=done.returncode,
-        infra_failure=reason,
-    )
-    return finish(bench, Outcome(info, usage, transcript, loaded))
+    def launch(self, trial: Trial[AgentArgs]) -> Launch:
+        """settings.json and the guide as GEMINI.md under HOME; the endpoint in the environment."""
+        config = trial.home / ".gemini"
+        config.mkdir(parents=True, exist_ok=True)
+        (config / "settings.json").write_text(json.dumps(settings(trial), indent=2), encoding="utf-8")
+        guide = out.guide_text(trial.bench.skill_dir)
+        if guide:
+            (config / "GEMINI.md").write_text(guide + "\n", encoding="utf-8")
+        loaded = out.skill_items(trial.bench.skill_dir if guide else None)
+        loaded += out.workspace_instructions(trial.bench, ["GEMINI.md"])
+        env = {"GEMINI_API_KEY": trial.key, "GEMINI_CLI_HOME": str(trial.home)}
+        env |= {"GEMINI_CLI_TRUST_WORKSPACE": "true", "NO_COLOR": "1"}
+        if trial.args.base_url:
+            env["GOOGLE_GEMINI_BASE_URL"] = trial.args.base_url.rstrip("/")
+        argv = [str(trial.binary), "-p", trial.bench.prompt, "--output-format", "stream-json", "--yolo"]
+        return Launch(
+            [*argv, "-m", trial.args.model, *trial.args.flags], env, loaded + out.mcp_items(trial.mcp)
+        )
+
+    def read(self, trial: Trial[AgentArgs], done: Run) -> Result:
+        """Usage from the chat session logs, the transcript from stream-json."""
+        transcript, found = parse_stream(done.lines)
+        usage = usage_from_sessions(trial.home, trial.args.context_limit)
+        error = str(found.get("error") or "")
+        reason = None
+        if done.stopped:
+            reason = f"provider kept failing after {done.retries} attempts: {_last_attempt(done.stderr)}"
+        elif (error or done.returncode != 0) and _INFRA.search(error + "\n" + done.stderr[-3000:]):
+            reason = (error or done.stderr[-300:])[:300]
+        return Result(usage, transcript, reason)
 
 
-def main() -> int:
-    """Entry point."""
-    return main_guard(lambda: run(read_bench()))
-
+ADAPTER = GeminiCli()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ADAPTER))

@@ -31,25 +31,16 @@ from typing import Any
 
 import yaml
 
-from adapters._common import (
-    AdapterError,
-    AgentArgs,
-    Bench,
-    InfraFailure,
-    Outcome,
-    agent_env,
-    api_key,
-    find_cli,
-    finish,
-    guide_text,
-    launch_argv,
-    main_guard,
-    read_bench,
-    run_cli,
-)
-from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
+from adapters import _outputs as out
+from adapters._cli import Run, launch_argv
+from adapters._common import AdapterError, AgentArgs, v1_url
+from adapters._run import Cli, Launch, Result, Trial, main
+from adapters.install import Package
+from adapters.schema import TranscriptEvent, UsageRow
 
-PACKAGE = "mini-swe-agent"
+PACKAGE = Package("pip", "mini-swe-agent", "2.4.6", "mini")
+"""The CLI this adapter was driven end to end with (`python -m adapters.install mini_swe_agent`)."""
+
 DEFAULT_STEP_LIMIT = 100
 _INFRA_WORDS = (
     "RateLimitError",
@@ -80,40 +71,72 @@ def _package_file(binary: Path, rel: str) -> Path:
 
 
 def _version(binary: Path) -> str | None:
-    python = binary.parent / "python"
+    code = "import importlib.metadata as m;print(m.version('mini-swe-agent'))"
     try:
         done = subprocess.run(
-            [str(python), "-c", "import importlib.metadata as m;print(m.version('mini-swe-agent'))"],
-            capture_output=True,
-            text=True,
-            timeout=60,
+            [str(binary.parent / "python"), "-c", code], capture_output=True, text=True, timeout=60
         )
     except (OSError, subprocess.TimeoutExpired):
         return None
     return done.stdout.strip() or None
 
 
-def build_argv(binary: Path, bench: Bench, args: MiniArgs, traj: Path) -> list[str]:
+def build_argv(trial: Trial[MiniArgs], traj: Path) -> list[str]:
     """The command line; writes the guide config into the run dir when there is a guide."""
+    args, bench = trial.args, trial.bench
     config = "mini_textbased.yaml" if args.text_mode else "mini.yaml"
     model = args.model if "/" in args.model else f"openai/{args.model}"
-    argv = [*launch_argv(binary), "-y", "--exit-immediately", "-l", "0", "-c", config, "-m", model]
+    argv = [*launch_argv(trial.binary), "-y", "--exit-immediately", "-l", "0", "-c", config, "-m", model]
     if args.text_mode:
         argv += ["--model-class", "litellm_textbased"]
     if args.base_url:
-        base = args.base_url.rstrip("/")
-        base = base if base.endswith("/v1") else base + "/v1"
-        argv += ["-c", f"model.model_kwargs.api_base={base}"]
+        argv += ["-c", f"model.model_kwargs.api_base={v1_url(args.base_url)}"]
     # step_limit 0 is unlimited: a model that never calls a tool would loop on format errors
     argv += ["-c", f"agent.step_limit={args.max_turns or DEFAULT_STEP_LIMIT}"]
-    guide = guide_text(bench.skill_dir)
+    guide = out.guide_text(bench.skill_dir)
     if guide:
-        original = yaml.safe_load(_package_file(binary, f"config/{config}").read_text())
+        original = yaml.safe_load(_package_file(trial.binary, f"config/{config}").read_text())
         system = original["agent"]["system_template"] + "\n\n# Project guide\n\n" + guide
         extra = bench.run_dir / "guide.yaml"
         extra.write_text(yaml.safe_dump({"agent": {"system_template": system}}), encoding="utf-8")
         argv += ["-c", str(extra)]
     return [*argv, *args.flags, "-t", bench.prompt, "-o", str(traj)]
+
+
+def _usage(t: float | None, response: dict[str, Any], limit: int | None) -> list[UsageRow]:
+    usage = response.get("usage") or {}
+    if not usage:
+        return []
+    cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
+    reasoning = (usage.get("completion_tokens_details") or {}).get("reasoning_tokens")
+    row = out.usage_row(
+        t or 0.0,
+        input=int(usage.get("prompt_tokens") or 0) - cached,
+        output=int(usage.get("completion_tokens") or 0),
+        cache_read=cached,
+        reasoning=int(reasoning or 0),
+        limit=limit,
+        model=response.get("model"),
+    )
+    return [row]
+
+
+def _calls(t: float | None, message: dict[str, Any], actions: list[Any]) -> list[TranscriptEvent]:
+    """Tool calls of an assistant message (text mode: its parsed bash actions)."""
+    events = []
+    for call in message.get("tool_calls") or []:
+        fn = call.get("function") or {}
+        try:
+            arguments: Any = json.loads(fn.get("arguments") or "{}")
+        except json.JSONDecodeError:
+            arguments = fn.get("arguments")
+        events.append(out.tool_call(t, fn.get("name"), arguments, call.get("id")))
+    if not message.get("tool_calls"):
+        for action in actions:
+            events.append(
+                out.tool_call(t, "bash", action.get("command") if isinstance(action, dict) else action)
+            )
+    return events
 
 
 def parse_trajectory(
@@ -129,138 +152,58 @@ def parse_trajectory(
         content = message.get("content")
         text = content if isinstance(content, str) else json.dumps(content) if content else ""
         if role == "assistant":
-            response = extra.get("response") or {}
-            usage = response.get("usage") or {}
-            if usage:
-                details = usage.get("prompt_tokens_details") or {}
-                cached = int(details.get("cached_tokens") or 0)
-                inp = int(usage.get("prompt_tokens") or 0) - cached
-                out_details = usage.get("completion_tokens_details") or {}
-                rows.append(
-                    UsageRow(
-                        t=t or 0.0,
-                        input=inp,
-                        output=int(usage.get("completion_tokens") or 0),
-                        cache_read=cached,
-                        reasoning=int(out_details.get("reasoning_tokens") or 0),
-                        context=inp + cached,
-                        context_limit=context_limit,
-                        model=response.get("model"),
-                    )
-                )
-            if text:
-                events.append(TranscriptEvent(t=t, type="message", role="assistant", text=text))
-            for call in message.get("tool_calls") or []:
-                fn = call.get("function") or {}
-                try:
-                    arguments: Any = json.loads(fn.get("arguments") or "{}")
-                except json.JSONDecodeError:
-                    arguments = fn.get("arguments")
-                events.append(
-                    TranscriptEvent(
-                        t=t,
-                        type="tool_call",
-                        role="assistant",
-                        tool=fn.get("name"),
-                        input=arguments,
-                        call_id=call.get("id"),
-                    )
-                )
-            if not message.get("tool_calls"):
-                for action in extra.get("actions") or []:
-                    events.append(
-                        TranscriptEvent(
-                            t=t,
-                            type="tool_call",
-                            role="assistant",
-                            tool="bash",
-                            input=action.get("command") if isinstance(action, dict) else action,
-                        )
-                    )
+            rows += _usage(t, extra.get("response") or {}, context_limit)
+            events += [out.message(t, "assistant", text)] if text else []
+            events += _calls(t, message, extra.get("actions") or [])
         elif role == "tool" or (role == "user" and "returncode" in extra):
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="tool_result",
-                    role="tool",
-                    tool="bash",
-                    output=str(extra.get("raw_output", text)),
-                    exit_code=extra.get("returncode"),
-                    call_id=message.get("tool_call_id"),
-                )
-            )
+            output = str(extra.get("raw_output", text))
+            code, call_id = extra.get("returncode"), message.get("tool_call_id")
+            events.append(out.tool_result(t, output, exit_code=code, call_id=call_id, tool="bash"))
         elif role in ("user", "system"):
-            events.append(TranscriptEvent(t=t, type="message", role=role, text=text))
+            events.append(out.message(t, role, text))
         elif role == "exit":
-            events.append(
-                TranscriptEvent(
-                    t=t,
-                    type="system",
-                    role="system",
-                    text=f"exit {extra.get('exit_status')}: {extra.get('submission', '')}",
-                )
-            )
+            events.append(out.notice(t, f"exit {extra.get('exit_status')}: {extra.get('submission', '')}"))
     return rows, events
 
 
-def run(bench: Bench) -> int:
-    """Run one trial."""
-    args = bench.args(MiniArgs)
-    if bench.mcp_servers(args):
-        raise AdapterError("mini-swe-agent has no MCP support; this cell's MCP servers cannot be given")
-    home = bench.run_dir / "home"
-    binary = find_cli(bench, args, package=PACKAGE, name="mini")
-    try:
-        key = api_key(args, "sk-scripted")
-    except InfraFailure as exc:
-        info = AgentInfo(agent="mini_swe_agent", version=None, model=args.model, infra_failure=str(exc))
-        return finish(bench, Outcome(info, [], [], []))
-    env = agent_env(
-        bench,
-        home,
-        {
+class MiniSweAgent:
+    """The mini-swe-agent CLI."""
+
+    cli = Cli("mini_swe_agent", PACKAGE, takes_mcp=False, version_flag=None)
+    args = MiniArgs
+
+    def launch(self, trial: Trial[MiniArgs]) -> Launch:
+        """Its config dir under HOME, no cost-map download, cost tracking that tolerates unknown models."""
+        env = {
             "MSWEA_CONFIGURED": "true",
-            "MSWEA_GLOBAL_CONFIG_DIR": str(home / "mswea"),
+            "MSWEA_GLOBAL_CONFIG_DIR": str(trial.home / "mswea"),
             "LITELLM_LOCAL_MODEL_COST_MAP": "True",
             "MSWEA_COST_TRACKING": "ignore_errors",
             "MSWEA_SILENT_STARTUP": "1",
-            "OPENAI_API_KEY": key,
-            "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(args.max_retries + 1),
-            **args.env,
-        },
-    )
-    traj_path = bench.run_dir / "trajectory.json"
-    argv = build_argv(binary, bench, args, traj_path)
-    loaded = (
-        [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))]
-        if bench.skill_dir and guide_text(bench.skill_dir)
-        else []
-    )
-    done = run_cli(argv, env=env, cwd=bench.workspace, stdin=None, log_dir=bench.run_dir, name="mini")
-    traj = json.loads(traj_path.read_text()) if traj_path.is_file() else {}
-    usage, transcript = parse_trajectory(traj, args.context_limit)
-    info_block = traj.get("info") or {}
-    status = str(info_block.get("exit_status") or "")
-    reason = None
-    tail = done.stderr[-2000:] + "".join(line for _, line in done.lines[-40:])
-    if status != "Submitted" and any(w in status + " " + tail for w in _INFRA_WORDS):
-        reason = f"mini-swe-agent stopped on a provider error ({status}): {tail[-300:]}"
-    code = done.returncode if done.returncode != 0 else (0 if status == "Submitted" else 1)
-    info = AgentInfo(
-        agent="mini_swe_agent",
-        version=info_block.get("mini_version") or _version(binary),
-        model=args.model,
-        binary=str(binary),
-        exit_code=code,
-        infra_failure=reason,
-    )
-    return finish(bench, Outcome(info, usage, transcript, loaded))
+            "OPENAI_API_KEY": trial.key,
+            "MSWEA_MODEL_RETRY_STOP_AFTER_ATTEMPT": str(trial.args.max_retries + 1),
+        }
+        skill = trial.bench.skill_dir
+        loaded = out.skill_items(skill if out.guide_text(skill) else None)
+        return Launch(build_argv(trial, trial.bench.run_dir / "trajectory.json"), env, loaded)
+
+    def read(self, trial: Trial[MiniArgs], done: Run) -> Result:
+        """Usage and transcript from the trajectory; its exit status says whether it finished."""
+        traj_path = trial.bench.run_dir / "trajectory.json"
+        traj = json.loads(traj_path.read_text()) if traj_path.is_file() else {}
+        usage, transcript = parse_trajectory(traj, trial.args.context_limit)
+        info = traj.get("info") or {}
+        status = str(info.get("exit_status") or "")
+        reason = None
+        tail = done.stderr[-2000:] + "".join(line for _, line in done.lines[-40:])
+        if status != "Submitted" and any(w in status + " " + tail for w in _INFRA_WORDS):
+            reason = f"mini-swe-agent stopped on a provider error ({status}): {tail[-300:]}"
+        code = done.returncode if done.returncode != 0 else (0 if status == "Submitted" else 1)
+        version = info.get("mini_version") or _version(trial.binary)
+        return Result(usage, transcript, reason, exit_code=code, version=version)
 
 
-def main() -> int:
-    """Entry point."""
-    return main_guard(lambda: run(read_bench()))
-
+ADAPTER = MiniSweAgent()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ADAPTER))

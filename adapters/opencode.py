@@ -31,24 +31,16 @@ import re
 import sys
 from typing import Any
 
-from adapters._common import (
-    AgentArgs,
-    Bench,
-    InfraFailure,
-    Outcome,
-    agent_env,
-    api_key,
-    cli_version,
-    find_cli,
-    finish,
-    main_guard,
-    read_bench,
-    run_cli,
-    workspace_instructions,
-)
-from adapters.schema import AgentInfo, ContextItem, TranscriptEvent, UsageRow
+from adapters import _outputs as out
+from adapters._cli import Run
+from adapters._common import AgentArgs, v1_url
+from adapters._run import Cli, Launch, Result, Trial, main
+from adapters.install import Package
+from adapters.schema import TranscriptEvent, UsageRow
 
-PACKAGE = "opencode-ai"
+PACKAGE = Package("npm", "opencode-ai", "1.18.33", "opencode")
+"""The CLI this adapter was driven end to end with (`python -m adapters.install opencode`)."""
+
 DEAD_REGISTRY = "http://127.0.0.1:9/"
 _INFRA = re.compile(
     r"\b(429|5\d\d|401|403)\b|overloaded|rate limit|unauthori[sz]ed|ECONNREFUSED|"
@@ -64,13 +56,12 @@ class OpencodeArgs(AgentArgs):
     """--log-level for the stderr log (ERROR is enough to see failed provider attempts)."""
 
 
-def config(bench: Bench, args: AgentArgs, key: str) -> dict[str, Any]:
+def config(trial: Trial[AgentArgs]) -> dict[str, Any]:
     """The per-trial opencode config."""
-    limit = args.context_limit or 200000
-    base = (args.base_url or "").rstrip("/")
-    if base and not base.endswith("/v1"):
-        base += "/v1"
-    web = "allow" if bench.web(args) else "deny"
+    args = trial.args
+    web = "allow" if trial.web else "deny"
+    model = {"name": args.model, "limit": {"context": args.context_limit or 200000, "output": 32000}}
+    options = {"baseURL": v1_url(args.base_url) if args.base_url else "", "apiKey": trial.key}
     data: dict[str, Any] = {
         "autoupdate": False,
         "share": "disabled",
@@ -80,19 +71,18 @@ def config(bench: Bench, args: AgentArgs, key: str) -> dict[str, Any]:
             "assay": {
                 "npm": "@ai-sdk/openai-compatible",
                 "name": "assay",
-                "options": {"baseURL": base, "apiKey": key},
-                "models": {args.model: {"name": args.model, "limit": {"context": limit, "output": 32000}}},
+                "options": options,
+                "models": {args.model: model},
             }
         },
         "permission": {"edit": "allow", "bash": "allow", "webfetch": web, "websearch": web},
     }
-    if bench.skill_dir:
-        data["instructions"] = sorted(str(p) for p in bench.skill_dir.rglob("*.md"))
-    servers = bench.mcp_servers(args)
-    if servers:
+    if trial.bench.skill_dir:
+        data["instructions"] = sorted(str(p) for p in trial.bench.skill_dir.rglob("*.md"))
+    if trial.mcp:
         data["mcp"] = {
             n: {"type": "local", "command": s.command, "environment": s.env, "enabled": True}
-            for n, s in servers.items()
+            for n, s in trial.mcp.items()
         }
     return data
 
@@ -104,163 +94,86 @@ def parse_events(
     events: list[TranscriptEvent] = []
     rows: list[UsageRow] = []
     errors: list[str] = []
-    for t, line in lines:
-        try:
-            obj = json.loads(line)
-        except json.JSONDecodeError:
-            continue
+    for t, obj in out.json_lines(lines):
         kind, part = obj.get("type"), obj.get("part") or {}
         stamp = obj["timestamp"] / 1000 if isinstance(obj.get("timestamp"), int | float) else t
         if kind == "text":
-            events.append(TranscriptEvent(t=stamp, type="message", role="assistant", text=part.get("text")))
+            events.append(out.message(stamp, "assistant", part.get("text")))
         elif kind == "tool_use":
-            state = part.get("state") or {}
-            meta = state.get("metadata") or {}
-            events.append(
-                TranscriptEvent(
-                    t=stamp,
-                    type="tool_call",
-                    role="assistant",
-                    tool=part.get("tool"),
-                    input=state.get("input"),
-                    call_id=part.get("callID"),
-                )
-            )
-            events.append(
-                TranscriptEvent(
-                    t=stamp,
-                    type="tool_result",
-                    role="tool",
-                    tool=part.get("tool"),
-                    output=str(state.get("output") or state.get("error") or ""),
-                    exit_code=meta.get("exit")
-                    if isinstance(meta.get("exit"), int)
-                    else (1 if state.get("status") == "error" else None),
-                    call_id=part.get("callID"),
-                )
-            )
+            events += _tool_use(stamp, part)
         elif kind == "step_finish":
             tokens = part.get("tokens") or {}
             cache = tokens.get("cache") or {}
-            inp, read, write = (
-                int(tokens.get("input") or 0),
-                int(cache.get("read") or 0),
-                int(cache.get("write") or 0),
+            read, write = int(cache.get("read") or 0), int(cache.get("write") or 0)
+            row = out.usage_row(
+                stamp,
+                input=int(tokens.get("input") or 0),
+                output=int(tokens.get("output") or 0),
+                cache_read=read,
+                cache_write=write,
+                reasoning=int(tokens.get("reasoning") or 0),
+                limit=limit,
+                model=model,
             )
-            rows.append(
-                UsageRow(
-                    t=stamp,
-                    input=inp,
-                    output=int(tokens.get("output") or 0),
-                    cache_read=read,
-                    cache_write=write,
-                    reasoning=int(tokens.get("reasoning") or 0),
-                    context=inp + read + write,
-                    context_limit=limit,
-                    model=model,
-                )
-            )
+            rows.append(row)
         elif kind == "error":
             error = obj.get("error") or {}
             data = error.get("data") if isinstance(error, dict) else None
             message = (data or {}).get("message") if isinstance(data, dict) else None
             errors.append(str(message or error)[:500])
-            events.append(TranscriptEvent(t=stamp, type="error", role="system", text=errors[-1]))
+            events.append(out.notice(stamp, errors[-1], error=True))
     return events, rows, errors
 
 
-def run(bench: Bench) -> int:
-    """Run one trial."""
-    args = bench.args(OpencodeArgs)
-    home = bench.run_dir / "home"
-    binary = find_cli(bench, args, package=PACKAGE, name="opencode")
-    try:
-        key = api_key(args, "sk-scripted")
-    except InfraFailure as exc:
-        info = AgentInfo(agent="opencode", version=None, model=args.model, infra_failure=str(exc))
-        return finish(bench, Outcome(info, [], [], []))
-    cfg = bench.run_dir / "opencode.json"
-    cfg.write_text(json.dumps(config(bench, args, key), indent=2), encoding="utf-8")
-    env = agent_env(
-        bench,
-        home,
-        {
-            "OPENCODE_CONFIG": str(cfg),
-            "OPENCODE_DISABLE_AUTOUPDATE": "1",
-            "OPENCODE_DISABLE_MODELS_FETCH": "1",
-            "OPENCODE_DISABLE_LSP_DOWNLOAD": "1",
-            "OPENCODE_DISABLE_DEFAULT_PLUGINS": "1",
-            "OPENCODE_DISABLE_SHARE": "1",
-            "OPENCODE_DISABLE_CLAUDE_CODE": "1",
-            # opencode looks its plugin package up on the npm registry at start even with --pure; a
-            # closed loopback port makes that fail at once instead of leaving the box
-            "NPM_CONFIG_REGISTRY": DEAD_REGISTRY,
-            "npm_config_registry": DEAD_REGISTRY,
-            **args.env,
-        },
-    )
-    # --print-logs at ERROR level: one `stream error` line per failed provider attempt
-    argv = [
-        str(binary),
-        "run",
-        "--pure",
-        "--format",
-        "json",
-        "--title",
-        "assay trial",
-        "--print-logs",
-        "--log-level",
-        args.log_level,
-        "-m",
-        f"assay/{args.model}",
-        *args.flags,
-        bench.prompt,
+def _tool_use(t: float, part: dict[str, Any]) -> list[TranscriptEvent]:
+    """A finished tool call: the call and its result."""
+    state, tool, call_id = part.get("state") or {}, part.get("tool"), part.get("callID")
+    exit_code = (state.get("metadata") or {}).get("exit")
+    if not isinstance(exit_code, int):
+        exit_code = 1 if state.get("status") == "error" else None
+    output = str(state.get("output") or state.get("error") or "")
+    return [
+        out.tool_call(t, tool, state.get("input"), call_id),
+        out.tool_result(t, output, exit_code=exit_code, call_id=call_id, tool=tool),
     ]
-    failures = 0
-
-    def too_many_failures(line: str) -> bool:
-        # opencode retries provider errors with backoff; stop it once max_retries is spent
-        nonlocal failures
-        if '"type":"error"' in line or 'message="stream error"' in line:
-            failures += 1
-        return failures > args.max_retries
-
-    done = run_cli(
-        argv,
-        env=env,
-        cwd=bench.workspace,
-        stdin=None,
-        log_dir=bench.run_dir,
-        name="opencode",
-        stop_when=too_many_failures,
-    )
-    transcript, usage, errors = parse_events(done.lines, args.context_limit or 200000, args.model)
-    reason = None
-    text = "\n".join(errors) + "\n" + done.stderr[-3000:]
-    if (errors or done.returncode != 0) and _INFRA.search(text):
-        reason = (errors[-1] if errors else done.stderr[-300:])[:300]
-    loaded = (
-        [ContextItem(kind="skill", name=bench.skill_dir.name, path=str(bench.skill_dir))]
-        if bench.skill_dir
-        else []
-    )
-    loaded += workspace_instructions(bench, ["AGENTS.md"])
-    loaded += [ContextItem(kind="mcp_server", name=n) for n in bench.mcp_servers(args)]
-    info = AgentInfo(
-        agent="opencode",
-        version=cli_version(binary, env),
-        model=args.model,
-        binary=str(binary),
-        exit_code=1 if errors and done.returncode == 0 else done.returncode,
-        infra_failure=reason,
-    )
-    return finish(bench, Outcome(info, usage, transcript, loaded))
 
 
-def main() -> int:
-    """Entry point."""
-    return main_guard(lambda: run(read_bench()))
+class Opencode:
+    """The opencode CLI (retries with a growing backoff: stopped after max_retries failures)."""
 
+    cli = Cli("opencode", PACKAGE, retry_line=r'"type":"error"|message="stream error"')
+    args = OpencodeArgs
+
+    def launch(self, trial: Trial[OpencodeArgs]) -> Launch:
+        """A generated OPENCODE_CONFIG and every switch that keeps opencode off the network."""
+        cfg = trial.bench.run_dir / "opencode.json"
+        cfg.write_text(json.dumps(config(trial), indent=2), encoding="utf-8")
+        switches = ("AUTOUPDATE", "MODELS_FETCH", "LSP_DOWNLOAD", "DEFAULT_PLUGINS", "SHARE", "CLAUDE_CODE")
+        env = {"OPENCODE_CONFIG": str(cfg), **{f"OPENCODE_DISABLE_{s}": "1" for s in switches}}
+        # opencode looks its plugin package up on the npm registry at start even with --pure; a
+        # closed loopback port makes that fail at once instead of leaving the box
+        env |= {"NPM_CONFIG_REGISTRY": DEAD_REGISTRY, "npm_config_registry": DEAD_REGISTRY}
+        # --print-logs at ERROR level: one `stream error` line per failed provider attempt
+        argv = [str(trial.binary), "run", "--pure", "--format", "json", "--title", "assay trial"]
+        argv += ["--print-logs", "--log-level", trial.args.log_level, "-m", f"assay/{trial.args.model}"]
+        loaded = out.skill_items(trial.bench.skill_dir)
+        loaded += out.workspace_instructions(trial.bench, ["AGENTS.md"])
+        argv = [*argv, *trial.args.flags, trial.bench.prompt]
+        return Launch(argv, env, loaded + out.mcp_items(trial.mcp))
+
+    def read(self, trial: Trial[OpencodeArgs], done: Run) -> Result:
+        """Usage and transcript from the JSON events; failures from them and the ERROR log."""
+        limit = trial.args.context_limit or 200000
+        transcript, usage, errors = parse_events(done.lines, limit, trial.args.model)
+        reason = None
+        text = "\n".join(errors) + "\n" + done.stderr[-3000:]
+        if (errors or done.returncode != 0) and _INFRA.search(text):
+            reason = (errors[-1] if errors else done.stderr[-300:])[:300]
+        code = 1 if errors and done.returncode == 0 else None
+        return Result(usage, transcript, reason, exit_code=code)
+
+
+ADAPTER = Opencode()
 
 if __name__ == "__main__":
-    sys.exit(main())
+    sys.exit(main(ADAPTER))

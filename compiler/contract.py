@@ -13,6 +13,7 @@ moved with its project and compiling twice gives byte-identical files.
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
@@ -305,6 +306,55 @@ class Job(Frozen):
     agent: AgentSpec = Field(description="The agent and its arguments.")
     limits: Limits = Field(default_factory=Limits, description="Per-trial limits.")
     options: Options = Field(default_factory=Options, description="Run options.")
+    digest: str | None = Field(
+        default=None,
+        description="sha256 of this job's canonical JSON without this field, written into a run's job.json "
+        "and recomputed on every read of it, so a damaged or edited job file is told from a changed spec.",
+    )
+
+
+class CorruptJob(ValueError):
+    """A job file that is truncated, not a job, from a newer assay, or whose digest does not match."""
+
+
+def job_digest(job: Job) -> str:
+    """The digest a job file carries (over every field but `digest` itself)."""
+    data = job.model_dump(mode="json", exclude={"digest"})
+    text = json.dumps(data, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def with_digest(job: Job) -> Job:
+    """The job as a run's job.json holds it: carrying its digest."""
+    return job.model_copy(update={"digest": job_digest(job)})
+
+
+def read_job_file(path: Path | str) -> Job:
+    """Read one job JSON file, verified: its schema version, and its digest when it carries one.
+
+    Raises:
+        CorruptJob: unreadable, not a job, newer than this assay, or the digest disagrees.
+        OSError: the file cannot be read at all.
+    """
+    raw = Path(path).read_bytes()
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        raise CorruptJob(f"{path}: not JSON (truncated or damaged): {exc}") from None
+    if not isinstance(data, dict):
+        raise CorruptJob(f"{path}: not a job (a JSON object is expected)")
+    found = data.get("schema_version", SCHEMA_VERSION)
+    if found != SCHEMA_VERSION:
+        raise CorruptJob(
+            f"{path}: schema_version {found!r}, this assay reads {SCHEMA_VERSION}; recompile and use a fresh job file"
+        )
+    try:
+        job = Job.model_validate(data)
+    except ValueError as exc:
+        raise CorruptJob(f"{path}: not a job this assay can read ({str(exc).splitlines()[0]})") from None
+    if job.digest is not None and job.digest != job_digest(job):
+        raise CorruptJob(f"{path}: its digest does not match its content (the file was damaged or edited)")
+    return job
 
 
 def job_id(matrix: str, cell: str, agent: str, scenario: str, trial: int) -> str:
@@ -475,17 +525,25 @@ def _check_version(found: object, what: Path) -> None:
         )
 
 
+def _json_file(path: Path) -> Any:
+    """A generated file's JSON; a damaged one is a ValueError that names it."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except ValueError as exc:
+        raise ValueError(f"{path}: not valid JSON, damaged or half-written ({exc})") from None
+
+
 def load_manifest(generated_dir: Path | str) -> Manifest:
     """Read generated/manifest.json (refusing a newer schema)."""
     path = Path(generated_dir) / MANIFEST_FILE
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = _json_file(path)
     _check_version(data.get("schema_version"), path)
     return Manifest.model_validate(data)
 
 
 @lru_cache(maxsize=64)
 def _job_file(path: Path, mtime_ns: int) -> JobFile:
-    data = json.loads(path.read_text(encoding="utf-8"))
+    data = _json_file(path)
     _check_version(data.get("schema_version"), path)
     return JobFile.model_validate(data)
 

@@ -159,7 +159,15 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
     exp = gha.expand(axes, spec.exclude or [], spec.include or [], keep=keep)
     runs: dict[str, list[tuple[str, str]]] = {s: [] for s in scenarios}
     used: dict[str, Cell] = {}
-    for combo, inc in zip(exp.combos, exp.appended_by, strict=True):
+    kept_fitted: set[int] = set()  # includes that extended at least one combination that runs
+    pruned_fitted: dict[int, str] = {}  # include -> why a combination it extended was pruned
+    for combo, inc, fitted in zip(exp.combos, exp.appended_by, exp.fitted_by, strict=True):
+        if fitted:
+            why = _violates(v.project, combo)
+            if why is None:
+                kept_fitted.update(fitted)
+            else:
+                pruned_fitted.update({i: why for i in fitted})
         todo = [combo]
         if inc is not None:
             missing = [f for f in factors if f not in combo]
@@ -194,6 +202,14 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
             if name not in used:
                 used[name] = all_cells.get(name) or make_cell(c, v, one)
             runs.setdefault(one["scenario"], []).append((name, one["agent"]))
+    for i in sorted(set(pruned_fitted) - kept_fitted):  # it names only what a constraint prunes
+        c.add(
+            doc.loc(("include", i)),
+            f"include[{i}]",
+            "E280",
+            f"this include violates a constraint: {pruned_fitted[i]}",
+            "constraints apply to included combinations too",
+        )
     for i, cell in enumerate(spec.cells or []):
         if cell not in used:
             combo = dict(zip(factors, cell.split("/"), strict=True))
@@ -246,6 +262,30 @@ def package_dir(label: str) -> str:
     return f"{PACKAGES_DIR}/{label}"
 
 
+def _scripted(c: Collector, v: Validated, plans: dict[str, MatrixPlan]) -> None:
+    """A scripted agent has steps for every scenario a matrix runs it on (compiler.agentargs)."""
+    missing: dict[str, set[str]] = {}
+    for plan in plans.values():
+        for sid, pairs in plan.runs.items():
+            for agent in {a for _, a in pairs}:
+                script = v.scripts.get(agent)
+                if script is not None and not script.has_steps(
+                    sid, v.scenarios[sid].job.root, v.input_hashes
+                ):
+                    missing.setdefault(agent, set()).add(sid)
+    for agent, sids in sorted(missing.items()):
+        script = v.scripts[agent]
+        path = ("args", "scenario_script" if script.per_scenario else "script")
+        first = min(sids)
+        c.add(
+            v.agent_docs[agent].loc(path),
+            ".".join(path),
+            "E237",
+            f"scripted agent '{agent}' has no steps for {', '.join(sorted(sids))}, which a matrix runs it on",
+            script.hint(first, v.scenarios[first].job.root),
+        )
+
+
 def expand(v: Validated) -> Plan:
     """Cells and matrix plans; raises SpecErrors on include/cap violations."""
     c = Collector()
@@ -273,6 +313,7 @@ def expand(v: Validated) -> Plan:
             plans[f"{mid}@{ver.label}"] = replace(
                 plan, id=f"{mid}@{ver.label}", matrix=mid, version=ver.label, cells=cells_v
             )
+    _scripted(c, v, plans)
     c.raise_if_any()
     defaults = [mid for mid, m in sorted(v.matrices.items()) if m.spec.default]
     default = defaults[0] if defaults else (next(iter(plans)) if len(plans) == 1 else None)

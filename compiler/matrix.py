@@ -22,6 +22,8 @@ class Expanded:
 
     combos: list[dict[str, Any]]
     appended_by: list[int | None]
+    fitted_by: list[tuple[int, ...]]
+    """For each combination, the include entries that fitted (extended) it; none for appended ones."""
 
 
 def _matches(combo: dict[str, Any], entry: dict[str, Any]) -> bool:
@@ -52,16 +54,20 @@ def expand(
     result = [dict(c) for c in combos]
     appended: list[dict[str, Any]] = []
     appended_by: list[int | None] = [None] * len(result)
+    fitted_by: list[list[int]] = [[] for _ in result]
     extra: list[int | None] = []
     for i, entry in enumerate(include):
         fitted = False
         for j, orig in enumerate(base):
             if all(orig[k] == v for k, v in entry.items() if k in original):
                 fitted = True
+                fitted_by[j].append(i)
                 for k, v in entry.items():
                     if k not in original:
                         result[j][k] = v
         if not fitted:
             appended.append(dict(entry))
             extra.append(i)
-    return Expanded(result + appended, appended_by + extra)
+    return Expanded(
+        result + appended, appended_by + extra, [tuple(f) for f in fitted_by] + [() for _ in appended]
+    )

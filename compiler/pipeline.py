@@ -18,6 +18,7 @@ from compiler import load as load_stage
 
 if TYPE_CHECKING:
     from compiler.expand import Plan
+    from compiler.resolved import Validated
 
 MANIFEST_FILE = "manifest.json"  # = compiler.contract.MANIFEST_FILE; the up-to-date check imports no models
 
@@ -89,3 +90,14 @@ def compile_project(root: Path, *, generated: Path | None = None, force: bool = 
     return Result(
         plan=plan, up_to_date=False, written=written, jobs=sum(m.jobs for m in plan.matrices.values())
     )
+
+
+def validated(root: Path) -> Validated:
+    """load -> validate only: every spec checked alone and across files, nothing expanded.
+
+    For tools that work on scenarios before any matrix can run them (`assay new scripts`
+    writes the steps a matrix's scripted agents would otherwise lack)."""
+    from compiler import validate as validate_stage
+
+    inputs = load_stage.scan(root)
+    return validate_stage.validate(load_stage.parse_sources(inputs), inputs.fingerprint(compiler_hash()))

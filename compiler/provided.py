@@ -2,7 +2,7 @@
 
 They are inputs too: a changed tool launcher, guide or scripted agent's script must change
 the jobs' hashes, so a resumed matrix reruns them. Only the project and agent specs are read
-here, leniently (their errors are the validate stage's). What a spec names but the disk
+here, by the compiler's own YAML reader, leniently (their errors are the validate stage's). What a spec names but the disk
 lacks is recorded as absent, so the compiler refuses it before any trial runs.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
+from compiler.yamlio import parse
 
 NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", "scenarios")
 MAX_PROVIDED = 20_000
@@ -108,8 +108,8 @@ def provided(root: Path, specs: dict[str, bytes]) -> Provided:
         if b"project" not in raw and b"args" not in raw:
             continue
         try:
-            doc = yaml.load(raw, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
-        except yaml.YAMLError:
+            doc = parse(rel, raw.decode("utf-8"))[0].data  # its errors are the validate stage's
+        except UnicodeDecodeError:
             continue
         if not isinstance(doc, dict):
             continue

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from compiler.agentargs import Script
 from compiler.contract import AgentSpec, Limits, Options, ScenarioJob
 from compiler.specs import CheckKindDoc, MatrixDoc, ProjectDoc
 from compiler.yamlio import Doc
@@ -55,6 +56,10 @@ class Validated:
     """Ids of specs that exist but have errors of their own: references to them are not errors again."""
     input_hashes: dict[str, str] = field(default_factory=dict)
     input_folders: dict[str, list[str]] = field(default_factory=dict)
+    scripts: dict[str, Script] = field(default_factory=dict)
+    """Scripted agents by id: which scenarios their scripts have steps for."""
+    absent: frozenset[str] = frozenset()
+    """Paths a level names that do not exist."""
 
     def inputs_under(self, folder: str) -> list[str]:
         """Input files below a project-relative folder, sorted."""

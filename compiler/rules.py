@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import posixpath
 import re
 from collections import defaultdict
 from typing import Any
@@ -171,23 +172,35 @@ def cross_file(c: Collector, v: Validated) -> None:
 
 
 def _level_paths(c: Collector, v: Validated) -> None:
-    """Paths a level names (PATH folders, files, links, skill dir) stay inside the project."""
+    """Paths a level names (PATH folders, files, links, skill dir) stay inside the project and exist."""
     from compiler.paths import rel_path
 
     doc = v.project_doc
     raw_factors = doc.data.get("factors") or {}
+
+    def present(path: Path_, value: Any) -> None:
+        rel = rel_path(c, doc, path, value) if isinstance(value, str) else None
+        if rel is not None and rel in v.absent:
+            c.add(
+                doc.loc(path),
+                dotted(path),
+                "E235",
+                f"'{value}' ({rel}) does not exist",
+                f"a path is relative to the file that names it ({posixpath.dirname(doc.file) or '.'}/)",
+            )
+
     for factor, levels in raw_factors.items():
         for level, body in (levels or {}).items():
             if not isinstance(body, dict):
                 continue
             base = ("factors", factor, level)
             for i, p in enumerate(body.get("path") or []):
-                rel_path(c, doc, (*base, "path", i), p)
+                present((*base, "path", i), p)
             for key in ("files", "home_files", "links"):
                 for dest, src in (body.get(key) or {}).items():
-                    rel_path(c, doc, (*base, key, dest), src)
+                    present((*base, key, dest), src)
             if body.get("skill_dir"):
-                rel_path(c, doc, (*base, "skill_dir"), body["skill_dir"])
+                present((*base, "skill_dir"), body["skill_dir"])
 
 
 def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:

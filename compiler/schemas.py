@@ -148,9 +148,27 @@ def _rules(kind: str, schema: dict[str, Any]) -> None:
     # Without `extends:` nothing else can give an agent its adapter, a matrix its agents, a
     # scenario its checks; an empty list is as wrong as none (E102, E250, E241).
     needs = {"agent": "adapter", "matrix": "agents", "scenario": "checks"}
+    rules: list[dict[str, Any]] = []
     if kind in needs:
-        schema["if"] = {"not": {"required": ["extends"]}}
-        schema["then"] = {"required": [needs[kind]]}
+        rules.append({"if": {"not": {"required": ["extends"]}}, "then": {"required": [needs[kind]]}})
+    if kind == "agent":  # a scripted agent without a script would do nothing (compiler.agentargs)
+        rules.append(
+            {
+                "if": {
+                    "properties": {"adapter": {"const": "scripted"}},
+                    "required": ["adapter"],
+                    "not": {"required": ["extends"]},
+                },
+                "then": {
+                    "required": ["args"],
+                    "properties": {
+                        "args": {"anyOf": [{"required": ["script"]}, {"required": ["scenario_script"]}]}
+                    },
+                },
+            }
+        )
+    if rules:
+        schema["allOf"] = rules
     for name in ("agents", "checks"):
         if kind in ("matrix", "scenario") and name in schema["properties"]:
             schema["properties"][name]["minItems"] = 1

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from compiler import rawcheck, rules, scenarios
+from compiler import agentargs, rawcheck, rules, scenarios
 from compiler.contract import AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
 from compiler.expectations import library as expectation_library
@@ -247,6 +247,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     agents: dict[str, AgentSpec] = {}
     agent_docs: dict[str, Doc] = {}
     flags: dict[str, tuple[bool, str]] = {}
+    scripts: dict[str, agentargs.Script] = {}
     for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent").items():
         spec = model_of(c, doc, AgentDoc)
         if spec is None:
@@ -274,6 +275,9 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             sanity=spec.sanity,
         )
         agent_docs[ident] = doc
+        script = agentargs.check(c, doc, spec.adapter, spec.args or {}, src.inputs)
+        if script is not None:
+            scripts[ident] = script
         flags[ident] = (spec.runnable is not False, spec.reason or "")
         if spec.runnable is False and not spec.reason:
             c.add(doc.loc(("runnable",)), "reason", "E102", "a non-runnable agent needs a `reason:`")
@@ -324,6 +328,8 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         broken=frozenset(broken),
         input_hashes=dict(src.inputs.hashes),
         input_folders=src.inputs.folders,
+        scripts=scripts,
+        absent=src.inputs.absent,
     )
     rules.cross_file(c, result)
     c.raise_if_any()

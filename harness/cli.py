@@ -3,18 +3,22 @@
 Each module in `harness.commands` defines `HELP`, `configure(parser)` and
 `execute(args) -> int`. Modules keep their heavy imports inside `execute`, so
 `assay --help` stays fast. Exceptions become exit codes here and only here:
-0 ok, 1 failures, 2 spec or usage error, 3 nothing selected, 130 interrupted. Spec errors
-(`compiler.errors.SpecErrors`, every problem at once) print as text on stderr, or in the
+0 ok, 1 failures, 2 spec or usage error, 3 nothing selected, 4 run tree held by another
+runner, 74 run tree unwritable (full disk, read-only), 130 interrupted (SIGINT, SIGTERM, SIGHUP).
+Spec errors (`compiler.errors.SpecErrors`, every problem at once) print as text on stderr, or in the
 format a command put in `args.spec_format` (`assay compile --format json|github`, on stdout).
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import importlib
+import signal
 import sys
-from collections.abc import Sequence
-from types import ModuleType
+import threading
+from collections.abc import Iterator, Sequence
+from types import FrameType, ModuleType
 
 from compiler.errors import SpecErrors, render
 from harness.errors import AssayError
@@ -62,22 +66,50 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _stop(signum: int, _frame: FrameType | None) -> None:
+    """SIGTERM and SIGHUP stop a run the way Ctrl-C does: running trials record themselves as
+    interrupted and kill their agents; the tree stays resumable."""
+    raise KeyboardInterrupt(signal.Signals(signum).name)
+
+
+@contextlib.contextmanager
+def _stop_signals() -> Iterator[None]:
+    if threading.current_thread() is not threading.main_thread():
+        yield  # only the main thread may set handlers (the CLI called from a test's thread)
+        return
+    previous = {s: signal.signal(s, _stop) for s in (signal.SIGTERM, signal.SIGHUP)}
+    try:
+        yield
+    finally:
+        for s, handler in previous.items():
+            signal.signal(s, handler)
+
+
+def _say(text: str) -> None:
+    if sys.stderr is None:  # started with stderr closed: the exit code still tells
+        return
+    with contextlib.suppress(OSError, ValueError):
+        print(text, file=sys.stderr)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
-        code: int = args._execute(args)
+        with _stop_signals():
+            code: int = args._execute(args)
         return code
-    except KeyboardInterrupt:
-        print("assay: interrupted", file=sys.stderr)
+    except KeyboardInterrupt as exc:
+        why = f" ({exc.args[0]})" if exc.args else ""
+        _say(f"assay: interrupted{why}; running trials were recorded as interrupted, rerun to resume")
         return 130
     except SpecErrors as exc:
         fmt = getattr(args, "spec_format", "text")
         print(render(exc.errors, fmt), file=sys.stderr if fmt == "text" else sys.stdout)
         return 2
     except AssayError as exc:
-        print(f"assay: error: {exc}", file=sys.stderr)
+        _say(f"assay: error: {exc}")
         return exc.exit_code
 
 

@@ -19,3 +19,15 @@ class NothingSelected(AssayError):
     """A filter selected no job."""
 
     exit_code = 3
+
+
+class TreeBusy(AssayError):
+    """Another runner holds the run tree (its lock names the holder)."""
+
+    exit_code = 4
+
+
+class TreeUnwritable(AssayError):
+    """The run tree cannot be written (full disk, read-only, I/O error): the batch stopped; rerun resumes."""
+
+    exit_code = 74  # EX_IOERR of sysexits.h

@@ -93,6 +93,8 @@ class ScenarioValidity:
     not_validated: tuple[str, ...]
     """Checks that were unavailable on a bare workspace (they need a run)."""
     workspaces: int
+    observed: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    """(check id, the seed and negatives that actually failed it when judged), in check order."""
 
 
 @dataclass(frozen=True)
@@ -303,7 +305,17 @@ def scenario_validity(scenario: ScenarioJob, assessed: Sequence[Assessed]) -> Sc
         for cid, names in coverage
         if not names and cid not in unavailable
     ]
-    return ScenarioValidity(sid, tuple(problems), coverage, tuple(sorted(unavailable)), len(assessed))
+    failed_by: dict[str, list[str]] = {c.id: [] for c in scenario.checks}
+    for j in assessed:
+        if j.workspace.overlay != REFERENCE:
+            name = j.workspace.overlay.removeprefix("negative ")
+            for o in j.first:
+                if o.outcome == "fail" and o.id in failed_by:
+                    failed_by[o.id].append(name)
+    observed = tuple((cid, tuple(names)) for cid, names in failed_by.items())
+    return ScenarioValidity(
+        sid, tuple(problems), coverage, tuple(sorted(unavailable)), len(assessed), observed
+    )
 
 
 def scenario_layer(scenario: ScenarioJob, check_id: str) -> str:

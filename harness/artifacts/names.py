@@ -21,6 +21,12 @@ INDEX_FILE = ".assay-index.sqlite"
 VIEW_FILE = "view.html"
 """The run's own page (prompt, transcript, trace, snapshots, diff, checks), written after grading."""
 
+# At a runs root, written by the runner that holds the tree.
+LOCK_FILE = ".assay.lock"
+"""One writer per run tree: the holder's pid, host and start time (an flock on it is the lock)."""
+SCRATCH_DIR = ".scratch"
+"""The holder's scratch space (grading copies, check folders); emptied when a runner takes the tree."""
+
 # Artifacts of the run.
 DIFF_FILE = "diff.patch"
 AGENT_LOG = "agent.log"

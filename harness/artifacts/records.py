@@ -28,7 +28,7 @@ from harness.artifacts.grade_sections import (
     Usage,
 )
 from harness.artifacts.names import GRADE_FILE, RUN_FILE
-from harness.artifacts.store import read_record
+from harness.artifacts.store import FutureSchemaError, read_record
 
 RUN_SCHEMA = 1
 GRADE_SCHEMA = 1
@@ -235,11 +235,19 @@ def read_run(run_dir: Path) -> RunRecord:
 
 
 def read_grade(run_dir: Path) -> Grade | None:
-    """Read a run directory's grade.json, or None when it is not graded yet."""
-    path = run_dir / GRADE_FILE
-    if not path.exists():
+    """Read a run directory's grade.json, or None when it is not graded yet.
+
+    A truncated or garbage grade.json reads as no grade at all, so the next grading repairs it
+    (a newer assay's grade is still refused: FutureSchemaError).
+    """
+    try:
+        return read_record(run_dir / GRADE_FILE, Grade, GRADE_SCHEMA)
+    except FileNotFoundError:
         return None
-    return read_record(path, Grade, GRADE_SCHEMA)
+    except FutureSchemaError:
+        raise
+    except (OSError, ValueError):
+        return None
 
 
 def merge_metrics(runner: RunnerMetrics, grader: dict[str, float]) -> dict[str, float | None]:

@@ -16,7 +16,7 @@ import stat
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import CorruptJob, Job, load_job, read_job_file, with_digest
 from harness.artifacts.names import JOB_FILE, RUN_DIR_FOLDERS, RUN_FILE
 from harness.artifacts.records import read_run
 from harness.artifacts.store import write_atomic
@@ -59,7 +59,41 @@ def start_run(run_dir: Path, job: Job) -> None:
     """A fresh run directory holding only job.json (what a regrade elsewhere needs)."""
     clear(run_dir)
     run_dir.mkdir(parents=True)
-    write_atomic(run_dir / JOB_FILE, json.dumps(job.model_dump(mode="json"), indent=2, sort_keys=True) + "\n")
+    write_job(run_dir, job)
+
+
+def write_job(run_dir: Path, job: Job) -> None:
+    """job.json, carrying the digest that every read recomputes."""
+    data = with_digest(job).model_dump(mode="json")
+    write_atomic(run_dir / JOB_FILE, json.dumps(data, indent=2, sort_keys=True) + "\n")
+
+
+def read_job(run_dir: Path, *, generated: Path | None = None) -> Job:
+    """A run's job.json, verified; a damaged one is restored from `generated/` when that still
+    compiles the same job (same id and hash as run.json records), else CorruptJob says so.
+
+    Raises:
+        CorruptJob: damaged and not restorable (never mistaken for a job of another spec).
+        FileNotFoundError: the run has no job.json and none could be restored.
+    """
+    try:
+        return read_job_file(run_dir / JOB_FILE)
+    except (CorruptJob, FileNotFoundError) as exc:
+        restored = _restore_job(run_dir, generated) if generated is not None else None
+        if restored is None:
+            raise
+        write_job(run_dir, restored)
+        del exc
+        return restored
+
+
+def _restore_job(run_dir: Path, generated: Path) -> Job | None:
+    try:
+        record = read_run(run_dir)
+        job = load_job(generated, record.job_id)
+    except (OSError, ValueError, KeyError):
+        return None
+    return job if job.hash == record.job_hash and job.trial == record.trial else None
 
 
 def identity(job: Job) -> dict[str, Any]:

@@ -12,10 +12,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import ValidationError
-
-from compiler.contract import CheckSpec, Job
-from harness.artifacts import names, readers
+from compiler.contract import CheckSpec, CorruptJob, Job
+from harness.artifacts import names, readers, run_tree
 from harness.artifacts.records import RunRecord, read_run
 
 
@@ -65,17 +63,17 @@ class RunView:
         return readers.read_events(self.state_dir, name)
 
 
-def read_job(run_dir: Path) -> Job:
-    """The run's job.json, or MissingArtifacts."""
-    path = run_dir / names.JOB_FILE
-    if not path.is_file():
-        raise MissingArtifacts(f"{names.JOB_FILE} is missing")
+def read_job(run_dir: Path, project: Path | None = None) -> Job:
+    """The run's job.json, verified (a damaged one restored from the project's generated/ when
+    that still compiles the same job), or MissingArtifacts saying why."""
     try:
-        return Job.model_validate_json(path.read_text(encoding="utf-8"))
-    except ValidationError as exc:
-        raise MissingArtifacts(
-            f"{names.JOB_FILE} is not a job this assay can read: {exc.error_count()} error(s)"
-        ) from None
+        return run_tree.read_job(run_dir, generated=project / "generated" if project is not None else None)
+    except FileNotFoundError:
+        raise MissingArtifacts(f"{names.JOB_FILE} is missing") from None
+    except CorruptJob as exc:
+        raise MissingArtifacts(f"{names.JOB_FILE} is corrupt: {exc}") from None
+    except OSError as exc:
+        raise MissingArtifacts(f"{names.JOB_FILE} cannot be read: {exc}") from None
 
 
 def load_view(

@@ -31,9 +31,11 @@ def from_files(paths: Sequence[Path]) -> list[Job]:
     files = [f for p in paths for f in (sorted(p.rglob("*.json")) if p.is_dir() else [p])]
     for path in files:
         try:
-            jobs.append(Job.model_validate_json(path.read_text(encoding="utf-8")))
-        except (OSError, ValueError) as exc:
-            raise UsageError(f"{path}: not a job file: {exc}") from exc
+            jobs.append(contract.read_job_file(path))
+        except contract.CorruptJob as exc:
+            raise UsageError(str(exc)) from None
+        except OSError as exc:
+            raise UsageError(f"{path}: cannot read the job file: {exc.strerror or exc}") from None
     return jobs
 
 
@@ -51,25 +53,70 @@ def select(
     generated = project / GENERATED
     if not (generated / "manifest.json").is_file():
         raise UsageError(f"{generated}/manifest.json not found: run `assay compile` first")
-    if job_ids:
-        load_job = _loader("load_job")
-        jobs = [load_job(generated, jid) for jid in job_ids]
-    else:
-        iter_jobs = _loader("iter_jobs")
-        jobs = list(
-            iter_jobs(
-                generated,
-                matrix=matrix,
-                cells=list(cells) or None,
-                agents=list(agents) or None,
-                scenarios=list(scenarios) or None,
+    for jid in job_ids:
+        try:
+            contract.parse_job_id(jid)
+        except ValueError as exc:
+            raise UsageError(str(exc)) from None
+    try:
+        if job_ids:
+            load_job = _loader("load_job")
+            jobs = [load_job(generated, jid) for jid in job_ids]
+        else:
+            iter_jobs = _loader("iter_jobs")
+            jobs = list(
+                iter_jobs(
+                    generated,
+                    matrix=matrix,
+                    cells=list(cells) or None,
+                    agents=list(agents) or None,
+                    scenarios=list(scenarios) or None,
+                )
             )
-        )
+    except KeyError as exc:  # an unknown matrix or job id: the loaders' message names what exists
+        raise UsageError(str(exc.args[0]) if exc.args else "no such job") from None
+    except ValueError as exc:  # a malformed id, a newer contract, a damaged manifest or job file
+        first = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        raise UsageError(f"{first}; `assay compile` rewrites generated/") from None
+    except OSError as exc:
+        raise UsageError(f"cannot read {exc.filename or generated}: {exc.strerror or exc}") from None
     if trials is not None:
         jobs = [j for j in jobs if j.trial <= trials]
     if not jobs:
-        raise NothingSelected("no job matches the selection")
+        raise NothingSelected(_nothing(generated, matrix, cells=cells, agents=agents, scenarios=scenarios))
     return jobs
+
+
+def _nothing(
+    generated: Path,
+    matrix: str | None,
+    *,
+    cells: Sequence[str],
+    agents: Sequence[str],
+    scenarios: Sequence[str],
+) -> str:
+    """Why a selection is empty, listing what the matrix (or every matrix) has."""
+    manifest = _loader("load_manifest")(generated)
+    entries = [e for k, e in manifest.matrices.items() if matrix is None or matrix in (k, e.matrix)]
+    where = f"matrix '{matrix}'" if matrix else "the compiled matrices"
+    have = {
+        "agent": sorted({a for e in entries for a in e.agents}),
+        "cell": list(dict.fromkeys(c for e in entries for c in e.cells)),
+        "scenario": sorted({s for e in entries for s in e.scenarios}),
+    }
+    asked = {"agent": agents, "cell": cells, "scenario": scenarios}
+    reasons = [
+        f"--{what} {', '.join(missing)}: {where} has {what}s {', '.join(have[what]) or '(none)'}"
+        for what, wanted in asked.items()
+        if (missing := [w for w in wanted if w not in have[what]])
+    ]
+    if not reasons:
+        given = " ".join(f"--{what} {w}" for what, wanted in asked.items() for w in wanted)
+        reasons.append(
+            f"{where} has no job that combines {given or 'these filters'}"
+            + " (its exclude or include leaves that combination out)"
+        )
+    return "no job matches the selection: " + "; ".join(reasons)
 
 
 class MatrixSettings(NamedTuple):

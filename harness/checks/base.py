@@ -144,3 +144,10 @@ def same_value(value: Any, expected: Any) -> bool:
     if isinstance(value, bool) or isinstance(expected, bool):
         return value is expected
     return bool(value == expected)
+
+
+def unplace(text: str, folder: Path) -> str:
+    """Text with a grading copy's path replaced by `$WORKSPACE` (it differs on every grading)."""
+    for form in sorted({str(folder.resolve()), str(folder)}, key=len, reverse=True):
+        text = text.replace(form, "$WORKSPACE")
+    return text

@@ -30,7 +30,7 @@ from typing import Any
 
 from compiler.contract import CheckSpec
 from harness.checks import _proc, jsonpath
-from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, same_value
+from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, same_value, unplace
 
 _NOT_RUNNABLE = {126: "is not executable", 127: "was not found"}
 
@@ -55,7 +55,9 @@ class CommandCheck:
             raise CheckError(f"`{shown}` timed out after {timeout:g}s")
         assert done.exit_code is not None
         if done.exit_code in _NOT_RUNNABLE:
-            raise CheckError(f"`{shown}`: command {_NOT_RUNNABLE[done.exit_code]}{tail(done.stderr)}")
+            raise CheckError(
+                f"`{shown}`: command {_NOT_RUNNABLE[done.exit_code]}{tail(done.stderr, workspace)}"
+            )
         result: Mapping[str, Any] = param(spec, "result") or {"exit": param(spec, "exit", 0)}
         if "exit" in result:
             allowed = [int(x) for x in as_list(result["exit"])]
@@ -63,7 +65,7 @@ class CommandCheck:
                 wanted = allowed[0] if len(allowed) == 1 else allowed
                 return Verdict(
                     False,
-                    f"`{shown}` exited {done.exit_code}, expected {wanted}{tail(done.stderr or done.stdout)}",
+                    f"`{shown}` exited {done.exit_code}, expected {wanted}{tail(done.stderr or done.stdout, workspace)}",
                 )
             if "count" not in result and "json_path" not in result:
                 return Verdict(True, f"`{shown}` exited {done.exit_code}")
@@ -100,9 +102,13 @@ def command_env(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> dict[str
     return env
 
 
-def tail(text: str, limit: int = 400) -> str:
-    """The last few hundred characters of an output, as a message suffix."""
-    text = text.strip()
+def tail(text: str, workspace: Path, limit: int = 400) -> str:
+    """The last few hundred characters of an output, as a message suffix.
+
+    The workspace's path goes first: the grader's copy lives at a different place each time,
+    and where the cut falls must not depend on how long that path is.
+    """
+    text = unplace(text, workspace).strip()
     if not text:
         return ""
     return ": " + (text if len(text) <= limit else "…" + text[-limit:])
@@ -116,14 +122,14 @@ def _read_json(result: Mapping[str, Any], done: _proc.Completed, workspace: Path
         path = inside(workspace, source)
         if not path.is_file():
             raise CheckError(
-                f"`{shown}` (exit {done.exit_code}) left no result file {source}{tail(done.stderr)}"
+                f"`{shown}` (exit {done.exit_code}) left no result file {source}{tail(done.stderr, workspace)}"
             )
         text = path.read_text(encoding="utf-8", errors="replace")
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
         raise CheckError(
-            f"`{shown}` (exit {done.exit_code}) printed no JSON result on {source} ({exc.msg}){tail(done.stderr or text)}"
+            f"`{shown}` (exit {done.exit_code}) printed no JSON result on {source} ({exc.msg}){tail(done.stderr or text, workspace)}"
         ) from None
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from compiler.contract import CheckSpec
 from harness.artifacts.records import CaseOutcome, CheckOutcome
-from harness.checks.base import CheckContext, CheckError, CheckUnavailable
+from harness.checks.base import CheckContext, CheckError, CheckUnavailable, unplace
 from harness.checks.registry import get_kind
 
 _VOLATILE = (
@@ -32,8 +32,7 @@ def scrub(text: str, scratch: Path) -> str:
     The scratch folder's path becomes `$WORKSPACE`; durations and object addresses in a
     tool's output are masked, so regrading an unchanged run gives an identical grade.
     """
-    for form in {str(scratch.resolve()), str(scratch)}:
-        text = text.replace(form, "$WORKSPACE")
+    text = unplace(text, scratch)
     for pattern, replacement in _VOLATILE:
         text = pattern.sub(replacement, text)
     return text

@@ -51,15 +51,15 @@ class PytestCheck:
         timeout = ctx.timeout_for(spec)
         done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
         if done.timed_out:
-            raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr)}")
+            raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr, workspace)}")
         cases = parse_junit(done.stdout)
         code = done.exit_code
         if code in (126, 127):
-            raise CheckError(f"pytest could not start (exit {code}){tail(done.stderr)}")
+            raise CheckError(f"pytest could not start (exit {code}){tail(done.stderr, workspace)}")
         if code in (3, 4) or (cases is None and code != 5):
-            raise CheckError(f"pytest exited {code} without a test report{tail(done.stderr)}")
+            raise CheckError(f"pytest exited {code} without a test report{tail(done.stderr, workspace)}")
         if code == 5 or not cases:
-            raise CheckError(f"pytest collected no test from {' '.join(tests)}{tail(done.stderr)}")
+            raise CheckError(f"pytest collected no test from {' '.join(tests)}{tail(done.stderr, workspace)}")
         failed = [c for c in cases if c.outcome == "fail"]
         ran = len(cases)
         if failed:
@@ -71,7 +71,9 @@ class PytestCheck:
             )
         if code != 0:
             return Verdict(
-                False, f"pytest exited {code} though no test failed{tail(done.stderr)}", tuple(cases)
+                False,
+                f"pytest exited {code} though no test failed{tail(done.stderr, workspace)}",
+                tuple(cases),
             )
         skipped = sum(c.outcome == "skip" for c in cases)
         return Verdict(

@@ -4,25 +4,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job
 from harness import batch
-from harness.artifacts import index
+from harness.artifacts import index, lock
 from harness.batch import versions
+from harness.batch.executor.task import IO_ERROR, io_detail
 from harness.batch.select import from_files, matrix_settings, select
-from harness.errors import UsageError
+from harness.errors import TreeBusy, TreeUnwritable, UsageError
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
     """Options common to run and matrix."""
     parser.add_argument("--runs", default=None, help="run tree root (default: <project>/runs)")
-    parser.add_argument("--trials", type=int, default=None, help="keep trials 1..N only")
+    parser.add_argument("--trials", type=_count(1, 100_000), default=None, help="keep trials 1..N only")
     parser.add_argument(
         "--parallel",
         "-j",
-        type=int,
+        type=_count(0, MAX_PARALLEL),
         default=None,
         help="trials at once (default: the matrix's, else 1); with --executor dask: per worker (default: its threads)",
     )
@@ -43,11 +45,49 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--seed", type=int, default=None, help="shuffle seed (default: the matrix's)")
     parser.add_argument("--force", action="store_true", help="rerun finished trials too")
     parser.add_argument(
+        "--retry",
+        default=",".join(batch.RETRYABLE),
+        help="finished runs to run again on resume: a comma list of "
+        f"{', '.join(batch.RETRYABLE)}, or none (default: all of them, the infrastructure failures)",
+    )
+    parser.add_argument(
+        "--wait", action="store_true", help="wait for another runner holding the run tree instead of refusing"
+    )
+    parser.add_argument(
         "--fail-fast", action="store_true", help="stop at the first failed trial (default: the matrix's)"
     )
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
     parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
+
+
+MAX_PARALLEL = 512
+"""More trials at once than any machine here runs; a larger number is a typo."""
+
+
+def _count(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number in [low, high], else a one-line usage error."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is out of range ({low} to {high})")
+        return value
+
+    return parse
+
+
+def _retry(text: str) -> tuple[str, ...]:
+    chosen = tuple(t.strip() for t in text.split(",") if t.strip() and t.strip() != "none")
+    unknown = sorted(set(chosen) - set(batch.RETRYABLE))
+    if unknown:
+        raise UsageError(
+            f"--retry: unknown outcome(s) {', '.join(unknown)}; choose from {', '.join(batch.RETRYABLE)} or none"
+        )
+    return chosen
 
 
 def _executor_options(args: argparse.Namespace) -> dict[str, Any]:
@@ -88,7 +128,7 @@ def write_pages(outcomes: list[Any]) -> None:
             try:
                 refresh_page(run_dir, force=True)
             except Exception as exc:  # a page is derived data: `assay view` rewrites it; the matrix is done
-                print(f"assay: warning: no page for {run_dir}: {type(exc).__name__}: {exc}", file=sys.stderr)
+                batch.say(sys.stderr, f"assay: warning: no page for {run_dir}: {type(exc).__name__}: {exc}")
 
 
 def run_jobs(
@@ -103,19 +143,67 @@ def run_jobs(
     project = Path(args.project).resolve()
     _check_judges(jobs)
     options = _executor_options(args)
+    if args.executor != "dask" and args.parallel == 0:
+        raise UsageError(
+            "--parallel 0 means 'each Dask worker's threads'; the local executor needs 1 or more"
+        )
     if args.executor == "dask":
         args.parallel = args.parallel or 0  # per worker; 0: as many as each worker has threads
     else:
         args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
+    retry = _retry(args.retry)
+    try:
+        with lock.hold(runs_root, wait=args.wait):
+            return _run_held(
+                jobs,
+                args,
+                project=project,
+                runs_root=runs_root,
+                seed=seed,
+                retry=retry,
+                fail_fast=fail_fast,
+                options=options,
+            )
+    except lock.TreeBusy as exc:
+        raise TreeBusy(str(exc)) from None
+    except OSError as exc:
+        raise TreeUnwritable(f"{io_detail(exc, runs_root)}; nothing was run") from None
+
+
+def _run_held(
+    jobs: list[Job],
+    args: argparse.Namespace,
+    *,
+    project: Path,
+    runs_root: Path,
+    seed: int,
+    retry: tuple[str, ...],
+    fail_fast: bool,
+    options: dict[str, Any],
+) -> int:
+    """The batch, with the run tree held by this process."""
     versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
     plan = batch.plan(
-        jobs, project=project, runs_root=runs_root, seed=seed, force=args.force, concurrent=args.parallel != 1
+        jobs,
+        project=project,
+        runs_root=runs_root,
+        seed=seed,
+        force=args.force,
+        concurrent=args.parallel != 1,
+        retry=retry,
     )
+    err = sys.stderr
     if plan.skipped:
-        print(f"assay: {len(plan.skipped)} finished trial(s) skipped", file=sys.stderr)
+        batch.say(err, f"assay: {len(plan.skipped)} finished trial(s) skipped")
+    if plan.retried:
+        batch.say(
+            err, f"assay: {len(plan.retried)} trial(s) that failed on the harness's side run again (--retry)"
+        )
+    if plan.regraded:
+        batch.say(err, f"assay: {len(plan.regraded)} finished trial(s) without a grade are graded")
     if not plan.tasks:
-        print("assay: nothing to run", file=sys.stderr)
+        batch.say(err, "assay: nothing to run")
         return 0
     for matrix in sorted({j.matrix for j in jobs}):
         index.ensure(runs_root / matrix)  # graders record each grade into it from the first trial on
@@ -128,7 +216,11 @@ def run_jobs(
     )
     write_pages(outcomes)
     counts = batch.summary(outcomes)
-    print("assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()), file=sys.stderr)
+    batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+    io = [o for o in outcomes if o.status == IO_ERROR]
+    if io:
+        finished = sum(1 for o in outcomes if o.status not in (IO_ERROR, "skipped"))
+        raise TreeUnwritable(f"{io[0].detail}; the matrix stopped after {finished} trial(s); rerun to resume")
     return 1 if counts.get("error") else 0
 
 

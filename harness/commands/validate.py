@@ -64,18 +64,20 @@ def as_text(report: object, *, quiet: bool = False) -> str:
         lines += [f"warning: {p.line()} (an error with --strict)" for p in report.uncovered]
     if not quiet:
         lines.append("")
-        lines.append("check coverage (negatives that fail each check):")
-        rows = [
-            (s.scenario, cid, ", ".join(n) or "-- none --") for s in report.scenarios for cid, n in s.coverage
-        ]
-        rows += [
-            (s.scenario, cid, "(not validated: needs a run)")
-            for s in report.scenarios
-            for cid in s.not_validated
-        ]
-        width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(("scenario", "check"))]
-        lines.append(f"  {'scenario':<{width[0]}}  {'check':<{width[1]}}  negatives")
-        lines += [f"  {a:<{width[0]}}  {b:<{width[1]}}  {c}" for a, b, c in rows]
+        lines.append("check coverage (declared: negatives that name each check; observed: what failed it):")
+        rows = []
+        for s in report.scenarios:
+            seen = dict(s.observed)
+            for cid, names in s.coverage:
+                failed = seen.get(cid, ())
+                rows.append(
+                    (s.scenario, cid, ", ".join(names) or "-- none --", ", ".join(failed) or "-- none --")
+                )
+            rows += [(s.scenario, cid, "(not validated: needs a run)", "") for cid in s.not_validated]
+        heads = ("scenario", "check", "declared")
+        width = [max([len(r[i]) for r in rows] + [len(h)]) for i, h in enumerate(heads)]
+        lines.append(f"  {'scenario':<{width[0]}}  {'check':<{width[1]}}  {'declared':<{width[2]}}  observed")
+        lines += [f"  {a:<{width[0]}}  {b:<{width[1]}}  {c:<{width[2]}}  {d}".rstrip() for a, b, c, d in rows]
         lines.append("")
     workspaces = sum(s.workspaces for s in report.scenarios)
     verdict = "valid" if report.ok else f"INVALID ({len(report.problems)} problem(s))"
@@ -103,6 +105,7 @@ def as_json(report: object) -> dict[str, object]:
                 "id": s.scenario,
                 "workspaces": s.workspaces,
                 "coverage": {cid: list(n) for cid, n in s.coverage},
+                "observed": {cid: list(n) for cid, n in s.observed},
                 "not_validated": list(s.not_validated),
             }
             for s in report.scenarios

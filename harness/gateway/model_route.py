@@ -15,13 +15,13 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
-import tempfile
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from compiler.contract import Job
+from harness.artifacts.lock import host_tmp
 from harness.gateway import DEFAULT_PORT, PLACEHOLDER_KEY, Gateway, Route, usage_totals
 from harness.gateway.log import LOG_NAME
 from harness.sandbox.isolation.base import Isolation, Mount
@@ -126,7 +126,7 @@ def for_trial(
     port = DEFAULT_PORT  # the sandbox's own loopback, under on as under off
     # The socket's folder is short and outside the run dir: a Unix socket path may not exceed
     # 107 bytes, and a run dir deep in a project easily does.
-    folder = Path(tempfile.mkdtemp(prefix="assay-gw-"))
+    folder = host_tmp("gw")
     gateway = Gateway(folder, routes, log_path=run_dir / LOG_NAME, open_network=network)
     rewritten = {**args, "base_url": gateway.base_url(ROUTE, port=port)} if has_model else dict(args)
     if headers:

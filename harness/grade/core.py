@@ -119,14 +119,16 @@ def is_stale(run_dir: Path, *, project: Path | None = None) -> bool | None:
         return None
     try:
         return grade.grader_hash != current_hash(run_dir, project=project)
-    except (MissingArtifacts, proj.UnknownScenario):
+    except MissingArtifacts:
+        return None  # a damaged job.json says nothing about which grader made the grade
+    except proj.UnknownScenario:
         return grade.status is not RunStatus.UNGRADEABLE
 
 
 def current_hash(run_dir: Path, *, project: Path | None = None) -> str:
     """The hash the grader would record for this run now."""
     project = proj.as_project(project)
-    job = read_job(run_dir)
+    job = read_job(run_dir, project)
     scenario = proj.current_scenario(project, job)
     exps = expectations.resolve(scenario.expectations, expectations.library(project))
     return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps)
@@ -176,7 +178,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         "infra_retries": record.infra_retries,
     }
     try:
-        job = read_job(run_dir)
+        job = read_job(run_dir, project)
         scenario = proj.current_scenario(project, job)
         grader_dir = proj.project_dir(project, scenario.grader)
         if scenario.grader and (grader_dir is None or not grader_dir.is_dir()):

@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
+from harness.report import completeness
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
@@ -337,7 +338,9 @@ def build_summary(
         agg = Aggregator()
         for run in collect(root, regrade=regrade, project=project):
             agg.add(run)
-        return agg.summary(root, regraded=regrade, hints=read_manifest_hints(project))
+        return with_completeness(
+            agg.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
+        )
     ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
     with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
         futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
@@ -345,4 +348,19 @@ def build_summary(
     total = results[0]
     for other in results[1:]:
         total.merge(other)
-    return total.summary(root, regraded=regrade, hints=read_manifest_hints(project))
+    return with_completeness(
+        total.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
+    )
+
+
+def with_completeness(summary: Summary, root: Path, project: Path | None) -> Summary:
+    """The summary with planned vs done, and a warning first for what is missing."""
+    found = completeness.completeness(root, project)
+    if found is None:
+        return summary
+    return summary.model_copy(
+        update={
+            "completeness": found,
+            "diagnostics": [*completeness.diagnostics(found, summary), *summary.diagnostics],
+        }
+    )

@@ -298,6 +298,27 @@ class Header(Model):
     )
 
 
+class CellCompleteness(Model):
+    """One cell of one matrix: planned trials, done ones, and the ids of those missing."""
+
+    matrix: str
+    cell: str
+    planned: int
+    done: int
+    not_run: list[str] = Field(default_factory=list, description="Job ids with no run directory.")
+    unfinished: list[str] = Field(
+        default_factory=list, description="Job ids started but not finished and graded (killed, interrupted)."
+    )
+
+
+class Completeness(Model):
+    """Planned vs done over the matrices of the tree."""
+
+    planned: int
+    done: int
+    cells: list[CellCompleteness]
+
+
 class Summary(Model):
     """The whole report."""
 
@@ -319,6 +340,9 @@ class Summary(Model):
     diagnostics: list[Diagnostic]
     findings: list[Finding]
     runs: list[RunEntry]
+    completeness: Completeness | None = Field(
+        default=None, description="Planned vs done, when the project's generated/ plans the tree's matrices."
+    )
 
 
 def write_summary(path: Path, summary: Summary) -> None:

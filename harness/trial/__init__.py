@@ -24,7 +24,7 @@ from harness.artifacts.records import RunRecord
 from harness.artifacts.run_tree import start_run
 from harness.artifacts.store import write_record
 from harness.sandbox.isolation import select
-from harness.trial import capture, prepare, provision, session
+from harness.trial import capture, faults, prepare, provision, session
 from harness.trial.record import Outcome, record
 
 __all__ = ["run_trial"]
@@ -44,13 +44,16 @@ def run_trial(
     """
     project, run_dir = project.resolve(), run_dir.resolve()
     start_run(run_dir, job)
+    faults.stop_point("preparing", run_dir, cancel)
     out = Outcome(iso=select(job.options.isolation))
     try:
         trial = prepare.new_trial(job, project=project, run_dir=run_dir)
         out.lap("workspace")
+        faults.stop_point("provisioning", run_dir, cancel)
         ready = provision.provide(trial, out)
         session.run_steps(trial, ready, out, cancel=cancel)
         out.lap("agent")
+        faults.stop_point("capturing", run_dir, cancel)
         capture.collect(trial, out)
         out.lap("capture")
     except session.Interrupted:
@@ -64,5 +67,6 @@ def run_trial(
     # The agent could write into its run dir; a verdict there is never its own to write.
     (run_dir / GRADE_FILE).unlink(missing_ok=True)
     done = record(job, run_dir, out, concurrent=concurrent)
+    faults.stop_point("recording", run_dir, cancel)
     write_record(run_dir / RUN_FILE, done)
     return done

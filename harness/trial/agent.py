@@ -3,8 +3,8 @@
 `agent.adapter` is a built-in short name (`adapters.<name>` run with the harness's Python),
 `command` (agent.command through `sh -c`, seed 000's --agent-cmd), or a dotted module path
 run with `python -m`. Arguments that name project files are resolved here, outside the
-sandbox, because the agent cannot read the project: the scripted agent's `script` is
-inlined as `script_inline`; the oracle gets the scenario's reference overlay copied into the
+sandbox, because the agent cannot read the project: the scripted agent's script (its
+scenario's own `scenario_script`, else the project's `script`) is inlined as `script_inline`; the oracle gets the scenario's reference overlay copied into the
 run directory as `reference_dir`.
 """
 
@@ -62,17 +62,48 @@ def _project_file(project: Path, rel: str) -> Path | None:
     return None
 
 
+def _script(job: Job, project: Path, args: dict[str, Any]) -> dict[str, Any]:
+    """The scripted agent's script for this job: the scenario's own (`scenario_script`, a path in
+    the scenario's folder), else the project file `script`. One without steps for the scenario is
+    refused here (the trial fails to run, with this reason), never run as an agent doing nothing;
+    the compiler refuses it first (E237)."""
+    sid = job.scenario.id
+    own = args.get("scenario_script")
+    if isinstance(own, str):
+        folder = (project / job.scenario.root).resolve()
+        path = (folder / own).resolve()
+        if path.is_file() and folder in path.parents:
+            script = yaml.safe_load(path.read_text(encoding="utf-8"))
+            if isinstance(script, dict):
+                return script
+    central = args.get("script")
+    if isinstance(central, str):
+        found = _project_file(project, central)
+        if found is None:
+            raise UsageError(f"agent {job.agent.id!r}: script {central!r} not found under {project}")
+        script = yaml.safe_load(found.read_text(encoding="utf-8"))
+        by_scenario = script.get("scenarios") if isinstance(script, dict) else None
+        if isinstance(script, dict) and (
+            "steps" in script
+            or (isinstance(by_scenario, dict) and (sid in by_scenario or "default" in by_scenario))
+        ):
+            return script
+    raise UsageError(
+        f"agent {job.agent.id!r} has no script steps for scenario {sid!r}"
+        + (f" (no {job.scenario.root}/{own})" if isinstance(own, str) else "")
+        + "; run `assay new scripts "
+        + sid
+        + "` or add them to its script"
+    )
+
+
 def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
     """The adapter arguments as the adapter receives them in BENCH_AGENT_ARGS."""
     args: dict[str, Any] = dict(job.agent.args)
     if job.agent.model and "model" not in args:
         args["model"] = job.agent.model
-    script = args.get("script")
-    if isinstance(script, str) and "script_inline" not in args:
-        path = _project_file(project, script)
-        if path is None:
-            raise UsageError(f"agent {job.agent.id!r}: script {script!r} not found under {project}")
-        args["script_inline"] = yaml.safe_load(path.read_text(encoding="utf-8"))
+    if "script_inline" not in args and ("script" in args or "scenario_script" in args):
+        args["script_inline"] = _script(job, project, args)
     if job.agent.adapter == "oracle":
         if job.scenario.reference is None:
             raise UsageError(f"scenario {job.scenario.id!r} has no reference for the oracle")

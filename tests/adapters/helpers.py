@@ -6,17 +6,21 @@ import json
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from adapters._common import cache_dir_name
+from adapters.install import dir_name, known
 from adapters.schema import AgentInfo, ContextReport, TranscriptEvent, UsageRow
-from harness.modelserver import LogRecord
+from harness.modelserver import LogRecord, ScriptedModelServer
 
 ROOT = Path(__file__).resolve().parents[2]
+PROMPT = "Create hello.txt containing hi and make greet return hi."
+Serve = Callable[..., ScriptedModelServer]
+"""The `model_server` fixture: starts a scripted model server for a script."""
 
 
 def agent_cache() -> Path:
@@ -24,15 +28,17 @@ def agent_cache() -> Path:
     return Path(os.environ.get("ASSAY_AGENT_CACHE", ROOT / ".cache" / "agents"))
 
 
-def require_cli(package: str, name: str) -> Path:
-    """The installed CLI, or skip the test with the reason."""
-    cache = agent_cache()
-    prefix = cache_dir_name(package, "")
-    for folder in sorted(cache.glob(prefix + "*"), reverse=True):
-        for candidate in (folder / "node_modules" / ".bin" / name, folder / "venv" / "bin" / name):
+def require_cli(adapter: str) -> Path:
+    """The adapter's CLI installed in the agent cache, or skip the test with the reason."""
+    cache, package = agent_cache(), known()[adapter]
+    for folder in sorted(cache.glob(dir_name(package.name, "") + "*"), reverse=True):
+        for candidate in (
+            folder / "node_modules" / ".bin" / package.bin,
+            folder / "venv" / "bin" / package.bin,
+        ):
             if candidate.exists():
                 return candidate
-    pytest.skip(f"{package} is not installed in {cache} (run `nox -s agents`)")
+    pytest.skip(f"{package.name} is not installed in {cache} (run `nox -s agents`)")
 
 
 @dataclass
@@ -97,6 +103,15 @@ def run_adapter(
         timeout=timeout,
     )
     return Trial(done.returncode, workspace, run_dir, done.stderr)
+
+
+def cli_trial(adapter: str, server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Trial:
+    """Run a real-CLI adapter on the `workspace` fixture against a scripted model server, with the
+    CLI's own retries off (args in `kw["args"]` go over that); skip when the CLI is not installed."""
+    require_cli(adapter)
+    args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
+    run_dir = tmp_path / "run"
+    return run_adapter(adapter, workspace=workspace, run_dir=run_dir, prompt=PROMPT, args=args, **kw)
 
 
 def totals(rows: list[UsageRow]) -> tuple[int, int]:

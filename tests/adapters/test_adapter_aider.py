@@ -3,17 +3,15 @@
 from __future__ import annotations
 
 import subprocess
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.modelserver import ScriptedModelServer
-from tests.adapters.helpers import require_cli, run_adapter, server_totals, totals
+from tests.adapters.helpers import Serve, Trial, cli_trial, server_totals, totals
 
 pytestmark = pytest.mark.agents
-Serve = Callable[[dict[str, Any]], ScriptedModelServer]
 
 EDIT = """app.py
 ```python
@@ -35,17 +33,9 @@ hi
 SCRIPT = {"step_mode": "echo", "tools_required": False, "steps": [{"text": EDIT}]}
 
 
-def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
-    require_cli("aider-chat", "aider")
-    args = {"base_url": server.url, "max_retries": 1, "files": ["app.py"], **kw.pop("args", {})}
-    return run_adapter(
-        "aider",
-        workspace=workspace,
-        run_dir=tmp_path / "run",
-        prompt="Create hello.txt containing hi and make greet return hi.",
-        args=args,
-        **kw,
-    )
+def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Trial:
+    args = {"max_retries": 1, "files": ["app.py"], **kw.pop("args", {})}
+    return cli_trial("aider", server, workspace, tmp_path, args=args, **kw)
 
 
 def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import time
@@ -11,15 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from adapters._common import (
-    AdapterError,
-    AgentArgs,
-    find_cli,
-    install_skills,
-    launch_argv,
-    read_bench,
-    run_cli,
-)
+from adapters._cli import launch_argv, run_cli
+from adapters._common import AdapterError, AgentArgs, agent_env, find_cli, read_bench
+from adapters._outputs import install_skills
+from adapters.install import Package
 from adapters.schema import AgentInfo
 from tests.adapters.helpers import ROOT
 
@@ -54,6 +50,20 @@ def test_read_bench_levels_args_and_web(tmp_path: Path) -> None:
         read_bench({**env, "BENCH_AGENT_ARGS": "{"}, prompt="")
 
 
+def test_agent_env_drops_the_contract_and_isolates_home(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("BENCH_AGENT_ARGS", "{}")
+    bench = read_bench(bench_env(tmp_path), prompt="")
+    env = agent_env(bench, tmp_path / "home", {"HOME": "/ignored", "X": "1"})
+    assert not [k for k in env if k.startswith("BENCH_")]
+    assert (env["HOME"], env["XDG_CONFIG_HOME"], env["X"]) == (
+        "/ignored",
+        str(tmp_path / "home/.config"),
+        "1",
+    )
+
+
 def test_find_cli_prefers_args_then_newest_cached_version(tmp_path: Path) -> None:
     cache = tmp_path / "cache"
     for version in ("1.2.0", "1.10.0"):
@@ -61,11 +71,12 @@ def test_find_cli_prefers_args_then_newest_cached_version(tmp_path: Path) -> Non
         binary.parent.mkdir(parents=True)
         binary.write_text("#!/bin/sh\n")
     bench = read_bench(bench_env(tmp_path, BENCH_AGENT_CACHE=str(cache)), prompt="")
-    assert "1.10.0" in str(find_cli(bench, AgentArgs(), package="@scope/tool", name="tool"))
-    assert "1.2.0" in str(find_cli(bench, AgentArgs(version="1.2.0"), package="@scope/tool", name="tool"))
-    assert find_cli(bench, AgentArgs(bin="/x/tool"), package="@scope/tool", name="tool") == Path("/x/tool")
+    tool = Package("npm", "@scope/tool", "1.2.0", "tool")
+    assert "1.10.0" in str(find_cli(bench, AgentArgs(), tool))
+    assert "1.2.0" in str(find_cli(bench, AgentArgs(version="1.2.0"), tool))
+    assert find_cli(bench, AgentArgs(bin="/x/tool"), tool) == Path("/x/tool")
     with pytest.raises(AdapterError, match="not found"):
-        find_cli(bench, AgentArgs(), package="other", name="other-cli")
+        find_cli(bench, AgentArgs(), Package("npm", "other", "1", "other-cli"))
 
 
 def test_install_skills_keeps_skills_and_wraps_plain_guides(tmp_path: Path) -> None:
@@ -95,9 +106,10 @@ def test_launch_argv_runs_venv_scripts_through_their_python(tmp_path: Path) -> N
     assert launch_argv(native) == [str(native)]
 
 
-def test_run_cli_stop_when_kills_the_whole_tree(tmp_path: Path) -> None:
+def test_run_cli_stops_a_cli_retrying_past_its_limit_and_kills_the_whole_tree(tmp_path: Path) -> None:
     pid_file = tmp_path / "grandchild.pid"
-    script = f"sleep 60 & echo $! > {pid_file}; echo 'Retrying in 1 seconds'; echo again >&2; wait"
+    # `wait $!`: should the shell outlive its killed child for a moment, it still exits non-zero
+    script = f"sleep 60 & echo $! > {pid_file}; echo 'Retrying in 1 seconds'; echo again >&2; wait $!"
     begin = time.monotonic()
     done = run_cli(
         ["sh", "-c", script],
@@ -106,10 +118,12 @@ def test_run_cli_stop_when_kills_the_whole_tree(tmp_path: Path) -> None:
         stdin="ignored\n",
         log_dir=tmp_path,
         name="cli",
-        stop_when=lambda line: line.startswith("again"),
+        retry_line=re.compile("^Retrying|^again"),
+        max_retries=1,
     )
     assert time.monotonic() - begin < 30
     assert done.returncode != 0
+    assert (done.retries, done.stopped) == (2, True)
     assert [line for _, line in done.lines] == ["Retrying in 1 seconds"]
     assert (tmp_path / "cli.stderr").read_text() == "again\n"
     grandchild = int(pid_file.read_text())
@@ -171,3 +185,25 @@ def test_agents_without_mcp_refuse_mcp_servers(tmp_path: Path) -> None:
     for name in ("aider", "mini_swe_agent"):
         done = run_module(name, tmp_path, {"bin": "/bin/true"}, BENCH_MCP_SERVERS=servers)
         assert done.returncode == 2 and "MCP" in done.stderr
+
+
+def test_shared_run_stops_a_cli_that_keeps_retrying_and_removes_its_caches(tmp_path: Path) -> None:
+    """The run every CLI adapter shares, with a stand-in CLI: aider's retry notices past
+    max_retries stop it (exit 75, the reason in agent.json) and its `.aider*` caches go."""
+    fake = tmp_path / "aider"
+    fake.write_text(
+        "#!/bin/sh\n"
+        'if [ "$1" = --version ]; then echo "aider 9.9.9"; exit 0; fi\n'
+        "mkdir .aider.tags.cache.v4; touch kept.txt\n"
+        'while true; do echo "Retrying in 0.5 seconds..."; sleep 0.1; done\n'
+    )
+    fake.chmod(0o755)
+    done = run_module("aider", tmp_path, {"bin": str(fake), "max_retries": 2})
+    assert done.returncode == 75, done.stderr
+    info = AgentInfo.model_validate_json((tmp_path / "run" / "agent.json").read_text())
+    # stopped on the third notice (the stand-in never ends by itself); more may be in the pipe by then
+    found = re.match(r"provider kept failing after (\d+) retries", info.infra_failure or "")
+    assert found and int(found[1]) >= 3
+    assert (info.agent, info.version, info.binary) == ("aider", "9.9.9", str(fake))
+    assert sorted(p.name for p in (tmp_path / "ws").iterdir()) == ["kept.txt"]
+    assert (tmp_path / "run" / "aider.stdout").read_text().count("Retrying") == int(found[1])

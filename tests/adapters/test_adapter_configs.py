@@ -8,16 +8,18 @@ import tomllib
 from pathlib import Path
 
 from adapters import claude_code, codex, gemini_cli, opencode
-from adapters._common import AgentArgs, Bench, read_bench
+from adapters._common import A, AgentArgs, read_bench
+from adapters._run import Trial
 
 MCP = json.dumps({"docs": {"command": ["docs-server", "--stdio"], "env": {"TOKEN": "t"}}})
 
 
-def bench(tmp_path: Path, knowledge: str = "none", **env: str) -> Bench:
+def trial(tmp_path: Path, args: A, knowledge: str = "none", key: str = "key", **env: str) -> Trial[A]:
+    """A trial as the shared run hands it to an adapter: a guide, an MCP server, one knowledge level."""
     skill = tmp_path / "guide"
     skill.mkdir(exist_ok=True)
     (skill / "guide.md").write_text("Use the tool.\n")
-    return read_bench(
+    bench = read_bench(
         {
             "BENCH_RUN_DIR": str(tmp_path / "run"),
             "BENCH_KNOWLEDGE": knowledge,
@@ -27,12 +29,14 @@ def bench(tmp_path: Path, knowledge: str = "none", **env: str) -> Bench:
         },
         prompt="p",
     )
+    made = Trial(bench, args, Path("/bin/cli"), key)
+    made.home.mkdir(parents=True, exist_ok=True)
+    return made
 
 
 def test_codex_config(tmp_path: Path) -> None:
-    b = bench(tmp_path)
     config = tomllib.loads(
-        codex.config_toml(b, codex.CodexArgs(base_url="http://127.0.0.1:5/", max_retries=1))
+        codex.config_toml(trial(tmp_path, codex.CodexArgs(base_url="http://127.0.0.1:5/", max_retries=1)))
     )
     assert config["model_provider"] == "assay"
     provider = config["model_providers"]["assay"]
@@ -48,15 +52,12 @@ def test_codex_config(tmp_path: Path) -> None:
         "args": ["--stdio"],
         "env": {"TOKEN": "t"},
     }
-    web = tomllib.loads(codex.config_toml(bench(tmp_path, "web"), codex.CodexArgs()))
+    web = tomllib.loads(codex.config_toml(trial(tmp_path, codex.CodexArgs(), "web")))
     assert web["web_search"] == "live" and "model_providers" not in web
 
 
 def test_claude_code_argv(tmp_path: Path) -> None:
-    b = bench(tmp_path)
-    home = tmp_path / "home"
-    home.mkdir()
-    argv = claude_code.build_argv(Path("/bin/claude"), b, claude_code.ClaudeArgs(max_turns=7), home)
+    argv = claude_code.build_argv(trial(tmp_path, claude_code.ClaudeArgs(max_turns=7)))
     assert argv[argv.index("--disallowedTools") + 1 : argv.index("--disallowedTools") + 3] == [
         "WebFetch",
         "WebSearch",
@@ -70,30 +71,29 @@ def test_claude_code_argv(tmp_path: Path) -> None:
         "env": {"TOKEN": "t"},
     }
     assert "--strict-mcp-config" in argv
-    web = claude_code.build_argv(Path("/bin/claude"), bench(tmp_path, "web"), claude_code.ClaudeArgs(), home)
+    web = claude_code.build_argv(trial(tmp_path, claude_code.ClaudeArgs(), "web"))
     assert "--disallowedTools" not in web
-    env = claude_code.build_env(b, claude_code.ClaudeArgs(base_url="http://h:1", auth_token=True), home)
+    args = claude_code.ClaudeArgs(base_url="http://h:1", auth_token=True)
+    env = claude_code.build_env(trial(tmp_path, args, key="sk-ant-scripted"))
     assert env["ANTHROPIC_AUTH_TOKEN"] == "sk-ant-scripted" and "ANTHROPIC_API_KEY" not in env
     assert (
         env["CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC"] == "1" and env["ANTHROPIC_BASE_URL"] == "http://h:1"
     )
-    assert not [k for k in env if k.startswith("BENCH_")]
 
 
 def test_gemini_settings(tmp_path: Path) -> None:
-    data = gemini_cli.settings(bench(tmp_path), AgentArgs())
+    data = gemini_cli.settings(trial(tmp_path, AgentArgs()))
     assert data["privacy"] == {"usageStatisticsEnabled": False} and data["telemetry"] == {"enabled": False}
     assert data["tools"] == {"exclude": gemini_cli.WEB_TOOLS}
     assert data["mcpServers"]["docs"]["command"] == "docs-server"
-    assert "tools" not in gemini_cli.settings(bench(tmp_path, "web"), AgentArgs())
+    assert "tools" not in gemini_cli.settings(trial(tmp_path, AgentArgs(), "web"))
     assert "tools" not in gemini_cli.settings(
-        bench(tmp_path, BENCH_ADAPTER_OPTIONS='{"web": true}'), AgentArgs()
+        trial(tmp_path, AgentArgs(), BENCH_ADAPTER_OPTIONS='{"web": true}')
     )
 
 
 def test_opencode_config(tmp_path: Path) -> None:
-    b = bench(tmp_path)
-    data = opencode.config(b, AgentArgs(model="m1", base_url="http://127.0.0.1:5"), "key")
+    data = opencode.config(trial(tmp_path, AgentArgs(model="m1", base_url="http://127.0.0.1:5")))
     provider = data["provider"]["assay"]
     assert provider["options"] == {"baseURL": "http://127.0.0.1:5/v1", "apiKey": "key"}
     assert data["model"] == "assay/m1" and "m1" in provider["models"]

@@ -2,17 +2,15 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 import pytest
 
 from harness.modelserver import ScriptedModelServer
-from tests.adapters.helpers import require_cli, run_adapter, server_totals, totals
+from tests.adapters.helpers import Serve, Trial, cli_trial, server_totals, totals
 
 pytestmark = pytest.mark.agents
-Serve = Callable[[dict[str, Any]], ScriptedModelServer]
 
 
 def shell(text: str, command: str) -> dict[str, Any]:
@@ -28,17 +26,8 @@ SCRIPT = {
 }
 
 
-def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Any:
-    require_cli("@google/gemini-cli", "gemini")
-    args = {"base_url": server.url, "max_retries": 0, **kw.pop("args", {})}
-    return run_adapter(
-        "gemini_cli",
-        workspace=workspace,
-        run_dir=tmp_path / "run",
-        prompt="Create hello.txt containing hi and make greet return hi.",
-        args=args,
-        **kw,
-    )
+def trial(server: ScriptedModelServer, workspace: Path, tmp_path: Path, **kw: Any) -> Trial:
+    return cli_trial("gemini_cli", server, workspace, tmp_path, **kw)
 
 
 def test_changes_files_and_usage_matches_server(model_server: Serve, workspace: Path, tmp_path: Path) -> None:

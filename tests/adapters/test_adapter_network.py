@@ -25,13 +25,13 @@ from tests.adapters.helpers import require_cli
 pytestmark = pytest.mark.agents
 HERE = Path(__file__).resolve().parent
 
-CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
-    "claude_code": ("@anthropic-ai/claude-code", "claude", test_adapter_claude_code.WRITE_THEN_BASH, {}),
-    "codex": ("@openai/codex", "codex", test_adapter_codex.SCRIPT, {}),
-    "mini_swe_agent": ("mini-swe-agent", "mini", test_adapter_mini_swe_agent.SCRIPT, {}),
-    "aider": ("aider-chat", "aider", test_adapter_aider.SCRIPT, {"files": ["app.py"]}),
-    "gemini_cli": ("@google/gemini-cli", "gemini", test_adapter_gemini_cli.SCRIPT, {}),
-    "opencode": ("opencode-ai", "opencode", test_adapter_opencode.SCRIPT, {}),
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
+    "claude_code": (test_adapter_claude_code.WRITE_THEN_BASH, {}),
+    "codex": (test_adapter_codex.SCRIPT, {}),
+    "mini_swe_agent": (test_adapter_mini_swe_agent.SCRIPT, {}),
+    "aider": (test_adapter_aider.SCRIPT, {"files": ["app.py"]}),
+    "gemini_cli": (test_adapter_gemini_cli.SCRIPT, {}),
+    "opencode": (test_adapter_opencode.SCRIPT, {}),
 }
 
 
@@ -43,8 +43,8 @@ def _netns_ok() -> bool:
 
 
 def run_in_netns(adapter: str, workspace: Path, tmp_path: Path, **extra: Any) -> dict[str, Any]:
-    package, name, script, args = CASES[adapter]
-    require_cli(package, name)
+    script, args = CASES[adapter]
+    require_cli(adapter)
     if not _netns_ok():
         pytest.skip("unshare --net --mount is not permitted here (needs root or user namespaces)")
     spec = {

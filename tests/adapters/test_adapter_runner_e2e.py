@@ -44,17 +44,13 @@ def _shell(tool: str, key: str, extra: dict[str, Any] | None = None) -> dict[str
     }
 
 
-CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
+CASES: dict[str, tuple[dict[str, Any], dict[str, Any]]] = {
     "claude_code": (
-        "@anthropic-ai/claude-code",
-        "claude",
         _shell("Bash", "command", {"description": "edit"}),
         {},
     ),
-    "codex": ("@openai/codex", "codex", _shell("exec_command", "cmd"), {}),
+    "codex": (_shell("exec_command", "cmd"), {}),
     "mini_swe_agent": (
-        "mini-swe-agent",
-        "mini",
         {
             "steps": [
                 {"text": "Removing.", "tool_calls": [{"name": "bash", "arguments": {"command": DROP}}]},
@@ -72,13 +68,11 @@ CASES: dict[str, tuple[str, str, dict[str, Any], dict[str, Any]]] = {
         {},
     ),
     "aider": (
-        "aider-chat",
-        "aider",
         {"step_mode": "echo", "tools_required": False, "steps": [{"text": AIDER_EDIT}]},
         {"files": ["app/main.py"]},
     ),
-    "gemini_cli": ("@google/gemini-cli", "gemini", _shell("run_shell_command", "command"), {}),
-    "opencode": ("opencode-ai", "opencode", _shell("bash", "command", {"description": "edit"}), {}),
+    "gemini_cli": (_shell("run_shell_command", "command"), {}),
+    "opencode": (_shell("bash", "command", {"description": "edit"}), {}),
 }
 CHECKS = (
     CheckSpec(id="compiles", kind="command", params={"run": "python3 -m py_compile app/main.py"}),
@@ -93,8 +87,8 @@ CHECKS = (
 def trial(
     adapter: str, tmp_path: Path, script: dict[str, Any], *, args: dict[str, Any] | None = None
 ) -> tuple[dict[str, Any], dict[str, Any], Path, ScriptedModelServer]:
-    package, name, _, extra = CASES[adapter]
-    require_cli(package, name)
+    _, extra = CASES[adapter]
+    require_cli(adapter)
     project = tmp_path / "project"
     shutil.copytree(FIXTURE, project, symlinks=True)
     (project / ".cache" / "agents").mkdir(parents=True)
@@ -156,7 +150,7 @@ def trial(
 
 @pytest.mark.parametrize("adapter", sorted(CASES))
 def test_trial_passes_and_usage_matches_the_server(adapter: str, tmp_path: Path) -> None:
-    record, grade, run_dir, server = trial(adapter, tmp_path, CASES[adapter][2])
+    record, grade, run_dir, server = trial(adapter, tmp_path, CASES[adapter][0])
     log = (run_dir / "agent.log").read_text(errors="replace")[-2000:]
     assert (record["exit_code"], record["error"], record["invalid"]) == (0, None, None), log
     assert grade["passed"] is True, grade
@@ -174,7 +168,7 @@ def test_trial_passes_and_usage_matches_the_server(adapter: str, tmp_path: Path)
 
 @pytest.mark.parametrize("adapter", ["claude_code", "codex"])
 def test_overloaded_once_is_retried_by_the_runner(adapter: str, tmp_path: Path) -> None:
-    script = json.loads(json.dumps(CASES[adapter][2]))
+    script = json.loads(json.dumps(CASES[adapter][0]))
     script["steps"][0]["error"] = {
         "status": 529,
         "type": "overloaded_error",

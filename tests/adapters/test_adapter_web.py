@@ -17,9 +17,9 @@ pytestmark = pytest.mark.agents
 Serve = Callable[..., ScriptedModelServer]
 
 CLIS = {
-    "claude_code": ("@anthropic-ai/claude-code", "claude", {"WebFetch", "WebSearch"}),
-    "gemini_cli": ("@google/gemini-cli", "gemini", {"google_web_search", "web_fetch"}),
-    "opencode": ("opencode-ai", "opencode", {"webfetch"}),
+    "claude_code": {"WebFetch", "WebSearch"},
+    "gemini_cli": {"google_web_search", "web_fetch"},
+    "opencode": {"webfetch"},
 }
 
 
@@ -37,8 +37,8 @@ def tool_names(adapter: str, body: dict[str, Any]) -> set[str]:
 def test_web_tools_follow_the_knowledge_level(
     adapter: str, knowledge: str, model_server: Serve, workspace: Path, tmp_path: Path
 ) -> None:
-    package, name, web_tools = CLIS[adapter]
-    require_cli(package, name)
+    web_tools = CLIS[adapter]
+    require_cli(adapter)
     server = model_server({"steps": [{"text": "ok"}]}, log_bodies=True)
     result = run_adapter(
         adapter,

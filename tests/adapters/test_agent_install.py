@@ -1,4 +1,5 @@
-"""Agent CLI installation into the cache."""
+"""Agent CLI installation into the cache: the packages the adapters declare, installed where the
+adapters look for them."""
 
 from __future__ import annotations
 
@@ -7,25 +8,36 @@ from pathlib import Path
 
 import pytest
 
-from harness.agent_install import KNOWN, InstallError, dir_name, install, package_for
+from adapters import claude_code
+from adapters._common import AgentArgs, find_cli, read_bench
+from adapters.install import InstallError, dir_name, install, known, package_for
 from tests.adapters.helpers import agent_cache
+
+CLI_ADAPTERS = ["aider", "claude_code", "codex", "gemini_cli", "mini_swe_agent", "opencode"]
+
+
+def test_each_cli_adapter_declares_its_pinned_package() -> None:
+    assert sorted(known()) == CLI_ADAPTERS
+    assert known()["claude_code"] == claude_code.PACKAGE == claude_code.ADAPTER.cli.package
+    assert all(p.version and p.bin for p in known().values())
+    assert dir_name("@anthropic-ai/claude-code", "2.1.197") == "anthropic-ai-claude-code-2.1.197"
 
 
 def test_package_for_defaults_and_overrides() -> None:
-    assert package_for("claude_code", {}) == KNOWN["claude_code"]
+    assert package_for("claude_code", {}) == claude_code.PACKAGE
     custom = package_for("aider", {"version": "0.80.0"})
-    assert (custom.manager, custom.package, custom.version, custom.bin) == (
+    assert (custom.manager, custom.name, custom.version, custom.bin) == (
         "pip",
         "aider-chat",
         "0.80.0",
         "aider",
     )
     other = package_for("command", {"package": "@x/y", "version": "1", "installer": "npm", "bin_name": "y"})
-    assert (other.package, other.bin) == ("@x/y", "y")
+    assert (other.name, other.bin) == ("@x/y", "y")
 
 
 def test_unknown_or_unpinned_packages_are_refused(tmp_path: Path) -> None:
-    with pytest.raises(InstallError, match="known: aider"):
+    with pytest.raises(InstallError, match="known: aider, claude_code"):
         package_for("nope", {})
     with pytest.raises(InstallError, match="npm or pip"):
         package_for("codex", {"installer": "cargo"})
@@ -33,20 +45,25 @@ def test_unknown_or_unpinned_packages_are_refused(tmp_path: Path) -> None:
         install(package_for("command", {"package": "x", "version": ""}), tmp_path)
 
 
-def test_cache_folder_names_match_the_adapters_lookup() -> None:
-    from adapters._common import cache_dir_name
-
-    for pkg in KNOWN.values():
-        assert dir_name(pkg.package, pkg.version) == cache_dir_name(pkg.package, pkg.version)
-    assert dir_name("@anthropic-ai/claude-code", "2.1.197") == "anthropic-ai-claude-code-2.1.197"
+@pytest.mark.parametrize("adapter", CLI_ADAPTERS)
+def test_adapters_find_their_cli_where_install_puts_it(adapter: str, tmp_path: Path) -> None:
+    pkg = known()[adapter]
+    folder = tmp_path / dir_name(pkg.name, pkg.version)
+    binary = folder / ("node_modules/.bin" if pkg.manager == "npm" else "venv/bin") / pkg.bin
+    binary.parent.mkdir(parents=True)
+    binary.write_text("#!/bin/sh\n")
+    bench = read_bench(
+        {"BENCH_RUN_DIR": str(tmp_path / "run"), "BENCH_AGENT_CACHE": str(tmp_path)}, prompt=""
+    )
+    assert find_cli(bench, AgentArgs(), pkg) == binary
 
 
 @pytest.mark.agents
 @pytest.mark.parametrize("adapter", ["claude_code", "codex", "mini_swe_agent", "aider"])
 def test_installed_once_and_version_reported(adapter: str) -> None:
-    pkg = KNOWN[adapter]
-    if not (agent_cache() / dir_name(pkg.package, pkg.version) / "installed.json").is_file():
-        pytest.skip(f"{pkg.package} not installed in {agent_cache()} (run `nox -s agents`)")
+    pkg = known()[adapter]
+    if not (agent_cache() / dir_name(pkg.name, pkg.version) / "installed.json").is_file():
+        pytest.skip(f"{pkg.name} not installed in {agent_cache()} (run `nox -s agents`)")
     begin = time.monotonic()
     done = install(pkg, agent_cache())
     assert time.monotonic() - begin < 5  # cached: no second install

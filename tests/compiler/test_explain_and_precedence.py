@@ -50,14 +50,16 @@ def test_null_deletes_and_lists_replace(valid_project: Path, tmp_path: Path) -> 
     proj = tmp_path / "p"
     shutil.copytree(valid_project, proj)
     (proj / "specs/agents/scripted-weak.yaml").write_text(
-        "kind: agent\nid: scripted-weak\nextends: scripted-good\nargs: null\nrequires: [git]\n"
+        "kind: agent\nid: scripted-weak\nextends: scripted-good\nargs: { seed: null }\nrequires: [git]\n"
     )
     (proj / "specs/agents/scripted-good.yaml").write_text(
-        "kind: agent\nid: scripted-good\nadapter: scripted\nargs: { script: good.yaml }\nrequires: [bash, make]\n"
+        "kind: agent\nid: scripted-good\nadapter: scripted\nargs: { script: agents/good.yaml, seed: 3 }\n"
+        "requires: [bash, make]\n"
     )
     plan = build(proj)
     weak = plan.validated.agents["scripted-weak"]
-    assert weak.args == {} and weak.requires == ("git",) and weak.adapter == "scripted"
+    assert weak.args == {"script": "agents/good.yaml"}  # the inherited map merged, its `seed` deleted
+    assert weak.requires == ("git",) and weak.adapter == "scripted"
 
 
 def test_cli_explain(valid_project: Path) -> None:

@@ -63,7 +63,7 @@ def _verdicts(runs: Path) -> dict[str, tuple[object, ...]]:
     return found
 
 
-DEMO_INPUTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
+DEMO_INPUTS = ("specs", "scenarios", "tools", "guides", "wiki")
 
 
 @pytest.fixture

@@ -26,8 +26,6 @@ pytestmark = [pytest.mark.isolation, pytest.mark.agents]
 PROBE = "curl -s -m 2 http://example.com || echo offline > app/net.txt"
 AGENTS = {
     "claude_code": (
-        "@anthropic-ai/claude-code",
-        "claude",
         "/model/v1/messages",
         {
             "steps": [
@@ -49,8 +47,6 @@ AGENTS = {
         },
     ),
     "codex": (
-        "@openai/codex",
-        "codex",
         "/model/v1/responses",
         {
             "steps": [
@@ -69,8 +65,6 @@ AGENTS = {
         },
     ),
     "mini_swe_agent": (
-        "mini-swe-agent",
-        "mini",
         "/model/v1/chat/completions",
         {
             "steps": [
@@ -98,14 +92,13 @@ AGENTS = {
 
 @pytest.fixture(params=sorted(AGENTS))
 def adapter(request: pytest.FixtureRequest) -> str:
-    package, name, _, _ = AGENTS[request.param]
-    require_cli(package, name)
+    require_cli(request.param)
     return str(request.param)
 
 
 @pytest.fixture
 def model(tmp_path: Path, adapter: str) -> Iterator[ScriptedModelServer]:
-    script = Script.model_validate(AGENTS[adapter][3])
+    script = Script.model_validate(AGENTS[adapter][1])
     with ScriptedModelServer(script, log_path=tmp_path / "model.jsonl") as server:
         yield server
 
@@ -142,7 +135,7 @@ def test_agent_trial_behind_the_gateway(
     assert (run_dir / "workspace" / "app" / "net.txt").read_text() == "offline\n"
     log = read_log(run_dir / "gateway.jsonl")
     assert log and all(r.allowed for r in log), log
-    assert {r.path.split("?")[0] for r in log if r.method == "POST"} == {AGENTS[adapter][2]}
+    assert {r.path.split("?")[0] for r in log if r.method == "POST"} == {AGENTS[adapter][0]}
     assert {r.method for r in log} <= {"POST", "HEAD"}  # HEAD: Claude Code's probe of its base URL
     served = model.records()
     totals = record.extra["gateway"]

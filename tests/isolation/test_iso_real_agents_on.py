@@ -51,8 +51,8 @@ def web() -> Iterator[int]:
 
 @pytest.mark.parametrize("adapter", sorted(AGENTS))
 def test_agent_trial_network_on(tmp_path: Path, web: int, adapter: str) -> None:
-    package, name, post_path, steps = AGENTS[adapter]
-    require_cli(package, name)
+    post_path, steps = AGENTS[adapter]
+    require_cli(adapter)
     require("bwrap")
     probe = f"curl -s -m 5 --noproxy '' http://127.0.0.1:{web}/page > app/net.txt"
     script = json.loads(

@@ -14,7 +14,7 @@ from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
+PARTS = ("specs", "scenarios", "tools", "guides", "wiki")
 
 
 def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
@@ -67,6 +67,22 @@ def test_matrix_filters_and_progress(suite: Path) -> None:
     assert f"[{len(records)}/{len(records)}] pass 0, fail {len(records)}" in done.stderr
 
 
-def test_nothing_selected_exits_3(suite: Path) -> None:
+def test_nothing_selected_exits_3_and_lists_what_exists(suite: Path) -> None:
     done = _assay(suite, "matrix", "demo", "--agent", "nobody")
     assert done.returncode == 3, done.stderr
+    assert (
+        "--agent nobody: matrix 'demo' has agents noop, oracle, scripted-good, scripted-weak" in done.stderr
+    )
+    default = _assay(suite, "matrix", "default", "--agent", "oracle", "--cell", "bin/nowhere/off")
+    assert default.returncode == 3
+    assert "--agent oracle: matrix 'default' has agents scripted-good, scripted-weak" in default.stderr
+    assert "--cell bin/nowhere/off: matrix 'default' has cells none/none/off, " in default.stderr
+    # Each exists, but the matrix's exclude leaves the pair out.
+    excluded = _assay(suite, "matrix", "demo", "--agent", "oracle", "--cell", "bin/none/off")
+    assert excluded.returncode == 3
+    assert "matrix 'demo' has no job that combines --agent oracle --cell bin/none/off" in excluded.stderr
+    unknown = _assay(suite, "matrix", "nosuch")
+    assert unknown.returncode == 2 and "unknown matrix 'nosuch'; compiled: default, demo" in unknown.stderr
+    assert "Traceback" not in unknown.stderr
+    bad_id = _assay(suite, "run", "demo/none/none/off/oracle/nope/t01")
+    assert bad_id.returncode == 2 and "matrix 'demo' has no scenario 'nope'" in bad_id.stderr

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -87,7 +88,12 @@ def test_sigkill_halfway_then_rerun_runs_every_trial_exactly_once(project: Path,
     assert all(r.exit_code == 0 and r.error is None for r in records)
     # finished trials were skipped, not run again
     assert {r.job_id: r.started_at for r in records if r.job_id in before} == before
-    assert f"{len(before)} finished trial(s) skipped" in err.decode()
+    # runs killed between run.json and grade.json are graded, not run again; the rest are skipped
+    said = err.decode()
+    skipped = re.search(r"(\d+) finished trial\(s\) skipped", said)
+    graded = re.search(r"(\d+) finished trial\(s\) without a grade are graded", said)
+    assert sum(int(m.group(1)) for m in (skipped, graded) if m) == len(before), said
+    assert all((d / "grade.json").is_file() for d in runs_found)
     # every trial's agent completed; only the ones killed mid-run appear twice in the ledger
     finished_agents = ledger.read_text().split()
     assert sorted(set(finished_agents)) == sorted(str(t) for t in range(1, N + 1))
@@ -120,11 +126,15 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path:
 def test_plan_skips_only_finished_runs_of_the_same_hash(project: Path, tmp_path: Path) -> None:
     from harness.artifacts.run_tree import run_dir_for
     from harness.batch import plan
+    from harness.grade import grade_run
     from harness.trial import run_trial
 
     runs = tmp_path / "runs"
     done = make_job(trial=1, hash="h1")
     run_trial(done, project=project, run_dir=run_dir_for(done, runs))
+    ungraded = plan([done], project=project, runs_root=runs, seed=0)
+    assert ungraded.regraded == (done.id,) and ungraded.tasks[0].grade_only  # finished means graded
+    grade_run(run_dir_for(done, runs), project=project)
     same = plan([done, make_job(trial=2, hash="h1")], project=project, runs_root=runs, seed=0)
     assert same.skipped == (done.id,) and [t.job.trial for t in same.tasks] == [2]
     changed = plan([make_job(trial=1, hash="h2")], project=project, runs_root=runs, seed=0)

@@ -123,3 +123,29 @@ def test_behaviour_depends_on_the_cell(project: Path, tmp_path: Path) -> None:
     assert os.path.exists(tmp_path / "bin" / "trace.jsonl") and not os.path.exists(
         tmp_path / "none" / "trace.jsonl"
     )
+
+
+def test_a_script_without_steps_for_the_scenario_fails_to_run_never_as_the_agent(
+    project: Path, tmp_path: Path
+) -> None:
+    """A job edited past the compiler (E237): the trial fails to run with the reason, it is not
+    an idle agent graded as a failure; the scenario's own script wins over the project's."""
+    from harness.grade import grade_run
+
+    (project / "scripts" / "other.yaml").write_text(yaml.safe_dump({"scenarios": {"other": []}}))
+    agent = AgentSpec(id="idle", adapter="scripted", args={"script": "scripts/other.yaml"})
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "idle")
+    assert record.error is not None and "no script steps for scenario 'fix'" in record.error
+    grade = grade_run(tmp_path / "idle", project=project)
+    assert grade.status == "failed_to_run" and "no script steps" in (grade.error or "")
+
+    own = project / "scenarios" / "fix" / "scripted" / "good.yaml"
+    own.parent.mkdir()
+    own.write_text(yaml.safe_dump({"steps": [{"write": {"path": "app/main.py", "content": "x = 1\n"}}]}))
+    both = AgentSpec(
+        id="own",
+        adapter="scripted",
+        args={"script": "scripts/other.yaml", "scenario_script": "scripted/good.yaml"},
+    )
+    done = run_trial(make_job(agent=both), project=project, run_dir=tmp_path / "own")
+    assert done.error is None and "+x = 1" in (tmp_path / "own" / "diff.patch").read_text()

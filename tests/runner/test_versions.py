@@ -14,7 +14,7 @@ import pytest
 from harness.batch.versions import VersionError, pair
 
 ROOT = Path(__file__).resolve().parents[2]
-PARTS = ("specs", "scenarios", "agents", "tools", "guides", "wiki")
+PARTS = ("specs", "scenarios", "tools", "guides", "wiki")
 
 
 def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -10,6 +10,7 @@ import pytest
 import yaml
 
 from compiler.pipeline import build
+from harness.commands import _scripts
 
 REPO = Path(__file__).resolve().parents[2]
 LAUNCHER = REPO / "tools" / "bin" / "ruff"
@@ -57,9 +58,19 @@ def test_every_scenario_is_scripted_and_prompts_never_name_the_tool() -> None:
     assert len({s.job.family for s in scenarios.values()}) >= 2
     assert any(s.job.grader for s in scenarios.values())
     assert any(c.kind == "answer" for s in scenarios.values() for c in s.job.checks)
-    for name in ("scripted-good", "scripted-weak"):
-        script = yaml.safe_load((REPO / "agents" / f"{name}.yaml").read_text())
-        assert set(scenarios) <= set(script["scenarios"]), name
+    links = sorted(
+        {n for lv in plan.validated.levels.values() for body in lv.values() for n in body.get("links", {})}
+    )
+    for sid, s in scenarios.items():
+        for role in _scripts.ROLES:
+            path = REPO / s.job.root / _scripts.FOLDER / f"{role}.yaml"
+            text = path.read_text(encoding="utf-8")
+            assert yaml.safe_load(text)["steps"], path
+            if text.startswith(_scripts.HEADER):  # generated: current with the scenario's files
+                hints = _scripts.Hints.read(REPO / s.job.root)
+                assert text == _scripts.render(s.job, REPO, role, hints, links), (
+                    f"rerun `assay new scripts {sid}`"
+                )
     for sid, s in scenarios.items():
         assert "ruff" not in s.job.prompt.lower(), sid
         assert s.job.negatives, sid

@@ -4,6 +4,7 @@ with a message naming the scenario, the overlay and the check."""
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 from tests.helpers import assay
@@ -88,6 +89,9 @@ def test_uncovered_check_is_a_warning_then_an_error_with_strict(project: Path) -
     assert ran.returncode == 0, ran.stdout + ran.stderr
     assert "warning: triage-name-error [coverage] check has-tests: no negative fails this check" in ran.stdout
     assert "has-tests       -- none --" in ran.stdout
+    # Observed failures beside the declared ones: the untouched seed fails the answer checks too.
+    assert "declared: negatives that name each check; observed: what failed it" in ran.stdout
+    assert re.search(r"triage-name-error\s+answer-file\s+wrong-file\s+seed, wrong-file\n", ran.stdout)
     strict = assay("--project", project, "validate", "--strict")
     assert strict.returncode == 1
     assert (
@@ -114,6 +118,7 @@ def test_flaky_check(project: Path) -> None:
     assert ("reference", "first-time-only") in flaky and ("seed", "first-time-only") in flaky
     assert ("negative misses-marker", "first-time-only") not in flaky
     assert report["scenarios"][0]["coverage"]["first-time-only"] == ["misses-marker"]
+    assert report["scenarios"][0]["observed"]["first-time-only"] == ["misses-marker"]
 
 
 def test_spec_error_exits_2_and_unknown_scenario_is_a_usage_error(project: Path) -> None:

@@ -7,6 +7,7 @@ holds plain data), which is what a remote worker receives.
 
 from __future__ import annotations
 
+import errno
 import importlib.util
 import threading
 import time
@@ -15,9 +16,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.contract import Job
-from harness.artifacts.records import RunRecord
+from harness.artifacts.records import RunRecord, read_run
 from harness.sandbox.isolation import select
-from harness.trial import run_trial
+from harness.trial import faults, run_trial
 
 
 @dataclass(frozen=True)
@@ -28,6 +29,8 @@ class TrialTask:
     project: str
     run_dir: str
     concurrent: bool = False
+    grade_only: bool = False
+    """The run finished but has no usable grade (a kill between run.json and grade.json): grade it."""
 
     @property
     def job(self) -> Job:
@@ -41,7 +44,7 @@ class TrialOutcome:
     job_id: str
     run_dir: str
     status: str
-    """passed | failed | ungraded | invalid | error | interrupted | skipped"""
+    """passed | failed | ungraded | invalid | error | interrupted | skipped | io-error"""
     seconds: float
     detail: str = ""
 
@@ -85,25 +88,50 @@ def warm(isolation: str) -> None:
         select(isolation)
 
 
+IO_ERROR = "io-error"
+"""A trial that could not be prepared or recorded because the run tree cannot be written."""
+IO_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT, errno.EACCES, errno.EPERM})
+
+
+def io_detail(exc: OSError, where: Path | None = None) -> str:
+    """`<path>: <reason>`, the one line a full or read-only disk gets."""
+    path = exc.filename if exc.filename is not None else where or "the run tree"
+    return f"cannot write {path}: {exc.strerror or exc}"
+
+
 def execute(task: TrialTask, cancel: threading.Event | None = None) -> TrialOutcome:
-    """Run one trial and grade it; never raises for a trial that went wrong."""
+    """Run one trial and grade it; never raises for a trial that went wrong.
+
+    An OSError of the run tree itself (full disk, read-only, I/O error) is `io-error`: the batch
+    stops, and since run.json is written last and atomically nothing half-written looks finished.
+    """
     start = time.monotonic()
     job = task.job
-    if cancel is not None and cancel.is_set():  # the batch was stopped before this trial began
-        return TrialOutcome(job_id=job.id, run_dir=task.run_dir, status="skipped", seconds=0.0)
-    warm(job.options.isolation)
     run_dir = Path(task.run_dir)
-    record = run_trial(
-        job, project=Path(task.project), run_dir=run_dir, cancel=cancel, concurrent=task.concurrent
-    )
-    status, detail = classify(record)
-    if status in ("ungraded", "error", "invalid") and not record.interrupted and grader_available():
-        try:
+
+    def outcome(status: str, detail: str = "") -> TrialOutcome:
+        return TrialOutcome(job.id, str(run_dir), status, time.monotonic() - start, detail)
+
+    if cancel is not None and cancel.is_set():  # the batch was stopped before this trial began
+        return outcome("skipped")
+    try:
+        if task.grade_only:
+            record = read_run(run_dir)
+        else:
+            warm(job.options.isolation)
+            record = run_trial(
+                job, project=Path(task.project), run_dir=run_dir, cancel=cancel, concurrent=task.concurrent
+            )
+        status, detail = classify(record)
+        if status in ("ungraded", "error", "invalid") and not record.interrupted and grader_available():
+            faults.stop_point("grading", run_dir, cancel)
             graded, graded_detail = grade(run_dir, Path(task.project))
             if status == "ungraded":
                 status, detail = graded, graded_detail
-        except Exception:  # the per-trial boundary: a grader crash is this trial's problem, not the matrix's
-            status, detail = "error", "grader crashed: " + traceback.format_exc(limit=3)
-    return TrialOutcome(
-        job_id=job.id, run_dir=str(run_dir), status=status, seconds=time.monotonic() - start, detail=detail
-    )
+    except OSError as exc:
+        if exc.errno not in IO_ERRNOS:
+            return outcome("error", "".join(traceback.format_exception_only(exc)).strip())
+        return outcome(IO_ERROR, io_detail(exc, run_dir))
+    except Exception:  # the per-trial boundary: a grader crash is this trial's problem, not the matrix's
+        return outcome("error", "grader crashed: " + traceback.format_exc(limit=3))
+    return outcome(status, detail)

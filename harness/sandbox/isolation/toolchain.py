@@ -12,7 +12,6 @@ import atexit
 import functools
 import shutil
 import sys
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -102,9 +101,10 @@ def etc_snapshot() -> Path:
     One bind instead of thirty: each mount costs a sandbox start about 0.2 ms. Symlinks are
     copied as links (e.g. /etc/alternatives), never followed out of /etc.
     """
+    from harness.artifacts.lock import host_tmp
     from harness.sandbox.pathsafe import copy_tree
 
-    folder = Path(tempfile.mkdtemp(prefix="assay-etc-"))
+    folder = host_tmp("etc")
     atexit.register(shutil.rmtree, folder, True)
     for name in ETC_FILES:
         src = Path("/etc") / name

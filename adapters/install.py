@@ -1,10 +1,12 @@
 """Install agent CLIs into a cache folder, once per (package, version), never per trial.
 
-Layout: `<cache>/<package>-<version>/` holding `node_modules/.bin/<bin>` (npm) or
-`venv/bin/<bin>` (pip), and `installed.json` written last, so a half-finished install never
-looks finished. Concurrent installers of the same package wait on a lock file.
+Each CLI adapter declares its `Package` (manager, package name, pinned version, binary); this
+module only performs installs. Layout: `<cache>/<package>-<version>/` holding
+`node_modules/.bin/<bin>` (npm) or `venv/bin/<bin>` (pip), and `installed.json` written last,
+so a half-finished install never looks finished. Concurrent installers of the same package
+wait on a lock file.
 
-    python -m harness.agent_install claude_code codex aider mini_swe_agent [--cache DIR]
+    python -m adapters.install claude_code codex aider mini_swe_agent [--cache DIR]
 
 The cache defaults to `$ASSAY_AGENT_CACHE` or `<project>/.cache/agents`; adapters find CLIs
 there through `BENCH_AGENT_CACHE`.
@@ -14,8 +16,10 @@ from __future__ import annotations
 
 import argparse
 import fcntl
+import importlib
 import json
 import os
+import pkgutil
 import re
 import shutil
 import subprocess
@@ -34,24 +38,15 @@ class InstallError(Exception):
 
 
 @dataclass(frozen=True)
-class AgentPackage:
-    """Where an agent CLI comes from."""
+class Package:
+    """Where an agent CLI comes from; each CLI adapter declares its own."""
 
     manager: Literal["npm", "pip"]
-    package: str
+    name: str
     version: str
+    """The version the adapter was driven end to end with (installs are pinned)."""
     bin: str
-
-
-KNOWN: dict[str, AgentPackage] = {
-    "claude_code": AgentPackage("npm", "@anthropic-ai/claude-code", "2.1.197", "claude"),
-    "codex": AgentPackage("npm", "@openai/codex", "0.171.0", "codex"),
-    "mini_swe_agent": AgentPackage("pip", "mini-swe-agent", "2.4.6", "mini"),
-    "aider": AgentPackage("pip", "aider-chat", "0.86.2", "aider"),
-    "gemini_cli": AgentPackage("npm", "@google/gemini-cli", "0.61.0", "gemini"),
-    "opencode": AgentPackage("npm", "opencode-ai", "1.18.33", "opencode"),
-}
-"""Default packages of the built-in adapters, pinned to versions driven end to end offline."""
+    """The CLI's executable name."""
 
 
 class Installed(BaseModel):
@@ -71,31 +66,45 @@ class Installed(BaseModel):
     """Absolute path of the CLI."""
 
 
+def known() -> dict[str, Package]:
+    """The built-in adapters that run an installable CLI, by short name."""
+    import adapters
+
+    found: dict[str, Package] = {}
+    for module in pkgutil.iter_modules(adapters.__path__):
+        if module.name.startswith("_") or module.name in ("install", "schema"):
+            continue
+        adapter = getattr(importlib.import_module(f"adapters.{module.name}"), "ADAPTER", None)
+        if adapter is not None:
+            found[module.name] = adapter.cli.package
+    return found
+
+
 def default_cache() -> Path:
     """`$ASSAY_AGENT_CACHE` or `<project>/.cache/agents`."""
     return Path(os.environ.get("ASSAY_AGENT_CACHE", ROOT / ".cache" / "agents"))
 
 
 def dir_name(package: str, version: str) -> str:
-    """`@scope/name` + version -> `scope-name-version` (the adapters' lookup uses the same rule)."""
+    """`@scope/name` + version -> `scope-name-version`, the folder adapters look the CLI up in."""
     return re.sub(r"[^A-Za-z0-9._-]+", "-", package.lstrip("@")) + f"-{version}"
 
 
-def package_for(adapter: str, args: dict[str, Any]) -> AgentPackage:
-    """The package of an agent spec: the adapter's default, overridden by args `package`,
+def package_for(adapter: str, args: dict[str, Any]) -> Package:
+    """The package of an agent spec: the adapter's own, overridden by args `package`,
     `version`, `installer` (npm|pip) and `bin_name`."""
-    base = KNOWN.get(adapter)
+    base = known().get(adapter)
     if base is None and "package" not in args:
         raise InstallError(
             f"adapter {adapter!r} has no known package; set args.package and "
-            f"args.installer (known: {', '.join(sorted(KNOWN))})"
+            f"args.installer (known: {', '.join(sorted(known()))})"
         )
     manager = args.get("installer") or (base.manager if base else "npm")
     if manager not in ("npm", "pip"):
         raise InstallError(f"installer must be npm or pip, not {manager!r}")
-    return AgentPackage(
+    return Package(
         manager,
-        str(args.get("package") or (base.package if base else "")),
+        str(args.get("package") or (base.name if base else "")),
         str(args.get("version") or (base.version if base else "")),
         str(args.get("bin_name") or (base.bin if base else args["package"])),
     )
@@ -111,30 +120,40 @@ def _run(argv: list[str], log: Path) -> None:
         raise InstallError(f"{argv[0]} failed with exit {done.returncode}:\n{tail}")
 
 
-def _installed_version(pkg: AgentPackage, folder: Path) -> str:
+def _installed_version(pkg: Package, folder: Path) -> str:
     if pkg.manager == "npm":
-        meta = folder / "node_modules" / pkg.package / "package.json"
+        meta = folder / "node_modules" / pkg.name / "package.json"
         return str(json.loads(meta.read_text(encoding="utf-8"))["version"])
-    done = subprocess.run(
-        [
-            str(folder / "venv" / "bin" / "python"),
-            "-c",
-            f"import importlib.metadata as m; print(m.version({pkg.package!r}))",
-        ],
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    return done.stdout.strip()
+    code = f"import importlib.metadata as m; print(m.version({pkg.name!r}))"
+    python = folder / "venv" / "bin" / "python"
+    return subprocess.run(
+        [str(python), "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
 
 
-def install(pkg: AgentPackage, cache: Path | None = None) -> Installed:
+def _install_into(pkg: Package, folder: Path, log: Path) -> Path:
+    """Run the package manager; return the CLI's path."""
+    if pkg.manager == "npm":
+        npm = shutil.which("npm")
+        if npm is None:
+            raise InstallError("npm is not on PATH (needed for npm-packaged agents)")
+        spec = f"{pkg.name}@{pkg.version}"
+        _run([npm, "install", "--no-fund", "--no-audit", "--prefix", str(folder), spec], log)
+        return folder / "node_modules" / ".bin" / pkg.bin
+    venv = folder / "venv"
+    _run([sys.executable, "-m", "venv", str(venv)], log)
+    pip = [str(venv / "bin" / "python"), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
+    _run([*pip, f"{pkg.name}=={pkg.version}"], log)
+    return venv / "bin" / pkg.bin
+
+
+def install(pkg: Package, cache: Path | None = None) -> Installed:
     """Install `pkg` into the cache unless it is there already; return what is installed."""
     if not pkg.version:
-        raise InstallError(f"{pkg.package}: pin a version (args.version); installs are cached by version")
+        raise InstallError(f"{pkg.name}: pin a version (args.version); installs are cached by version")
     cache = cache or default_cache()
     cache.mkdir(parents=True, exist_ok=True)
-    folder = cache / dir_name(pkg.package, pkg.version)
+    folder = cache / dir_name(pkg.name, pkg.version)
     marker = folder / "installed.json"
     with (cache / f".{folder.name}.lock").open("w") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
@@ -143,44 +162,12 @@ def install(pkg: AgentPackage, cache: Path | None = None) -> Installed:
         if folder.exists():
             shutil.rmtree(folder)  # an unfinished earlier attempt
         folder.mkdir(parents=True)
-        log = folder / "install.log"
-        if pkg.manager == "npm":
-            npm = shutil.which("npm")
-            if npm is None:
-                raise InstallError("npm is not on PATH (needed for npm-packaged agents)")
-            _run(
-                [
-                    npm,
-                    "install",
-                    "--no-fund",
-                    "--no-audit",
-                    "--prefix",
-                    str(folder),
-                    f"{pkg.package}@{pkg.version}",
-                ],
-                log,
-            )
-            binary = folder / "node_modules" / ".bin" / pkg.bin
-        else:
-            _run([sys.executable, "-m", "venv", str(folder / "venv")], log)
-            _run(
-                [
-                    str(folder / "venv" / "bin" / "python"),
-                    "-m",
-                    "pip",
-                    "install",
-                    "-q",
-                    "--disable-pip-version-check",
-                    f"{pkg.package}=={pkg.version}",
-                ],
-                log,
-            )
-            binary = folder / "venv" / "bin" / pkg.bin
+        binary = _install_into(pkg, folder, folder / "install.log")
         if not binary.exists():
-            raise InstallError(f"{pkg.package}@{pkg.version} installed but {binary} is missing")
+            raise InstallError(f"{pkg.name}@{pkg.version} installed but {binary} is missing")
         done = Installed(
             manager=pkg.manager,
-            package=pkg.package,
+            package=pkg.name,
             version=pkg.version,
             installed_version=_installed_version(pkg, folder),
             bin=str(binary),
@@ -192,13 +179,13 @@ def install(pkg: AgentPackage, cache: Path | None = None) -> Installed:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m harness.agent_install ADAPTER... [--cache DIR] [--version V]`."""
+    """`python -m adapters.install ADAPTER... [--cache DIR] [--version V]`."""
     parser = argparse.ArgumentParser(
-        prog="python -m harness.agent_install",
+        prog="python -m adapters.install",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("adapters", nargs="+", help=f"built-in adapters: {', '.join(KNOWN)}")
+    parser.add_argument("adapters", nargs="+", help=f"built-in adapters: {', '.join(known())}")
     parser.add_argument("--cache", type=Path, default=None, help="cache folder")
     parser.add_argument("--version", default=None, help="override the pinned version (one adapter)")
     args = parser.parse_args(argv)
