@@ -328,28 +328,24 @@ def build_summary(
     Each worker streams its share of the top-level subtrees and returns its counters, which merge
     exactly (pooled moments, capped sorted evidence), so the summary does not depend on jobs.
     """
+    agg = Aggregator()
+    parts = partition(root, jobs) if regrade else []
     if not regrade:
-        agg = Aggregator()
         for run in collect_indexed(root, project=project):
             agg.add(run)
-        return agg.summary(root, regraded=False, hints=read_manifest_hints(project))
-    parts = partition(root, jobs)
-    if len(parts) <= 1:
-        agg = Aggregator()
+    elif len(parts) <= 1:
         for run in collect(root, regrade=regrade, project=project):
             agg.add(run)
-        return with_completeness(
-            agg.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
+    else:
+        ctx = (
+            multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         )
-    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
-        futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
-        results = [f.result() for f in futures]
-    total = results[0]
-    for other in results[1:]:
-        total.merge(other)
+        with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
+            futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
+            for future in futures:
+                agg.merge(future.result())
     return with_completeness(
-        total.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
+        agg.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
     )
 
 
