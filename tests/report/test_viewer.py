@@ -4,6 +4,7 @@ the agent wrote is text (never markup), a damaged run still gets a page, and the
 from __future__ import annotations
 
 import json
+import os
 import shutil
 from pathlib import Path
 
@@ -82,3 +83,19 @@ def test_the_report_and_summary_link_each_page(project: Path) -> None:
     assert all("view.html" in r["artifacts"] for r in summary["runs"])
     html = (project / "out" / "report.html").read_text()
     assert f'href="../{CONTROL_RUN}/view.html"' in html
+
+
+def test_assay_view_writes_only_missing_or_stale_pages(project: Path) -> None:
+    done = run_assay(project, "view", "runs")
+    assert done.returncode == 0, done.stderr
+    assert "4 run(s): 0 page(s) written, 4 up to date" in done.stderr
+    page = project / CONTROL_RUN / "view.html"
+    page.unlink()
+    stale = project / BIN_RUN / "grade.json"
+    os.utime(
+        stale, ns=(stale.stat().st_atime_ns, (project / BIN_RUN / "view.html").stat().st_mtime_ns + 10**9)
+    )
+    done = run_assay(project, "view", "runs")
+    assert "4 run(s): 2 page(s) written, 2 up to date" in done.stderr and page.is_file()
+    nothing = run_assay(project, "view", str(project / "nowhere"))
+    assert nothing.returncode == 2 and "does not exist" in nothing.stderr
