@@ -31,6 +31,7 @@ from harness.artifacts.names import (
 from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord, RunStatus, read_grade
 from harness.artifacts.store import FutureSchemaError, read_record
 from harness.errors import UsageError
+from harness.report.sections import SectionDigest, digest
 
 M = TypeVar("M", bound=BaseModel)
 
@@ -106,6 +107,8 @@ class RunFacts:
     """`pass` / `fail` when the agent is a sanity bound (run.json `sanity`), else None."""
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
+    digest: SectionDigest | None = None
+    """The sections as the aggregates read them (computed once; a cached run carries only this)."""
 
     @property
     def tokens(self) -> float | None:
@@ -425,4 +428,5 @@ def run_facts(
         regrade=change,
         concurrent=run.concurrent,
         sanity=run.sanity,
+        digest=digest(sections),
     )

@@ -28,8 +28,9 @@ from harness.report.collect import (
     load_grader,
     run_facts,
 )
+from harness.report.sections import SectionDigest, digest
 
-FACTS_VERSION = "1"
+FACTS_VERSION = "2"
 """Bumped whenever RunFacts or their derivation change: every cached row is derived again."""
 
 COLUMNS = ("dir", "facts", "run_json", "grade_json", "read_error", "family", "split", "files")
@@ -96,7 +97,7 @@ def dump(facts: RunFacts | Unreadable) -> str:
             f.metrics,
             [list(c) for c in f.checks],
             f.failed_layers,
-            f.sections,
+            f.digest if f.digest is not None else digest(f.sections),
             f.artifacts,
             f.sanity,
             f.concurrent,
@@ -130,11 +131,17 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
         metrics=d[16],
         checks=tuple(CheckFacts(c[0], c[1], c[2], c[3], tuple((t, o) for t, o in c[4])) for c in d[17]),
         failed_layers=tuple(d[18]),
-        sections=d[19],
+        sections={},  # only the aggregates read sections, and they read the digest
         artifacts=tuple(d[20]),
         regrade=None,
         sanity=d[21],
         concurrent=d[22],
+        digest=SectionDigest(
+            tuple(d[19][0]),
+            tuple(d[19][1]),
+            tuple((name, tuple((p, v) for p, v in leaves)) for name, leaves in d[19][2]),
+            tuple((e, v) for e, v in d[19][3]),
+        ),
     )
 
 
