@@ -37,6 +37,8 @@ from harness.artifacts.store import FutureSchemaError
 
 INDEX_SCHEMA = 1
 BUSY_TIMEOUT_S = 60.0
+BATCH = 5000
+"""Rows written per transaction while syncing."""
 IDENTITY = ("job_id", "job_hash", "matrix", "scenario", "cell", "agent", "trial", "version", "model")
 """run.json fields kept under their own names; the rest of run.json is `run_<field>`."""
 
@@ -161,19 +163,26 @@ def _pick(data: dict[str, Any], column: Column) -> Any:
     return value
 
 
-def _load(raw: bytes, name: str, current: int) -> dict[str, Any]:
-    data = json.loads(raw)
+def _load(raw: bytes, name: str, current: int, run_dir: str, errors: list[str]) -> dict[str, Any]:
+    """A record's JSON object; {} with the reason appended to errors when it is not one (a record
+    from a newer assay raises FutureSchemaError)."""
+    try:
+        data = json.loads(raw)
+    except ValueError as exc:
+        errors.append(f"{name}: {str(exc)[:200]}")
+        return {}
     if not isinstance(data, dict):
-        raise ValueError(f"{name} is not a JSON object")
+        errors.append(f"{name}: not a JSON object")
+        return {}
     version = data.get("schema_version", 0)
     if isinstance(version, int) and version > current:
         raise FutureSchemaError(
-            f"{name}: schema_version {version} is newer than this assay understands ({current}); upgrade assay"
+            f"{run_dir}/{name}: schema_version {version} is newer than this assay understands ({current}); upgrade assay"
         )
     return data
 
 
-class _Scenarios:
+class Scenarios:
     """family and split per scenario, from the first job.json read for it."""
 
     def __init__(self) -> None:
@@ -195,7 +204,7 @@ class _Scenarios:
         return found
 
 
-def read_row(run_dir: str, rel: str, scenarios: _Scenarios | None = None) -> Row | None:
+def read_row(run_dir: str, rel: str, scenarios: Scenarios | None = None) -> Row | None:
     """The index rows of one run folder, read from disk; None when it holds no run.json (any more).
 
     A run.json or grade.json that cannot be read becomes `read_error` on the row (the report counts
@@ -208,22 +217,9 @@ def read_row(run_dir: str, rel: str, scenarios: _Scenarios | None = None) -> Row
         return None
     grade = _read_bytes(os.path.join(run_dir, GRADE_FILE)) if GRADE_FILE in files else None
     errors: list[str] = []
-    run_data: dict[str, Any] = {}
-    grade_data: dict[str, Any] = {}
-    try:
-        run_data = _load(run[0], f"{run_dir}/{RUN_FILE}", RUN_SCHEMA)
-    except FutureSchemaError:
-        raise
-    except ValueError as exc:
-        errors.append(f"{RUN_FILE}: {str(exc)[:200]}")
-    if grade is not None:
-        try:
-            grade_data = _load(grade[0], f"{run_dir}/{GRADE_FILE}", GRADE_SCHEMA)
-        except FutureSchemaError:
-            raise
-        except ValueError as exc:
-            errors.append(f"{GRADE_FILE}: {str(exc)[:200]}")
-    family, split = (scenarios or _Scenarios()).lookup(run_data.get("scenario"), run_dir, files)
+    run_data = _load(run[0], RUN_FILE, RUN_SCHEMA, run_dir, errors)
+    grade_data = _load(grade[0], GRADE_FILE, GRADE_SCHEMA, run_dir, errors) if grade is not None else {}
+    family, split = (scenarios or Scenarios()).lookup(run_data.get("scenario"), run_dir, files)
     listing = json.dumps(sorted(n for n in files if not n.startswith(".")))
     return Row(
         dir=rel,
@@ -379,8 +375,9 @@ class Index:
             if known.get(rel) != mtime_ns:
                 changed.append((rel, os.path.join(str(self.root), rel) if rel else str(self.root)))
         gone = [d for d in known if d not in seen]
-        scenarios = _Scenarios()
+        scenarios = Scenarios()
         rows: list[Row] = []
+        written = 0
         for rel, path in changed:
             try:
                 row = read_row(path, self.prefix + rel, scenarios)
@@ -390,10 +387,15 @@ class Index:
                 gone.append(rel)
             else:
                 rows.append(row)
+            if len(rows) >= BATCH:  # memory stays flat while a big tree is indexed
+                _write(self.con, rows, [])
+                written += len(rows)
+                rows = []
         if rows or gone:
             _write(self.con, rows, [self.prefix + d for d in gone])
+        written += len(rows)
         return SyncStats(
-            runs=len(seen) - (len(changed) - len(rows)),
+            runs=len(seen) - (len(changed) - written),
             read=len(changed),
             removed=len(gone),
             rebuilt=rebuilt,

@@ -9,7 +9,6 @@ logs and workspaces are never opened: the report only links to them.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
@@ -18,11 +17,11 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.artifacts.index import Scenarios
 from harness.artifacts.names import (
     AGENT_LOG,
     DIFF_FILE,
     GRADE_FILE,
-    JOB_FILE,
     RUN_DIR_FOLDERS,
     RUN_FILE,
     TRANSCRIPT_FILE,
@@ -287,27 +286,6 @@ def load_grader() -> Callable[..., object] | None:
     return fn if callable(fn) else None
 
 
-class ScenarioInfo:
-    """family / split per scenario, read from the first job.json seen for it."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[str | None, str | None]] = {}
-
-    def lookup(self, scenario: str, run_dir: str, files: frozenset[str]) -> tuple[str | None, str | None]:
-        found = self._known.get(scenario)
-        if found is not None or JOB_FILE not in files:
-            return found or (None, None)
-        try:
-            job = json.loads(Path(run_dir, JOB_FILE).read_text(encoding="utf-8"))
-            spec = job.get("scenario", {}) if isinstance(job, dict) else {}
-            family, split = spec.get("family"), spec.get("split")
-            found = (family if isinstance(family, str) else None, split if isinstance(split, str) else None)
-        except (OSError, ValueError):
-            found = (None, None)
-        self._known[scenario] = found
-        return found
-
-
 def _status(run: RunRecord, grade: Grade | None) -> tuple[str, str | None]:
     invalid = run.invalid or (grade.invalid if grade else None)
     if invalid:
@@ -335,7 +313,7 @@ def collect(
     grader = load_grader()
     if regrade and grader is None:
         raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
-    info = ScenarioInfo()
+    info = Scenarios()
     prefix = len(str(root).rstrip(os.sep)) + 1
     for run_dir, files in walk_runs(root, starts):
         rel = run_dir[prefix:].replace(os.sep, "/")

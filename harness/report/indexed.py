@@ -192,31 +192,49 @@ def collect_indexed(
             index.con.execute("COMMIT")
         failed = _grade_missing(index, project)
         listing = list(_cached(index))
-        missing = {rel for rel, blob in listing if blob is None or rel in failed}
-        derived: dict[str, RunFacts | Unreadable] = {}
-        if missing:
-            extra = {
-                row[0]: row[1:]
-                for row in index.rows("tree", ("family", "split", "files", "read_error"))
-                if row[0] in missing
-            }
-            for rel, run_json, grade_json in index.rows("records", ("run_json", "grade_json")):
-                if rel in missing:
-                    family, split, files, read_error = extra[rel]
-                    derived[rel] = derive((rel, None, run_json, grade_json, read_error, family, split, files))
+        for start in range(0, len(listing), CHUNK):
+            chunk = listing[start : start + CHUNK]
+            derived = _derive_missing(index, [rel for rel, blob in chunk if blob is None or rel in failed])
             index.put_facts([(rel, pack(f)) for rel, f in derived.items() if rel not in failed])
-        for rel, blob in listing:
-            if rel in failed:
-                fact = derived[rel]
-                yield (
-                    run_facts_with(fact, status="ungradeable", reason=failed[rel])
-                    if isinstance(fact, RunFacts)
-                    else fact
-                )
-            elif blob is None:
-                yield derived[rel]
-            else:
-                yield unpack(rel, blob)
+            for rel, blob in chunk:
+                if rel in failed:
+                    fact = derived[rel]
+                    yield (
+                        run_facts_with(fact, status="ungradeable", reason=failed[rel])
+                        if isinstance(fact, RunFacts)
+                        else fact
+                    )
+                elif blob is None:
+                    yield derived[rel]
+                else:
+                    yield unpack(rel, blob)
+
+
+CHUNK = 2000
+"""Runs derived (and their facts cached) at a time: memory stays flat on a first report of a big tree."""
+
+
+def _derive_missing(index: Index, dirs: list[str]) -> dict[str, RunFacts | Unreadable]:
+    """The facts of the runs named (dirs relative to the index's root), from their records."""
+    if not dirs:
+        return {}
+    marks = ", ".join("?" for _ in dirs)
+    full = [index.prefix + d for d in dirs]
+    cut = len(index.prefix)
+    extra = {
+        d[cut:]: rest
+        for d, *rest in index.con.execute(
+            f"SELECT dir, family, split, files, read_error FROM tree WHERE dir IN ({marks})", full
+        )
+    }
+    out: dict[str, RunFacts | Unreadable] = {}
+    for d, run_json, grade_json in index.con.execute(
+        f"SELECT dir, run_json, grade_json FROM records WHERE dir IN ({marks})", full
+    ):
+        rel = d[cut:]
+        family, split, files, read_error = extra[rel]
+        out[rel] = derive((rel, None, run_json, grade_json, read_error, family, split, files))
+    return out
 
 
 def pack(facts: RunFacts | Unreadable) -> bytes:

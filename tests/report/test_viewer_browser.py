@@ -3,30 +3,16 @@ page, the tabs work, and screenshots of the page land in build/test-artifacts/ f
 
 from __future__ import annotations
 
-import os
 from pathlib import Path
 
 import pytest
-from cdp import Browser, find_chromium
+from cdp import ARTIFACTS, Browser
 
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
 from tests.report.viewer_project import BIN_RUN, HOSTILE, make
 
 pytestmark = pytest.mark.browser
-
-REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(os.environ.get("ASSAY_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Browser:
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("chromium is not installed (apt-get install chromium); the browser test did not run")
-    b = Browser(binary, tmp_path_factory.mktemp("profile"))
-    yield b  # type: ignore[misc]
-    b.stop()
 
 
 @pytest.fixture(scope="module")

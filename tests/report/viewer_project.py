@@ -8,27 +8,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.grade.project import HIDDEN, compile_project, run_assay
+from tests.grade.project import ADD_ONE_FILES, PROJECT, compile_project, run_assay
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 FILES = {
-    "specs/project.yaml": """\
-kind: project
-spec_version: 1
-name: viewer-demo
-languages: [python]
-authorities:
-  python: { description: the interpreter's own compiler }
-factors:
-  tool:
-    none: {}
-    bin: { path: [../tools/bin], trace: [greet] }
-  knowledge:
-    none: {}
-  network:
-    off: { network: false }
-control: none/none/off
-""",
+    "specs/project.yaml": PROJECT.replace(
+        "  tool:\n    none: {}\n",
+        "  tool:\n    none: {}\n    bin: { path: [../tools/bin], trace: [greet] }\n",
+    ),
     "tools/bin/greet": '#!/bin/sh\necho "hello $*"\n[ "$1" = "--fail" ] && { echo "greet: no such option" >&2; exit 2; }\nexit 0\n',
     "specs/agents/scripted.yaml": "kind: agent\nid: scripted\nadapter: scripted\nargs: { script: agents/s.yaml }\n",
     "agents/s.yaml": """\
@@ -50,27 +37,7 @@ steps:
         "options: { isolation: none, infra_retries: 0 }\n"
     ),
     "specs/prices.yaml": "kind: prices\nversion: t-1\nmodels:\n  scripted: { input: 1.0, output: 2.0 }\n",
-    "scenarios/add-one/scenario.yaml": """\
-kind: scenario
-id: add-one
-family: arith
-language: python
-split: test
-entry: app/main.py
-writable: ["app/**"]
-prompt: prompt.md
-checks:
-  - { id: compiles, kind: command, authority: python, run: "python -m py_compile app/main.py" }
-  - { id: hidden-tests, kind: command, run: "python hidden_test.py 2" }
-  - { id: keeps-api, kind: contains, file: app/main.py, text: ["def handler("] }
-negatives:
-  drops-handler: { fails: [keeps-api, hidden-tests] }
-""",
-    "scenarios/add-one/prompt.md": "Make handler add one to its argument.\n",
-    "scenarios/add-one/seed/app/main.py": "def handler(x):\n    return x\n",
-    "scenarios/add-one/reference/app/main.py": "def handler(x):\n    return x + 1\n",
-    "scenarios/add-one/negatives/drops-handler/app/main.py": "def other(x):\n    return x + 1\n",
-    "scenarios/add-one/grader/hidden_test.py": HIDDEN,
+    **ADD_ONE_FILES,
 }
 BIN_RUN = "runs/default/add-one/scripted/bin/none/off/trial-01"
 CONTROL_RUN = "runs/default/add-one/scripted/none/none/off/trial-01"
