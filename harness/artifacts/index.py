@@ -378,6 +378,7 @@ class Index:
         scenarios = Scenarios()
         rows: list[Row] = []
         written = 0
+        demoted = 0
         for rel, path in changed:
             try:
                 row = read_row(path, self.prefix + rel, scenarios)
@@ -385,6 +386,7 @@ class Index:
                 row = None  # removed while we looked
             if row is None:
                 gone.append(rel)
+                demoted += 1
             else:
                 rows.append(row)
             if len(rows) >= BATCH:  # memory stays flat while a big tree is indexed
@@ -394,6 +396,15 @@ class Index:
         if rows or gone:
             _write(self.con, rows, [self.prefix + d for d in gone])
         written += len(rows)
+        if demoted:  # a run folder that holds no run any more: the runs below it are found now
+            more = self.sync()
+            return SyncStats(
+                more.runs,
+                len(changed) + more.read,
+                len(gone) + more.removed,
+                rebuilt,
+                time.perf_counter() - t0,
+            )
         return SyncStats(
             runs=len(seen) - (len(changed) - written),
             read=len(changed),
@@ -445,6 +456,9 @@ def open_index(root: Path, *, sync: bool = True) -> tuple[Index, SyncStats | Non
     A tree the index cannot be written in (read-only) gets an index in memory for this reader only.
     """
     root = root.resolve()
+    if (root / RUN_FILE).is_file():  # one run: read it alone, in memory (an index above keys it differently)
+        index = Index(":memory:", root, "")
+        return index, index.sync() if sync else None
     path, prefix = locate(root)
     try:
         index = Index(path, root, prefix)

@@ -205,3 +205,15 @@ def test_assay_results_prints_and_writes(tmp_path: Path) -> None:
     assert len(rows) == len(list(tmp_path.rglob("run.json"))) and "usage_total" in rows[0]
     bad = subprocess.run([*run, "--columns", "nope"], capture_output=True, text=True, cwd=REPO)
     assert bad.returncode == 2 and "unknown column(s) nope" in bad.stderr
+
+
+def test_a_run_folder_that_becomes_a_tree_and_a_single_run(tmp_path: Path) -> None:
+    run = add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    build_summary(tmp_path)
+    (run / "run.json").unlink()  # no run there any more, but runs below it now
+    (run / "grade.json").unlink()
+    nested = add_run(run, scenario="t", cell=BIN, trial=1)
+    assert list(results(tmp_path)["dir"]) == [str(nested.relative_to(tmp_path))]
+    single = build_summary(nested)  # a run directory alone: read in memory, the index above untouched
+    assert single.header.totals.runs == 1 and single == walked(nested)
+    assert list(results(tmp_path)["dir"]) == [str(nested.relative_to(tmp_path))]
