@@ -21,6 +21,8 @@ import shutil
 import subprocess
 import sys
 import time
+import urllib.error
+import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +38,16 @@ ACTIONS = (
     "exit",
     "choose",
     "say",
+    "ask",
+    "repeat",
 )
+ASK_PATHS = {
+    "anthropic": "/v1/messages",
+    "chat": "/v1/chat/completions",
+    "responses": "/v1/responses",
+    "gemini": "/v1beta/models/{model}:generateContent",
+}
+"""Where `ask` sends a model request, by `args.protocol`, under `args.base_url`."""
 
 
 class ScriptError(ValueError):
@@ -209,6 +220,64 @@ class Agent:
         elif name == "exit":
             self.exit_code = int(value)
             return False
+        elif name == "ask":
+            return self.ask(value if isinstance(value, dict) else {"text": str(value)})
+        elif name == "repeat":
+            times = value.get("times", "forever")
+            count = 0
+            while times == "forever" or count < int(times):
+                count += 1
+                if not self.steps(list(value.get("steps", []))):
+                    return False
+        return True
+
+    def ask(self, spec: dict[str, Any]) -> bool:
+        """One model request to `args.base_url`; a refusal ends the script (exit 1) as it ends a CLI,
+        unless `on_error: continue` (an agent that ignores it)."""
+        protocol = str(self.args.get("protocol", "anthropic"))
+        model = str(self.args.get("model") or "scripted")
+        base = str(self.args.get("base_url") or "").rstrip("/")
+        if protocol not in ASK_PATHS or not base:
+            raise ScriptError(f"ask needs args.base_url and args.protocol in {sorted(ASK_PATHS)}")
+        text = str(spec.get("text", ""))
+        message = [{"role": "user", "content": text}]
+        bodies: dict[str, dict[str, Any]] = {
+            "anthropic": {"model": model, "max_tokens": 256, "messages": message},
+            "chat": {"model": model, "messages": message},
+            "responses": {"model": model, "input": text},
+            "gemini": {"contents": [{"role": "user", "parts": [{"text": text}]}]},
+        }
+        body = bodies[protocol]
+        key = str(self.args.get("api_key") or "scripted")
+        request = urllib.request.Request(
+            base + ASK_PATHS[protocol].format(model=model),
+            data=json.dumps(body).encode(),
+            method="POST",
+            headers={"Content-Type": "application/json", "x-api-key": key, "Authorization": f"Bearer {key}"},
+        )
+        try:
+            with urllib.request.urlopen(request, timeout=60) as response:
+                answer = json.loads(response.read() or b"{}")
+        except urllib.error.HTTPError as exc:
+            detail = exc.read().decode(errors="replace")[:2000]
+            print(f"scripted: model error {exc.code}: {detail}")
+            self.last_exit = 1
+            self._append(
+                "BENCH_TRANSCRIPT",
+                {"turn": self.turn, "type": "model_error", "status": exc.code, "body": detail},
+            )
+            if spec.get("on_error", "stop") == "continue":
+                return True
+            self.exit_code = 1
+            return False
+        self.last_exit = 0
+        self.turn += 1
+        used = _usage(answer)
+        self._append("BENCH_TRANSCRIPT", {"turn": self.turn, "type": "model", "protocol": protocol, **used})
+        self._append(
+            "BENCH_USAGE",
+            {"t": time.time(), **used, "cache_read": 0, "cache_write": 0, "reasoning": 0, "model": model},
+        )
         return True
 
     def main_steps(self) -> list[dict[str, Any]]:
@@ -219,6 +288,18 @@ class Agent:
         if "default" in by_scenario:
             return list(by_scenario["default"])
         return list(self.script.get("steps", []))
+
+
+def _usage(answer: Any) -> dict[str, int]:
+    """Input and output tokens of a model answer, whichever protocol it speaks."""
+    usage = answer.get("usage") or {} if isinstance(answer, dict) else {}
+    meta = answer.get("usageMetadata") or {} if isinstance(answer, dict) else {}
+    return {
+        "input": int(usage.get("input_tokens", usage.get("prompt_tokens", meta.get("promptTokenCount", 0)))),
+        "output": int(
+            usage.get("output_tokens", usage.get("completion_tokens", meta.get("candidatesTokenCount", 0)))
+        ),
+    }
 
 
 def _names(value: Any) -> list[str]:

@@ -22,6 +22,8 @@ from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
 from compiler.yamlio import Doc, Path_, dotted
 
 _COMMON = set(CheckCommon.model_fields)
+BUILTIN_PREFIX = "builtin:"
+"""`kind: builtin:<name>` is the built-in kind even where a project kind shadows it."""
 _PY = {
     "string": str,
     "integer": int,
@@ -72,6 +74,11 @@ def resolve_check(
         c.add(doc.loc(path), dotted(path), "E103", "a check must be a map with id and kind")
         return None
     kind = raw.get("kind")
+    forced = False
+    if isinstance(kind, str) and kind.startswith(BUILTIN_PREFIX) and kind[len(BUILTIN_PREFIX) :] in BUILTIN:
+        # `builtin:pytest` names the built-in even where the project has a kind of that name
+        forced, kind = True, kind[len(BUILTIN_PREFIX) :]
+        raw = {**raw, "kind": kind}
     if not isinstance(kind, str) or (kind not in BUILTIN and kind not in kinds):
         c.add(
             doc.loc((*path, "kind")),
@@ -83,7 +90,7 @@ def resolve_check(
         return None
     # A project's own kind wins over a built-in of the same name: a built-in added later (as
     # `pytest` was) must not change what an existing project's checks mean.
-    user = kinds.get(kind)
+    user = None if forced else kinds.get(kind)
     model = user_model(user) if user else BUILTIN[kind]
     spec = model_of(c, doc, model, raw, path)
     if spec is None:

@@ -20,7 +20,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
 SCHEMA_VERSION = 1
 """Version of manifest.json and job files; bump on a change an older reader would misread."""
@@ -142,6 +142,10 @@ class AgentSpec(Frozen):
     requires: tuple[str, ...] = Field(
         default=(), description="Executables/resources a worker must have to run this agent."
     )
+    host_files: dict[str, str] = Field(
+        default_factory=dict,
+        description="Host files the command names (absolute path -> sha256, or `directory`), mounted read-only at the same path in the sandbox.",
+    )
     sanity: Literal["pass", "fail"] | None = Field(
         default=None,
         description="A sanity agent (oracle: pass, no-op: fail): how the report reads its runs, not what runs "
@@ -203,6 +207,61 @@ class Step(Frozen):
     )
 
 
+SANDBOX_RESERVED = (
+    "/bin",
+    "/dev",
+    "/etc",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/proc",
+    "/run",
+    "/sbin",
+    "/sys",
+    "/tmp",
+    "/usr",
+)
+"""Folders of the sandbox's own toolchain view: a scenario cannot show anything there."""
+
+
+def within(path: str, folder: str) -> bool:
+    """Whether a slash path is the folder or lies under it."""
+    return path == folder or path.startswith(folder.rstrip("/") + "/")
+
+
+class ScenarioMount(Frozen):
+    """A folder of the scenario visible at an absolute path inside the sandbox."""
+
+    path: str = Field(description="Absolute path inside the sandbox (e.g. /data, /tests).")
+    source: str = Field(description="Project-relative folder it shows.")
+    writable: bool = Field(
+        default=False,
+        description="A per-trial copy the agent may change; the checks see its final state (else read-only).",
+    )
+    hidden: bool = Field(
+        default=False, description="Only the checks (and validate) see it, never the agent: hidden tests."
+    )
+
+
+class Environment(Frozen):
+    """What a scenario needs installed, built once into a cached environment and used offline."""
+
+    python: str | None = Field(
+        default=None, description="Interpreter version (major.minor) the agent and the checks run with."
+    )
+    pip: tuple[str, ...] = Field(default=(), description="pip requirements installed into it.")
+    apt: tuple[str, ...] = Field(default=(), description="Debian packages it provides.")
+
+
+class ScenarioLimits(Frozen):
+    """A scenario's own limits; the compiler keeps each within the matrix's."""
+
+    timeout_s: float | None = Field(default=None, description="Agent wall-clock limit per session.")
+    cpus: float | None = Field(default=None, description="CPUs the agent's process tree may use.")
+    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
+
+
 class ScenarioJob(Frozen):
     """A scenario as the runner and grader need it."""
 
@@ -256,6 +315,23 @@ class ScenarioJob(Frozen):
         default_factory=dict,
         description="Provider configurations of the LLM judges this scenario's `judge` checks name (from the project's `judges:`).",
     )
+    tags: tuple[str, ...] = Field(default=(), description="Labels a matrix selects scenarios by.")
+    workdir: str | None = Field(
+        default=None,
+        description="Absolute path where the workspace appears in the sandbox (agent, checks, validate); None: its own path.",
+    )
+    mounts: tuple[ScenarioMount, ...] = Field(
+        default=(), description="Other folders of the scenario at absolute paths in the sandbox."
+    )
+    environment: Environment | None = Field(
+        default=None, description="Interpreter and packages of the agent and the checks."
+    )
+    env: dict[str, str] = Field(
+        default_factory=dict, description="Environment variables of the agent and the checks."
+    )
+    limits: ScenarioLimits | None = Field(
+        default=None, description="The scenario's own limits (the job's `limits` already hold them)."
+    )
 
 
 class Limits(Frozen):
@@ -266,10 +342,41 @@ class Limits(Frozen):
         default=10_000_000, ge=0, description="Cap on the agent's captured stdout+stderr."
     )
     memory_mb: int | None = Field(default=None, ge=1, description="Memory limit of the agent's process tree.")
+    cpus: float | None = Field(default=None, gt=0, description="CPUs the agent's process tree may use.")
     pids: int | None = Field(default=None, ge=1, description="Process-count limit.")
     file_size_mb: int | None = Field(default=None, ge=0, description="Largest file the agent may write.")
     workspace_mb: int | None = Field(default=None, ge=0, description="Total workspace size limit.")
     check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
+    # Budgets: what the agent may spend on its model in one trial, counted by the model gateway as
+    # requests pass; None: no budget. Kept out of the JSON when unset, so a spec without budgets
+    # keeps its job hashes.
+    input_tokens: int | None = Field(
+        default=None, ge=1, description="Budget of input tokens (uncached, cache read and cache write)."
+    )
+    output_tokens: int | None = Field(
+        default=None, ge=1, description="Budget of output tokens (reasoning included)."
+    )
+    total_tokens: int | None = Field(default=None, ge=1, description="Budget of input plus output tokens.")
+    model_requests: int | None = Field(default=None, ge=1, description="Budget of model requests.")
+    cost_usd: float | None = Field(
+        default=None, gt=0, description="Budget in USD, priced from specs/prices.yaml."
+    )
+
+    @model_serializer(mode="wrap")
+    def _omit_unset_budgets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in BUDGETS:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
+
+    def budgets(self) -> dict[str, float]:
+        """The budgets that are set, by name."""
+        return {name: value for name in BUDGETS if (value := getattr(self, name)) is not None}
+
+
+BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
+"""The limits that are budgets of model spend (the model gateway enforces them)."""
 
 
 class Options(Frozen):

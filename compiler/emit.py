@@ -25,14 +25,17 @@ from compiler.contract import (
     AgentSpec,
     Cell,
     JobFile,
+    Limits,
     Manifest,
     MatrixEntry,
     ScenarioEntry,
+    ScenarioLimits,
     Session,
     Variant,
 )
 from compiler.expand import MatrixPlan, Plan, package_dir
 from compiler.resolved import Validated
+from compiler.sandbox import clamp
 
 
 def canonical(value: Any) -> str:
@@ -119,6 +122,15 @@ def _args_hash(v: Validated, args: dict[str, Any]) -> str:
     )
 
 
+def _limits(matrix: Limits, scenario: ScenarioLimits | None) -> Limits:
+    """The matrix's limits with a scenario's own inside them (each the smaller of the two)."""
+    if scenario is None:
+        return matrix
+    return matrix.model_copy(
+        update={k: clamp(getattr(matrix, k), getattr(scenario, k)) for k in ScenarioLimits.model_fields}
+    )
+
+
 def _agent_identity(agent: AgentSpec) -> str:
     """The agent as far as its runs go: `sanity` only says how the report reads them, so marking an
     agent as a sanity bound later does not invalidate its finished runs."""
@@ -152,7 +164,7 @@ def job_files(plan: Plan) -> dict[str, JobFile]:
                 scenario=sj,
                 cells={n: cl for n, cl in mp.cells.items() if n in used_cells},
                 agents={a: v.agents[a] for a in mp.agents if a in used_agents},
-                limits=mp.limits,
+                limits=_limits(mp.limits, sj.limits),
                 options=mp.options,
                 variants=variants,
             )

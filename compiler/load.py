@@ -8,8 +8,11 @@ this); `parse` turns the spec files into `Doc`s with positions. Seed 000's
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from compiler.errors import Loc, SpecError
@@ -50,6 +53,8 @@ class Inputs:
     """Files agents' arguments name (a scripted agent's script), project-relative."""
     absent: frozenset[str] = frozenset()
     """Paths a level names that do not exist (an error, E235)."""
+    host: dict[str, str | None] = field(default_factory=dict)
+    """Host files command agents name (absolute path -> sha256, `directory`, or None: missing)."""
 
     def under(self, folder: str) -> list[str]:
         """Input files below a folder, sorted."""
@@ -62,6 +67,8 @@ class Inputs:
             h.update(f"{rel}\0{self.hashes[rel]}\n".encode())
         for rel in sorted(self.absent):
             h.update(f"{rel}\0absent\n".encode())
+        for path in sorted(self.host):
+            h.update(f"{path}\0{self.host[path]}\n".encode())
         return h.hexdigest()
 
 
@@ -74,6 +81,8 @@ class Sources:
     errors: list[SpecError] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
     """Likely ids of files that did not parse at all."""
+    adapters: tuple[str, ...] | None = None
+    """The built-in adapters' short names (`builtin_adapters`); None: names are not checked."""
 
 
 def scan(root: Path) -> Inputs:
@@ -121,7 +130,17 @@ def inputs_of(root: Path, data: dict[str, bytes], named: Provided | None = None)
             }
         )
     )
-    return Inputs(root, data, hashes, scen, specs, folders, dict(named.agent_files), frozenset(named.absent))
+    return Inputs(
+        root,
+        data,
+        hashes,
+        scen,
+        specs,
+        folders,
+        dict(named.agent_files),
+        frozenset(named.absent),
+        dict(named.host),
+    )
 
 
 def _rename(doc: Doc, path: Path_, mapping: dict[str, str]) -> None:
@@ -151,9 +170,24 @@ def not_utf8(rel: str, data: bytes, exc: UnicodeDecodeError) -> SpecError:
     )
 
 
+@cache
+def builtin_adapters() -> tuple[str, ...] | None:
+    """The built-in adapters' short names, as the installed `adapters` package lists them in its
+    `__all__`: read from its source, found and never imported (the compiler runs no run-time
+    code). None when no adapters package is installed beside the compiler."""
+    spec = importlib.util.find_spec("adapters")
+    if spec is None or spec.origin is None:
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            return tuple(ast.literal_eval(node.value))
+    return None
+
+
 def parse_sources(inputs: Inputs) -> Sources:
     """Parse every spec file and scenario file; syntax errors are collected, not raised."""
-    src = Sources(inputs)
+    src = Sources(inputs, adapters=builtin_adapters())
     files = list(inputs.spec_files)
     for d in inputs.scenario_dirs:
         present = [f"{d}/{name}" for name in SCENARIO_FILES if f"{d}/{name}" in inputs.data]

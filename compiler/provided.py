@@ -14,6 +14,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from compiler.hostfiles import digest as host_digest
+from compiler.hostfiles import named_host_files
 from compiler.yamlio import parse
 
 NOT_PROVIDED = (".git", ".nox", ".venv", "generated", "runs", "scenarios")
@@ -33,6 +35,8 @@ class Provided:
     """Project-relative path -> bytes of every file an agent argument names (a script)."""
     absent: set[str] = field(default_factory=set)
     """Project-relative paths a level names that do not exist."""
+    host: dict[str, str | None] = field(default_factory=dict)
+    """Host files command agents run by absolute path -> sha256, `directory`, or None: missing."""
 
 
 def files_under(base: Path) -> list[Path]:
@@ -105,7 +109,7 @@ def provided(root: Path, specs: dict[str, bytes]) -> Provided:
     out = Provided()
     top = root.resolve()
     for rel, raw in specs.items():
-        if b"project" not in raw and b"args" not in raw:
+        if b"project" not in raw and b"args" not in raw and b"command" not in raw:
             continue
         try:
             doc = parse(rel, raw.decode("utf-8"))[0].data  # its errors are the validate stage's
@@ -113,6 +117,9 @@ def provided(root: Path, specs: dict[str, bytes]) -> Provided:
             continue
         if not isinstance(doc, dict):
             continue
+        if doc.get("kind") == "agent" and isinstance(doc.get("command"), str):
+            for path in named_host_files(doc["command"]):
+                out.host[path] = host_digest(path)
         if doc.get("kind") == "agent" and isinstance(doc.get("args"), dict):
             _agent_args(root, top, doc["args"], out)
         elif doc.get("kind") == "project" and isinstance(doc.get("factors"), dict):

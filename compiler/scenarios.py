@@ -5,6 +5,7 @@ from __future__ import annotations
 import posixpath
 from typing import Any
 
+from compiler import sandbox
 from compiler.checks import resolve_check
 from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
@@ -302,7 +303,9 @@ def build(
     ):
         for j, v in enumerate(values):
             ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
+    box = sandbox.resolve(c, doc, spec, src)
     checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project, kind_docs)
+    sandbox.check_paths(c, doc, paths, checks, spec)
     negatives = _negatives(c, doc, spec, src, folder, own, seen, {k.id: k.kind for k in checks})
     job = ScenarioJob(
         id=spec.id,
@@ -331,6 +334,12 @@ def build(
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
         judges=_judges(checks, project),
+        tags=tuple(spec.tags or ()),
+        workdir=box.workdir,
+        mounts=box.mounts,
+        environment=box.environment,
+        env=box.env,
+        limits=box.limits,
     )
     return ScenarioIn(
         job=job, doc=doc, check_paths=tuple(paths), files=src.inputs.under(folder), prompt_file=prompt_file

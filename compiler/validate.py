@@ -14,6 +14,7 @@ from compiler import agentargs, rawcheck, rules, scenarios
 from compiler.contract import AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
 from compiler.expectations import library as expectation_library
+from compiler.hostfiles import named_host_files
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
 from compiler.rawcheck import model_of
@@ -263,10 +264,26 @@ def validate(src: Sources, fingerprint: str) -> Validated:
                 "E102",
                 "adapter 'command' needs `command:` (the shell command)",
             )
+        rules.adapter(c, doc, spec.adapter, src.adapters)
+        host_files: dict[str, str] = {}
+        if spec.adapter == "command" and spec.command:
+            for path in named_host_files(spec.command):
+                found = src.inputs.host.get(path)  # read by the load stage
+                if found is None:
+                    c.add(
+                        doc.loc(("command",)),
+                        "command",
+                        "E239",
+                        f"the command names {path}, which does not exist on this machine",
+                        "the agent runs in a sandbox that shows a host file only when it exists: fix the path",
+                    )
+                else:
+                    host_files[path] = found
         agents[ident] = AgentSpec(
             id=ident,
             adapter=spec.adapter,
             command=spec.command,
+            host_files=host_files,
             args=spec.args or {},
             model=spec.model,
             version=spec.version,

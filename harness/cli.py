@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import importlib
+import keyword
 import signal
 import sys
 import threading
@@ -36,14 +37,16 @@ COMMANDS = (
     "results",
     "view",
     "plan",
+    "import",
 )
 
 
 def _load(name: str) -> ModuleType | None:
+    module = f"harness.commands.{name}_" if keyword.iskeyword(name) else f"harness.commands.{name}"
     try:
-        return importlib.import_module(f"harness.commands.{name}")
+        return importlib.import_module(module)
     except ModuleNotFoundError as exc:
-        if exc.name == f"harness.commands.{name}":
+        if exc.name == module:
             return None  # not built yet: the command is simply absent
         raise
 

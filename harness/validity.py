@@ -33,6 +33,10 @@ from compiler.contract import ScenarioJob
 from harness.artifacts.names import WORKSPACE_DIR
 from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_checks
+from harness.sandbox.isolation import select
+from harness.sandbox.isolation.checks import check_wrapper
+from harness.sandbox.scenario import checks_view, needs_view, refuse_without_mounts
+from harness.sandbox.scenario_env import CannotRunHere
 
 REFERENCE = "reference"
 SEED = "seed"
@@ -166,11 +170,42 @@ def assess(w: Workspace, project: Path, scratch: Path) -> Assessed:
         build(w, dest)
     except (OSError, ValueError) as exc:
         return Assessed(w, (), (), setup_error=str(exc))
-    ctx = CheckContext(seed=project / w.scenario.seed, scenario=w.scenario)
+    try:
+        ctx = _context(w.scenario, project, dest)
+    except CannotRunHere as exc:
+        return Assessed(w, (), (), setup_error=str(exc))
     first = tuple(run_checks(w.scenario.checks, dest, ctx))
     second = tuple(run_checks(w.scenario.checks, dest, ctx))
-    shutil.rmtree(dest, ignore_errors=True)
+    shutil.rmtree(dest.parent, ignore_errors=True)
     return Assessed(w, first, second)
+
+
+def _context(scenario: ScenarioJob, project: Path, dest: Path) -> CheckContext:
+    """The checks' context: a scenario with a view of its own (a workdir, mounts, an environment)
+    is assessed in the sandbox the grader uses, so validate sees the paths the agent sees."""
+    seen = checks_view(scenario, project, dest, dest.parent, mounts_from=None)
+    if seen is None:
+        return CheckContext(seed=project / scenario.seed, scenario=scenario)
+    iso = select("auto")
+    refuse_without_mounts(scenario, iso.name)
+    wrap = check_wrapper(
+        iso,
+        home=dest.parent / "home",
+        read_only=seen.read_only,
+        mounts=seen.mounts,
+        cwd_map=(dest, Path(scenario.workdir)) if scenario.workdir else None,
+    )
+    if wrap is None and needs_view(scenario):
+        raise CannotRunHere(f"cannot run here: scenario {scenario.id!r} needs the bwrap or unshare isolation")
+    return CheckContext(
+        seed=project / scenario.seed,
+        scenario=scenario,
+        env=seen.variables(
+            {k: v for k, v in os.environ.items() if k in ("PATH", "LANG", "LC_ALL", "TZ", "HOME")}
+        ),
+        wrap=wrap,
+        path_first=seen.path_first,
+    )
 
 
 def _flaky(sid: str, j: Assessed) -> list[Problem]:

@@ -2,7 +2,8 @@
 
 artifacts (the run-directory format) is the bottom; sandbox runs untrusted commands; trial runs
 one trial with them; checks and grade judge a run; batch runs many trials; report reads grades;
-the CLI (cli, commands) composes everything. docs/architecture.md draws the same map. Every
+importers (`assay import`) read other formats and run a solution in the sandbox; the CLI (cli,
+commands) composes everything. docs/architecture.md draws the same map. Every
 import counts: at module level, inside a function, or under TYPE_CHECKING.
 """
 
@@ -16,18 +17,35 @@ ROOT = Path(__file__).resolve().parents[1]
 
 FORBIDDEN: dict[str, frozenset[str]] = {
     "artifacts": frozenset(
-        {"sandbox", "gateway", "trial", "checks", "grade", "batch", "report", "validity", "commands", "cli"}
+        {
+            "sandbox",
+            "gateway",
+            "trial",
+            "checks",
+            "grade",
+            "batch",
+            "report",
+            "validity",
+            "commands",
+            "cli",
+            "importers",
+        }
     ),
     "sandbox": frozenset(
-        {"gateway", "trial", "checks", "grade", "batch", "report", "validity", "commands", "cli"}
+        {"gateway", "trial", "checks", "grade", "batch", "report", "validity", "commands", "cli", "importers"}
     ),
-    "gateway": frozenset({"trial", "checks", "grade", "batch", "report", "validity", "commands", "cli"}),
-    "trial": frozenset({"checks", "grade", "batch", "report", "validity", "commands", "cli"}),
-    "checks": frozenset({"trial", "grade", "batch", "report", "validity", "commands", "cli"}),
-    "grade": frozenset({"trial", "batch", "report", "validity", "commands", "cli"}),
-    "batch": frozenset({"report", "validity", "commands", "cli"}),
-    "report": frozenset({"sandbox", "gateway", "trial", "checks", "batch", "validity", "commands", "cli"}),
-    "validity": frozenset({"trial", "grade", "batch", "report", "commands", "cli"}),
+    "gateway": frozenset(
+        {"trial", "checks", "grade", "batch", "report", "validity", "commands", "cli", "importers"}
+    ),
+    "trial": frozenset({"checks", "grade", "batch", "report", "validity", "commands", "cli", "importers"}),
+    "checks": frozenset({"trial", "grade", "batch", "report", "validity", "commands", "cli", "importers"}),
+    "grade": frozenset({"trial", "batch", "report", "validity", "commands", "cli", "importers"}),
+    "batch": frozenset({"report", "validity", "commands", "cli", "importers"}),
+    "report": frozenset(
+        {"sandbox", "gateway", "trial", "checks", "batch", "validity", "commands", "cli", "importers"}
+    ),
+    "validity": frozenset({"trial", "grade", "batch", "report", "commands", "cli", "importers"}),
+    "importers": frozenset({"gateway", "checks", "grade", "batch", "report", "validity", "commands", "cli"}),
 }
 """harness package (or top module) -> harness packages it must not import."""
 

@@ -17,6 +17,7 @@ class ScenarioFilter(SpecModel):
     family: str | list[str] | None = Field(default=None, description="Only these families.")
     language: str | list[str] | None = Field(default=None, description="Only these languages.")
     ids: list[str] | None = Field(default=None, description="Only these ids.")
+    tags: str | list[str] | None = Field(default=None, description="Only scenarios with one of these tags.")
 
 
 class VersionDoc(SpecModel):

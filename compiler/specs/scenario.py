@@ -29,6 +29,38 @@ class NegativeDoc(SpecModel):
     description: str | None = Field(default=None, description="What the overlay breaks.")
 
 
+class MountDoc(SpecModel):
+    """A folder of the scenario made visible at an absolute path inside the sandbox."""
+
+    path: str = Field(description="Absolute path where it appears (e.g. /data, /tests).")
+    from_: str = Field(alias="from", description="Folder, relative to the scenario file.")
+    writable: bool | None = Field(
+        default=None, description="A per-trial copy the agent may change (default: read-only)."
+    )
+    hidden: bool | None = Field(
+        default=None, description="Only the checks see it, never the agent (a suite's hidden tests)."
+    )
+
+
+class EnvironmentDoc(SpecModel):
+    """What the scenario needs installed: built once, cached, used offline by the agent and the checks."""
+
+    python: str | None = Field(
+        default=None,
+        description="Interpreter version the scenario needs, e.g. '3.13' (refused where absent).",
+    )
+    pip: list[str] | None = Field(default=None, description="pip requirements (name==version, ...).")
+    apt: list[str] | None = Field(default=None, description="Debian packages.")
+
+
+class ScenarioLimitsDoc(SpecModel):
+    """Limits of this scenario's trials; each stays within the matrix's."""
+
+    timeout_s: float | None = Field(default=None, description="Agent wall-clock limit per session.")
+    cpus: float | None = Field(default=None, description="CPUs the agent's process tree may use.")
+    memory_mb: int | None = Field(default=None, description="Memory limit of the agent's process tree.")
+
+
 class ScenarioDoc(SpecModel):
     """`scenarios/<id>/scenario.yaml`."""
 
@@ -75,5 +107,24 @@ class ScenarioDoc(SpecModel):
     notable_exits: list[int] | None = Field(default=None, description="Tool exit codes reported as findings.")
     state_setup: list[str] | None = Field(
         default=None, description="Commands seeding the treatment's state directory."
+    )
+    tags: list[str] | None = Field(
+        default=None, description="Labels a matrix can select by (`scenarios: {tags: [...]}`)."
+    )
+    workdir: str | None = Field(
+        default=None,
+        description="Absolute path where the workspace appears for the agent, the checks and validate (e.g. /app).",
+    )
+    mounts: list[MountDoc] | None = Field(
+        default=None, description="Other folders of the scenario at absolute paths."
+    )
+    environment: EnvironmentDoc | None = Field(
+        default=None, description="Interpreter and packages the agent and the checks need."
+    )
+    env: dict[str, str] | None = Field(
+        default=None, description="Environment variables of the agent and the checks (a Dockerfile's ENV)."
+    )
+    limits: ScenarioLimitsDoc | None = Field(
+        default=None, description="Per-scenario limits, each within the matrix's."
     )
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

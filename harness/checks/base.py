@@ -53,7 +53,10 @@ class CheckContext:
         timeout_s: A cap on every check's own timeout, or None.
         wrap: An isolation wrapper applied to every check command's argv, or None.
         answer_file: Where the agent's answer.json is (default: `answer.json` in the workspace).
+        sandboxed: `wrap` puts every command in a sandbox that is its own pid and network
+            namespace (bwrap, unshare): the process wrapper adds no namespaces of its own.
         extra: Free-form values for out-of-tree kinds.
+        path_first: Folders before everything else on the PATH of check commands.
     """
 
     seed: Path | None = None
@@ -63,7 +66,11 @@ class CheckContext:
     timeout_s: float | None = None
     wrap: Wrapper | None = None
     answer_file: Path | None = None
+    sandboxed: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
+    path_first: tuple[str, ...] = ()
+    """Folders put first on the PATH of check commands, before the harness's own tools (a
+    scenario environment's `bin`: the interpreter and packages its tests need)."""
 
     def timeout_for(self, spec: CheckSpec) -> float:
         """The effective timeout of one check."""
@@ -98,6 +105,16 @@ def as_list(value: Any) -> list[Any]:
     if isinstance(value, list | tuple):
         return list(value)
     return [value]
+
+
+def sandbox_cwd(argv: list[str], cwd: str, ctx: CheckContext) -> list[str]:
+    """argv that enters an absolute folder inside the sandbox first (a scenario's workdir or mount,
+    which exists only there); CheckError without a sandbox."""
+    if ctx.wrap is None:
+        raise CheckError(
+            f"working folder {cwd!r} exists only inside the sandbox, and this check runs without one"
+        )
+    return ["/bin/sh", "-c", 'cd "$0" && exec "$@"', cwd, *argv]
 
 
 def inside(workspace: Path, relative: str) -> Path:

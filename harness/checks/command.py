@@ -30,7 +30,17 @@ from typing import Any
 
 from compiler.contract import CheckSpec
 from harness.checks import _proc, jsonpath
-from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, same_value, unplace
+from harness.checks.base import (
+    CheckContext,
+    CheckError,
+    Verdict,
+    as_list,
+    inside,
+    param,
+    same_value,
+    sandbox_cwd,
+    unplace,
+)
 
 _NOT_RUNNABLE = {126: "is not executable", 127: "was not found"}
 
@@ -43,13 +53,18 @@ class CommandCheck:
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
         run = param(spec, "run", required=True)
         argv = [shell(), "-c", run] if isinstance(run, str) else [str(a) for a in run]
+        where = str(param(spec, "cwd", "."))
+        if where.startswith("/"):  # a folder only the sandbox shows (a scenario's workdir or mount)
+            argv, cwd = sandbox_cwd(argv, where, ctx), workspace
+        else:
+            cwd = inside(workspace, where)
+            if not cwd.is_dir():
+                raise CheckError(f"working folder {param(spec, 'cwd')!r} does not exist in the workspace")
         if ctx.wrap is not None:
             argv = list(ctx.wrap(argv))
-        cwd = inside(workspace, str(param(spec, "cwd", ".")))
-        if not cwd.is_dir():
-            raise CheckError(f"working folder {param(spec, 'cwd')!r} does not exist in the workspace")
         timeout = ctx.timeout_for(spec)
-        done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
+        env = command_env(spec, workspace, ctx)
+        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
         shown = run if isinstance(run, str) else " ".join(argv)
         if done.timed_out:
             raise CheckError(f"`{shown}` timed out after {timeout:g}s")
@@ -89,7 +104,7 @@ def command_env(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> dict[str
     env = dict(os.environ if ctx.env is None else ctx.env)
     # Checks are the grader's, not the agent's: they use the harness's interpreter and tools.
     own_bin = str(Path(sys.executable).parent)
-    env["PATH"] = os.pathsep.join([own_bin, env.get("PATH", os.defpath)])
+    env["PATH"] = os.pathsep.join([*ctx.path_first, own_bin, env.get("PATH", os.defpath)])
     # A check must not change what it assesses (bytecode, lint caches) nor what a rerun sees.
     env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
     env.setdefault("RUFF_NO_CACHE", "true")

@@ -23,7 +23,7 @@ from typing import Any
 from compiler.contract import CheckSpec
 from harness.artifacts.records import CaseOutcome
 from harness.checks import _proc
-from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param
+from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, sandbox_cwd
 from harness.checks.command import command_env, shell, tail
 
 JUNIT = 'exec 3>&1 1>&2; exec "$@" --junitxml=/dev/fd/3'
@@ -45,11 +45,16 @@ class PytestCheck:
         args = [str(a) for a in as_list(param(spec, "args"))]
         python = str(param(spec, "python", "python3"))
         argv = [shell(), "-c", JUNIT, "pytest", python, *PYTEST, *args, *tests]
+        where = str(param(spec, "cwd", "."))
+        if where.startswith("/"):  # a folder only the sandbox shows (the workdir, /tests)
+            argv, cwd = sandbox_cwd(argv, where, ctx), workspace
+        else:
+            cwd = _cwd(spec, workspace, ctx)
         if ctx.wrap is not None:
             argv = list(ctx.wrap(argv))
-        cwd = _cwd(spec, workspace, ctx)
         timeout = ctx.timeout_for(spec)
-        done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
+        env = command_env(spec, workspace, ctx)
+        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
         if done.timed_out:
             raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr, workspace)}")
         cases = parse_junit(done.stdout)

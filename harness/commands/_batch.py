@@ -15,6 +15,7 @@ from harness.batch import versions
 from harness.batch.executor.task import IO_ERROR, io_detail
 from harness.batch.select import from_files, matrix_settings, select
 from harness.errors import TreeBusy, TreeUnwritable, UsageError
+from harness.sandbox import isolation, scenario
 
 
 def add_options(parser: argparse.ArgumentParser) -> None:
@@ -184,6 +185,8 @@ def _run_held(
 ) -> int:
     """The batch, with the run tree held by this process."""
     versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
+    if args.executor != "dask":  # a cluster's workers build environments where they run
+        scenario.prepare(((j.scenario, isolation.select(j.options.isolation).name) for j in jobs), project)
     plan = batch.plan(
         jobs,
         project=project,

@@ -33,6 +33,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def execute(args: argparse.Namespace) -> int:
     """Compile, assess, print; 0 valid, 1 invalid, 2 spec errors, 3 nothing selected."""
     from compiler.pipeline import build
+    from harness.sandbox import isolation, scenario
     from harness.validity import validate
 
     root = Path(args.project).resolve()
@@ -46,6 +47,7 @@ def execute(args: argparse.Namespace) -> int:
     chosen = [scenarios[s] for s in (sorted(set(args.scenario)) or scenarios)]
     if not chosen:
         raise NothingSelected("no scenario to validate (scenarios/ is empty)")
+    scenario.prepare(((s, isolation.select("auto").name) for s in chosen), root)  # "cannot run here" first
     report = validate(chosen, root, strict=args.strict, jobs=args.jobs)
     if args.format == "json":
         print(json.dumps(as_json(report), indent=2, sort_keys=True))

@@ -11,7 +11,9 @@ or not, and writes one line per request — refused ones included — to its own
 account of tokens independent of what the adapter reports. Under `network: on`
 (`open_network=True`) it is also the sandbox's forward proxy with an open allowlist
 (`egress.py`: CONNECT tunnels and absolute-URI requests, each a log line too), so the
-sandbox keeps its own network namespace and every run has a traffic log.
+sandbox keeps its own network namespace and every run has a traffic log. A trial's budgets
+(`budget.py`) are kept here too: once one is spent, the agent's next model request gets its
+provider's own refusal, and an agent that keeps asking is ended.
 
     with Gateway(run_dir / "gateway", [Route("anthropic", "https://…", headers={"x-api-key": key})],
                  log_path=run_dir / "gateway.jsonl") as gw:
@@ -30,6 +32,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import TracebackType
 
+from harness.gateway.budget import Meter
 from harness.gateway.log import GatewayRecord, read_log, usage_totals
 from harness.gateway.proxy import Handler, Proxy
 from harness.gateway.usage import Usage
@@ -40,6 +43,7 @@ __all__ = [
     "PLACEHOLDER_KEY",
     "Gateway",
     "GatewayRecord",
+    "Meter",
     "Route",
     "Usage",
     "read_log",
@@ -79,14 +83,23 @@ class Gateway:
     """A running gateway; a context manager that removes its socket on exit."""
 
     def __init__(
-        self, folder: Path, routes: Iterable[Route], *, log_path: Path, open_network: bool = False
+        self,
+        folder: Path,
+        routes: Iterable[Route],
+        *,
+        log_path: Path,
+        open_network: bool = False,
+        meter: Meter | None = None,
     ) -> None:
         self.folder = folder
         self.open_network = open_network
         """Also a forward proxy with an open allowlist (`network: on`), see `harness.gateway.egress`."""
+        self.meter = meter
+        """The trial's budgets (`harness.gateway.budget`), when it has any."""
         self.routes = {route.name: route for route in routes}
         self.log_path = log_path
         self._server: _UnixServer | None = None
+        self._proxy: Proxy | None = None
         self._thread: threading.Thread | None = None
 
     @property
@@ -103,7 +116,9 @@ class Gateway:
             )
         self.socket_path.unlink(missing_ok=True)
         shutil.copyfile(Path(__file__).with_name(FORWARDER_NAME), self.folder / FORWARDER_NAME)
-        proxy = Proxy(self.routes, self.log_path, open_network=self.open_network)
+        proxy = self._proxy = Proxy(
+            self.routes, self.log_path, open_network=self.open_network, meter=self.meter
+        )
         handler = type("BoundHandler", (Handler,), {"proxy": proxy})
         self._server = _UnixServer(str(self.socket_path), handler)
         self.socket_path.chmod(0o666)  # the sandbox's uid may differ from ours
@@ -118,6 +133,10 @@ class Gateway:
 
     def stop(self) -> None:
         """Stop serving and remove the socket."""
+        if self.meter is not None:
+            self.meter.close()
+        if self._proxy is not None:
+            self._proxy.closed.set()
         if self._server is not None:
             self._server.shutdown()
             self._server.server_close()

@@ -31,6 +31,9 @@ class GatewayRecord(BaseModel):
     upstream: str | None = Field(default=None, description="URL forwarded to, None when refused.")
     allowed: bool = Field(description="The request was forwarded.")
     reason: str = Field(default="", description="Why it was refused, or the upstream error.")
+    limit: str | None = Field(
+        default=None, description="The trial's budget that refused it (total_tokens, cost_usd, ...)."
+    )
     status: int = Field(description="HTTP status relayed to the agent.")
     stream: bool = Field(default=False, description="The response was server-sent events.")
     request_bytes: int = Field(default=0, description="Request body size (bytes up a CONNECT tunnel).")

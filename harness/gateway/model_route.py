@@ -22,7 +22,7 @@ from typing import Any
 
 from compiler.contract import Job
 from harness.artifacts.lock import host_tmp
-from harness.gateway import DEFAULT_PORT, PLACEHOLDER_KEY, Gateway, Route, usage_totals
+from harness.gateway import DEFAULT_PORT, PLACEHOLDER_KEY, Gateway, Meter, Route, usage_totals
 from harness.gateway.log import LOG_NAME
 from harness.sandbox.isolation.base import Isolation, Mount
 
@@ -63,6 +63,11 @@ class TrialGateway:
         kept = {k: v for k, v in env.items() if k not in self.hidden_env}
         return {**kept, **proxy_env(self.port)} if self.carries_network else kept
 
+    @property
+    def meter(self) -> Meter | None:
+        """The trial's budgets, kept by the gateway (None: the trial has none)."""
+        return self.gateway.meter
+
     def summary(self) -> dict[str, Any]:
         """For run.json: the log's path and its totals (the independent usage account)."""
         return {"log": LOG_NAME, **usage_totals(self.gateway.log_path)}
@@ -101,7 +106,7 @@ def _key_headers(job: Job, args: Mapping[str, Any]) -> tuple[dict[str, str], tup
 
 @contextlib.contextmanager
 def for_trial(
-    job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Isolation
+    job: Job, args: Mapping[str, Any], *, run_dir: Path, isolation: Isolation, meter: Meter | None = None
 ) -> Iterator[TrialGateway | None]:
     """A gateway for the trial, or None when there is nothing to put behind one.
 
@@ -109,7 +114,8 @@ def for_trial(
     used directly), or under `network: off` when the agent names no `base_url` (the sandbox then
     has no network at all). Under `network: on` there is always one: the sandbox keeps its own
     network namespace and the gateway is also its forward proxy with an open allowlist, so every
-    run has a traffic log; the model route is then open on any path.
+    run has a traffic log; the model route is then open on any path. `meter` keeps the trial's
+    budgets on the model route (`harness.gateway.budget`).
     """
     upstream = args.get("base_url")
     network = job.cell.provisions.network
@@ -127,7 +133,7 @@ def for_trial(
     # The socket's folder is short and outside the run dir: a Unix socket path may not exceed
     # 107 bytes, and a run dir deep in a project easily does.
     folder = host_tmp("gw")
-    gateway = Gateway(folder, routes, log_path=run_dir / LOG_NAME, open_network=network)
+    gateway = Gateway(folder, routes, log_path=run_dir / LOG_NAME, open_network=network, meter=meter)
     rewritten = {**args, "base_url": gateway.base_url(ROUTE, port=port)} if has_model else dict(args)
     if headers:
         rewritten.pop("api_key_env", None)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import threading
 import time
 from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler
@@ -12,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from harness.gateway import egress
+from harness.gateway.budget import Meter, protocol_of, refusal
 from harness.gateway.log import GatewayRecord, LogWriter, dumps
 from harness.gateway.usage import UsageReader
 
@@ -41,11 +43,22 @@ MAX_BODY = 64 * 1024 * 1024
 class Proxy:
     """Routes and the log, shared by every connection."""
 
-    def __init__(self, routes: Mapping[str, Route], log_path: Path, *, open_network: bool = False) -> None:
+    def __init__(
+        self,
+        routes: Mapping[str, Route],
+        log_path: Path,
+        *,
+        open_network: bool = False,
+        meter: Meter | None = None,
+    ) -> None:
         self.routes = routes
         self.log = LogWriter(log_path)
         self.open_network = open_network
         """`network: on`: CONNECT tunnels and absolute-URI requests are carried (see `egress`)."""
+        self.meter = meter
+        """The trial's budgets, when it has any: model requests past them are refused."""
+        self.closed = threading.Event()
+        """Set when the gateway stops: releases the requests held after a budget stop."""
 
     def match(self, method: str, path: str) -> tuple[Route | None, str, str]:
         """(route, upstream path, refusal reason); the reason is empty when allowed."""
@@ -97,10 +110,18 @@ class Handler(BaseHTTPRequestHandler):
             raise ValueError("request body too large")
         return self.rfile.read(length) if length else b""
 
-    def _reply(self, status: int, data: dict[str, Any], record: Callable[[int], None]) -> None:
-        """Send a small JSON answer, logging it first so the log is complete when the agent reads it."""
+    def _reply(
+        self, status: int, data: dict[str, Any], record: Callable[[int], None], *, hold: float = 0.0
+    ) -> None:
+        """Send a small JSON answer, logging it first so the log is complete when the agent reads it.
+
+        hold: seconds to wait before answering unless the gateway closes first (a session being
+        ended after a budget stop: an agent that keeps asking is not answered, and logged, again
+        and again while the harness ends it)."""
         payload = dumps(data).encode()
         record(len(payload))
+        if hold > 0:
+            self.proxy.closed.wait(hold)
         self.send_response(status)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(payload)))
@@ -140,6 +161,29 @@ class Handler(BaseHTTPRequestHandler):
             )
             return
         assert route is not None
+        protocol = protocol_of(self.command, self.path)
+        meter = self.proxy.meter if protocol != "other" else None
+        refused = meter.admit() if meter is not None else None
+        if refused is not None and meter is not None:
+            status, answer = refusal(protocol, refused.message)
+            self._reply(
+                status,
+                answer,
+                hold=meter.hold_s if meter.stop.is_set() else 0.0,
+                record=lambda sent: self.proxy.log.write(
+                    GatewayRecord(
+                        **fields,
+                        allowed=False,
+                        reason=refused.message,
+                        limit=refused.limit,
+                        status=status,
+                        response_bytes=sent,
+                        duration_s=time.monotonic() - clock,
+                        model=requested_model,
+                    )
+                ),
+            )
+            return
         target = urlsplit(route.upstream)
         conn_cls = http.client.HTTPSConnection if target.scheme == "https" else http.client.HTTPConnection
         conn = conn_cls(target.hostname or "", target.port, timeout=UPSTREAM_TIMEOUT_S)
@@ -177,6 +221,9 @@ class Handler(BaseHTTPRequestHandler):
         reader = UsageReader(resp.getheader("Content-Type") or "")
 
         def finish(sent: int, error: str = "") -> None:
+            usage, model = reader.finish(), reader.model or requested_model
+            if meter is not None:
+                meter.record(usage, model)
             self.proxy.log.write(
                 GatewayRecord(
                     **fields,
@@ -186,8 +233,8 @@ class Handler(BaseHTTPRequestHandler):
                     stream=reader.stream,
                     response_bytes=sent,
                     duration_s=time.monotonic() - clock,
-                    model=reader.model or requested_model,
-                    usage=reader.finish(),
+                    model=model,
+                    usage=usage,
                     reason=error,
                 )
             )

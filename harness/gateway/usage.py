@@ -1,7 +1,7 @@
 """Token usage read off model responses as they pass through the gateway.
 
-Three wire protocols: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses,
-each as one JSON body or as server-sent events. The raw `usage` objects are kept
+Four wire protocols: Anthropic Messages, OpenAI Chat Completions, OpenAI Responses and Gemini
+(`usageMetadata`), each as one JSON body or as server-sent events. The raw `usage` objects are kept
 verbatim (merged key by key, later events winning: Anthropic's `message_delta` carries
 the final output count, OpenAI sends usage once at the end) and normalised into the
 runner's terms, where `input_tokens` means uncached input.
@@ -59,6 +59,15 @@ def normalise(raw: dict[str, Any]) -> Usage:
             reasoning_tokens=_int((raw.get("output_tokens_details") or {}).get("reasoning_tokens")),
             raw=raw,
         )
+    if "promptTokenCount" in raw or "candidatesTokenCount" in raw:  # Gemini usageMetadata
+        cached, thoughts = _int(raw.get("cachedContentTokenCount")), _int(raw.get("thoughtsTokenCount"))
+        return Usage(
+            input_tokens=_int(raw.get("promptTokenCount")) - cached,
+            output_tokens=_int(raw.get("candidatesTokenCount")) + thoughts,
+            cache_read_tokens=cached,
+            reasoning_tokens=thoughts,
+            raw=raw,
+        )
     return Usage(
         input_tokens=_int(raw.get("input_tokens")),
         output_tokens=_int(raw.get("output_tokens")),
@@ -72,9 +81,10 @@ def _usage_of(obj: Any) -> dict[str, Any] | None:
     if not isinstance(obj, dict):
         return None
     for holder in (obj, obj.get("message"), obj.get("response")):
-        if isinstance(holder, dict) and isinstance(holder.get("usage"), dict):
-            found: dict[str, Any] = holder["usage"]
-            return found
+        for key in ("usage", "usageMetadata"):
+            if isinstance(holder, dict) and isinstance(holder.get(key), dict):
+                found: dict[str, Any] = holder[key]
+                return found
     return None
 
 
@@ -96,8 +106,9 @@ class UsageReader:
             self._merged.update(usage)
         if isinstance(obj, dict):
             for holder in (obj, obj.get("message"), obj.get("response")):
-                if isinstance(holder, dict) and isinstance(holder.get("model"), str):
-                    self.model = holder["model"]
+                for key in ("model", "modelVersion"):  # modelVersion: Gemini
+                    if isinstance(holder, dict) and isinstance(holder.get(key), str):
+                        self.model = holder[key]
 
     def feed(self, chunk: bytes) -> None:
         """Take the next piece of the body."""

@@ -20,6 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from compiler.contract import BUDGETS
 from harness.artifacts import index
 from harness.artifacts.grade_sections import Snapshots
 from harness.artifacts.names import GRADE_FILE
@@ -28,15 +29,20 @@ from harness.artifacts.run_view import MissingArtifacts, RunView, load_view, rea
 from harness.artifacts.store import FutureSchemaError, write_record
 from harness.checks import CheckContext, run_checks, snapshot_validity
 from harness.checks.engine import scrub_outcome
+from harness.checks.registry import READ_ONLY_KINDS
 from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
 from harness.sandbox import isolation, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
+from harness.sandbox.scenario import View, checks_view, needs_view
+from harness.sandbox.scenario_env import CannotRunHere
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
+IN_PROCESS = "in-process"
+"""`details.check_isolation` of a grade whose checks all read in the grader's process (no command ran)."""
 
 
 @functools.cache
@@ -61,20 +67,43 @@ def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
 
 
-def _check_wrap(view: RunView, workspace: Path, project: Path | None) -> tuple[Any, str]:
+def _check_wrap(
+    view: RunView, workspace: Path, project: Path | None, seen: View | None
+) -> tuple[Any, str, bool]:
     """Check commands run in the agent's isolation (they execute its code), network off; without
-    one (isolation `none`, or it cannot run here) only in a network namespace, as before.
+    one (isolation `none`, or it cannot run here) only in a network namespace, as before. A
+    scenario's view (workdir, mounts, environment) needs the isolation: without it the run is
+    ungradeable here.
 
-    Returns the wrapper and its name, recorded in the grade (`details.check_isolation`)."""
+    Returns the wrapper, its name (recorded in the grade: `details.check_isolation`), and whether
+    it is a sandbox with namespaces of its own (`CheckContext.sandboxed`)."""
     try:
         iso = isolation.select(view.job.options.isolation)
     except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
         iso = None
     tools = [d for rel in view.job.cell.provisions.path if (d := proj.project_dir(project, rel)) is not None]
-    wrap = check_wrapper(iso, home=workspace.parent / "home", read_only=tools) if iso is not None else None
+    if seen is not None:
+        tools += list(seen.read_only)
+    workdir = view.job.scenario.workdir
+    wrap = (
+        check_wrapper(
+            iso,
+            home=workspace.parent / "home",
+            read_only=tools,
+            mounts=seen.mounts if seen else (),
+            cwd_map=(workspace, Path(workdir)) if seen and workdir else None,
+        )
+        if iso is not None
+        else None
+    )
     if wrap is not None and iso is not None:
-        return wrap, iso.name
-    return (_no_network, "netns") if _netns_prefix() else (None, "none")
+        return wrap, iso.name, isolation.confines(iso)
+    if seen is not None and needs_view(view.job.scenario):
+        raise MissingArtifacts(
+            "the scenario shows folders at fixed paths (workdir, mounts): its checks need the bwrap or "
+            "unshare isolation, which cannot run here"
+        )
+    return (_no_network, "netns", False) if _netns_prefix() else (None, "none", False)
 
 
 def check_env() -> dict[str, str]:
@@ -105,7 +134,7 @@ def failed_to_run(record: RunRecord) -> str | None:
         return "the agent timed out"
     if record.exit_code == 75:
         return "provider or infrastructure failure (exit 75) after retries"
-    if record.exit_code is None:
+    if record.exit_code is None and not (record.limits_hit and set(record.limits_hit) <= set(BUDGETS)):
         return "the agent never exited on its own" + (
             f" ({', '.join(record.limits_hit)})" if record.limits_hit else ""
         )
@@ -131,7 +160,7 @@ def current_hash(run_dir: Path, *, project: Path | None = None) -> str:
     job = read_job(run_dir, project)
     scenario = proj.current_scenario(project, job)
     exps = expectations.resolve(scenario.expectations, expectations.library(project))
-    return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps)
+    return proj.grader_hash(scenario, proj.project_dir(project, scenario.grader), exps, project)
 
 
 def grade_run(
@@ -188,7 +217,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         exps = expectations.resolve(scenario.expectations, expectations.library(project))
         if judge is None and scenario.judges:
             judge = judges_of(scenario.judges)
-        base["grader_hash"] = proj.grader_hash(scenario, grader_dir, exps)
+        base["grader_hash"] = proj.grader_hash(scenario, grader_dir, exps, project)
         base["unverified_runtime_claims"] = scenario.runtime_only
         why = failed_to_run(record)
         if why is not None:
@@ -204,13 +233,25 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         )
     except (MissingArtifacts, proj.UnknownScenario) as exc:
         return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+    plain = not needs_view(scenario) and scenario.environment is None and not scenario.env
+    if plain and grader_dir is None and all(c.kind in READ_ONLY_KINDS for c in view.checks):
+        # Nothing runs in the workspace and nothing hidden goes into it: no copy to make.
+        return _assess(view, view.workspace, judge, scenario.notable_exits, project, base, in_place=True)
     scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
     try:
         workspace = scratch / "ws"
         shutil.copytree(view.workspace, workspace, symlinks=True)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
-        return _assess(view, workspace, judge, scenario.notable_exits, project, base)
+        try:
+            seen = (
+                checks_view(scenario, project, workspace, scratch, mounts_from=run_dir)
+                if project is not None
+                else None
+            )
+            return _assess(view, workspace, judge, scenario.notable_exits, project, base, seen)
+        except (MissingArtifacts, CannotRunHere) as exc:
+            return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
     finally:
         shutil.rmtree(scratch, ignore_errors=True)
 
@@ -248,16 +289,24 @@ def _assess(
     notable: Sequence[int],
     project: Path | None,
     base: dict[str, Any],
+    seen: View | None = None,
+    *,
+    in_place: bool = False,
 ) -> Grade:
-    wrapper, wrapper_name = _check_wrap(view, workspace, project)
+    # In place, every check reads in this process: no command, so no wrapper to confine one.
+    wrapper, wrapper_name, sandboxed = (
+        (None, IN_PROCESS, False) if in_place else _check_wrap(view, workspace, project, seen)
+    )
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,
         scenario=view.job.scenario,
-        env=check_env(),
+        env=seen.variables(check_env()) if seen else check_env(),
         timeout_s=None,
         wrap=wrapper,
+        sandboxed=sandboxed,
         extra={"run": view, "judge": judge},
+        path_first=seen.path_first if seen else (),
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
     raw = [scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]

@@ -8,10 +8,15 @@ is compiled, it grades by the run's own job.json.
 
 from __future__ import annotations
 
+import copy
+import functools
 import hashlib
 import json
 from functools import cache
 from pathlib import Path, PurePosixPath
+from typing import Any
+
+import yaml
 
 from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_job_file, load_manifest
 
@@ -78,6 +83,19 @@ def _manifest(gen: Path, mtime_ns: int) -> Manifest:
     return load_manifest(gen)
 
 
+def read_yaml(path: Path) -> Any:
+    """A project file's YAML (the price table, an expectation), parsed once per version of the
+    file: grading a tree reads the same few files for every run, and parsing them cost more than
+    the rest of a grade of a trivial run. The caller gets its own copy."""
+    st = path.stat()
+    return copy.deepcopy(_yaml(path.resolve(), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _yaml(path: Path, mtime_ns: int, size: int) -> Any:
+    return yaml.safe_load(path.read_text(encoding="utf-8"))
+
+
 def project_dir(project: Path | None, relative: str | None) -> Path | None:
     """A project-relative folder, or None."""
     if project is None or relative is None:
@@ -98,14 +116,20 @@ def code_version() -> str:
 
 
 def grader_hash(
-    scenario: ScenarioJob, grader_files: Path | None, expectations: list[dict[str, object]]
+    scenario: ScenarioJob,
+    grader_files: Path | None,
+    expectations: list[dict[str, object]],
+    project: Path | None = None,
 ) -> str:
-    """grader code version + the scenario's checks and expectations + the grader files."""
+    """grader code version + the scenario's checks and expectations + the grader files (and the
+    files of its hidden mounts, a suite's tests, when the project is known)."""
     digest = hashlib.sha256(code_version().encode())
     digest.update(json.dumps([c.model_dump(mode="json") for c in scenario.checks], sort_keys=True).encode())
     digest.update(json.dumps(expectations, sort_keys=True, default=str).encode())
     digest.update(json.dumps(list(scenario.notable_exits)).encode())
-    if grader_files is not None and grader_files.is_dir():
-        for path in sorted(p for p in grader_files.rglob("*") if p.is_file()):
-            digest.update(path.relative_to(grader_files).as_posix().encode() + b"\0" + path.read_bytes())
+    hidden = [project_dir(project, m.source) for m in scenario.mounts if m.hidden]
+    for folder in [grader_files, *hidden]:
+        if folder is not None and folder.is_dir():
+            for path in sorted(p for p in folder.rglob("*") if p.is_file()):
+                digest.update(path.relative_to(folder).as_posix().encode() + b"\0" + path.read_bytes())
     return "g1-" + digest.hexdigest()[:24]

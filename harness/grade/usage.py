@@ -1,70 +1,21 @@
-"""Usage and cost from usage.jsonl and a pinned, versioned price table (never the agent's figure).
+"""Usage and cost from usage.jsonl and the project's pinned, versioned price table (never the agent's
+figure; `harness.artifacts.prices`).
 
-`specs/prices.yaml`:
-
-    kind: prices
-    version: "2026-11"            # recorded with every cost computed from it
-    unit: usd_per_million_tokens
-    models:
-      claude-sonnet-4-5: { input: 3.0, output: 15.0, cache_read: 0.3, cache_write: 3.75 }
-
-A model id matches its exact key, else the longest key it starts with (dated snapshots). The model is
-the run's (the agent spec's `model`, recorded in run.json); only when the run names none is each turn
-priced as the model its usage row names (the scripted agent's `scripted`, an adapter that reports the
-model it was answered by).
-Reasoning tokens are part of output where providers report them, so they are not billed twice.
+The model is the run's (the agent spec's `model`, recorded in run.json); only when the run names none
+is each turn priced as the model its usage row names (the scripted agent's `scripted`, an adapter that
+reports the model it was answered by).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
-
-import yaml
+from collections.abc import Sequence
 
 from harness.artifacts.grade_sections import Usage
+from harness.artifacts.prices import KINDS as _KINDS
+from harness.artifacts.prices import PriceTable, PriceTableError, load_prices
 from harness.artifacts.readers import Turn
 
-PRICES_FILE = Path("specs") / "prices.yaml"
-_KINDS = ("input", "output", "cache_read", "cache_write")
-
-
-class PriceTableError(ValueError):
-    """specs/prices.yaml is not a price table."""
-
-
-@dataclass(frozen=True)
-class PriceTable:
-    """USD per million tokens, per model and token kind."""
-
-    version: str
-    models: Mapping[str, Mapping[str, float]]
-
-    def rates(self, model: str) -> Mapping[str, float] | None:
-        """The rates of a model id, or None when the table does not price it."""
-        if model in self.models:
-            return self.models[model]
-        keys = sorted((k for k in self.models if model.startswith(k)), key=len, reverse=True)
-        return self.models[keys[0]] if keys else None
-
-
-def load_prices(project: Path | None) -> PriceTable | None:
-    """The project's price table, or None when it has none."""
-    if project is None or not (project / PRICES_FILE).is_file():
-        return None
-    raw: Any = yaml.safe_load((project / PRICES_FILE).read_text(encoding="utf-8"))
-    if not isinstance(raw, dict) or raw.get("kind") != "prices" or not isinstance(raw.get("models"), dict):
-        raise PriceTableError(f"{PRICES_FILE}: expected kind: prices with a models map")
-    if not raw.get("version"):
-        raise PriceTableError(f"{PRICES_FILE}: a price table needs a version")
-    models: dict[str, dict[str, float]] = {}
-    for name, rates in raw["models"].items():
-        if not isinstance(rates, dict) or set(rates) - set(_KINDS):
-            raise PriceTableError(f"{PRICES_FILE}: models.{name}: rates must be a map of {', '.join(_KINDS)}")
-        models[str(name)] = {k: float(v) for k, v in rates.items()}
-    return PriceTable(str(raw["version"]), models)
+__all__ = ["PriceTable", "PriceTableError", "cost", "load_prices", "priced_model", "usage"]
 
 
 def priced_model(turns: Sequence[Turn], model: str | None) -> str | None:
@@ -84,15 +35,11 @@ def cost(turns: Sequence[Turn], model: str | None, table: PriceTable | None) -> 
     total = 0.0
     for turn in turns:
         name = model or turn.model or ""
-        rates = table.rates(name)
-        if rates is None:
+        usd = table.usd(name, {kind: getattr(turn, kind) for kind in _KINDS})
+        if usd is None:
             return None, f"{table.version}: model {name} is not priced"
-        total += sum(
-            getattr(turn, kind)
-            * rates.get(kind, rates.get("input", 0.0) if kind.startswith("cache") else 0.0)
-            for kind in _KINDS
-        )
-    return round(total / 1_000_000, 6), table.version
+        total += usd
+    return round(total, 6), table.version
 
 
 def usage(

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.sandbox.gate import Gate
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec, confines
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.pathsafe import collect
 
@@ -40,6 +41,9 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    host_cwd: Path | None = None
+    """Where the launcher itself starts when `cwd` exists only inside the sandbox (a scenario's
+    workdir, where a mount shows the workspace); None: `cwd`."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
         """What `argv` may see and do."""
@@ -67,8 +71,12 @@ class Launcher:
         output_cap: int = 10_000_000,
         capture: bool = False,
         cancel: threading.Event | None = None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
-        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
+        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported.
+
+        With a `gate`, argv is `gate.wrap(phase, command)`: a first phase in the same sandbox
+        (`harness.sandbox.gate`)."""
         with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
             done = self._run(
                 box.argv,
@@ -78,6 +86,7 @@ class Launcher:
                 output_cap=output_cap,
                 capture=capture,
                 cancel=cancel,
+                gate=gate,
             )
             hits = box.limits_hit(done.exit_code)
         if self.outbox is not None:
@@ -94,10 +103,11 @@ class Launcher:
         output_cap: int,
         capture: bool,
         cancel: threading.Event | None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
         return proc.run(
             argv,
-            cwd=self.cwd,
+            cwd=self.host_cwd or self.cwd,
             env=self.env,
             stdin=stdin,
             timeout_s=timeout_s,
@@ -107,6 +117,8 @@ class Launcher:
             network=self.network,
             ro_binds=self.ro_binds,
             cancel=cancel,
+            namespaces=not confines(self.isolation),
+            gate=gate,
         )
 
     def shell(self, command: str, **kwargs: object) -> proc.ProcResult:

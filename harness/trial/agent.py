@@ -10,7 +10,9 @@ run directory as `reference_dir`.
 
 from __future__ import annotations
 
-import importlib.util
+import re
+import shlex
+import site
 import sys
 from pathlib import Path
 from typing import Any
@@ -20,19 +22,33 @@ import yaml
 import adapters
 from compiler.contract import Job
 from harness.errors import UsageError
+from harness.plugins import Plugins
 from harness.trial.workspace import copy_tree
 
 CODE_ROOT = Path(adapters.__file__).resolve().parent.parent
 """The folder holding the adapters package, put on the adapter's sys.path (not its env)."""
 
+ADAPTERS = Plugins(
+    "adapter", {name: f"adapters.{name}" for name in adapters.__all__}, also=("command",), dotted="pkg.mod"
+)
+"""Built-in adapters by short name -> the module run as `python -m` (the compiler checks the
+same names, `compiler.load.builtin_adapters`)."""
+
 REFERENCE_DIR = ".assay/reference"
 """Run-dir-relative copy of the scenario's reference, for the oracle only."""
 
-_RUN_MODULE = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+_RUN_MODULE = (
+    "import sys; sys.path[0:0] = [sys.argv.pop(1)]; sys.path += sys.argv.pop(1).split(':'); "
+    "import runpy; runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+)
+"""Runs an adapter module as __main__ with the code root first on sys.path and the harness's
+site-packages last. Started with `-S`: `site` (which imports the editable install's path hooks,
+half of a cold start) is not needed, the code root already being on the path."""
 
 
 def _python_module(module: str) -> list[str]:
-    return [sys.executable, "-c", _RUN_MODULE, str(CODE_ROOT), module]
+    sites = ":".join(p for p in site.getsitepackages() if Path(p).is_dir())
+    return [sys.executable, "-S", "-c", _RUN_MODULE, str(CODE_ROOT), sites, module]
 
 
 def command(job: Job) -> list[str]:
@@ -42,14 +58,77 @@ def command(job: Job) -> list[str]:
         if not agent.command:
             raise UsageError(f"agent {agent.id!r}: adapter 'command' needs a command")
         return ["sh", "-c", agent.command]
-    if "." not in agent.adapter:
-        module = f"adapters.{agent.adapter}"
-        if importlib.util.find_spec(module) is None:
-            raise UsageError(
-                f"agent {agent.id!r}: no built-in adapter {agent.adapter!r} (no module {module})"
-            )
-        return _python_module(module)
-    return _python_module(agent.adapter)
+    try:
+        module = ADAPTERS.target(agent.adapter)
+    except UsageError as exc:
+        raise UsageError(f"agent {agent.id!r}: {exc}") from None
+    return _python_module(module)
+
+
+def host_files(job: Job) -> list[Path]:
+    """Host files the adapter's command names (seed 000's adapter by host path), to be mounted
+    read-only at their own paths; AdapterCannotStart when one is missing here."""
+    missing = [p for p in job.agent.host_files if not Path(p).exists()]
+    if missing:
+        raise AdapterCannotStart(
+            f"agent {job.agent.id!r}: its command names {', '.join(missing)}, missing on this machine"
+        )
+    return [Path(p) for p in sorted(job.agent.host_files)]
+
+
+class AdapterCannotStart(RuntimeError):
+    """A harness-side reason the adapter cannot start (a missing file, a sandbox that does not
+    start, a program the shell cannot find): the run failed to run, it is not the agent's failure."""
+
+
+LAUNCH_PROBE = (
+    'for f in "$@"; do [ -r "$f" ] || { echo "assay: $f is not readable in the sandbox" >&2; exit 126; }; done; '
+    'command -v "$0" >/dev/null 2>&1 || { echo "assay: $0 is not found in the sandbox" >&2; exit 127; }'
+)
+"""Exits 0 when the adapter's program and the files it names are there, inside the sandbox."""
+
+
+def launch_probe(job: Job, argv: list[str]) -> list[str]:
+    """A command that checks, inside the sandbox, that the adapter can start."""
+    program = argv[0]
+    if job.agent.adapter == "command" and job.agent.command:
+        program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
+    return ["/bin/sh", "-c", LAUNCH_PROBE, program, *sorted(job.agent.host_files)]
+
+
+SHELL_WORDS = frozenset({"if", "for", "while", "until", "case", "exec", "cd", "export", "set", "source", "."})
+
+
+def _program(command: str) -> str | None:
+    """The program a simple shell command starts (None for a compound one: `(...)`, `if`, `a | b`)."""
+    try:
+        words = shlex.split(command)
+    except ValueError:
+        return None
+    while words and re.match(r"^\w+=", words[0]):
+        words = words[1:]
+    if not words or not re.fullmatch(r"[\w./+-]+", words[0]) or words[0] in SHELL_WORDS:
+        return None
+    return words[0]
+
+
+LAUNCH_FAILURE = ("not found", "Permission denied", "No such file or directory", "cannot execute")
+
+
+def launch_failure(job: Job, exit_code: int | None, log_tail: str) -> str | None:
+    """Why an adapter that exited 126/127 never started (the shell's own message about its program);
+    None when the exit is the agent's own."""
+    if exit_code not in (126, 127):
+        return None
+    program = _program(job.agent.command or "") if job.agent.adapter == "command" else sys.executable
+    if program is None:
+        return None
+    lines = [
+        line for line in log_tail.splitlines() if program in line and any(m in line for m in LAUNCH_FAILURE)
+    ]
+    if not lines:
+        return None
+    return f"the adapter could not start (exit {exit_code}): {lines[-1].strip()[:300]}"
 
 
 def _project_file(project: Path, rel: str) -> Path | None:
@@ -115,6 +194,6 @@ def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
 
 def describe(argv: list[str]) -> str:
     """A short human label of what ran, for run.json."""
-    if len(argv) >= 5 and argv[1] == "-c" and argv[2] == _RUN_MODULE:
-        return f"python -m {argv[4]}"
+    if _RUN_MODULE in argv:
+        return f"python -m {argv[-1]}"
     return " ".join(argv)

@@ -30,7 +30,8 @@ from harness.artifacts.names import (
 )
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits
 from harness.sandbox.launch import Launcher
-from harness.trial.agent import CODE_ROOT
+from harness.sandbox.scenario import View
+from harness.trial.agent import CODE_ROOT, host_files
 
 if TYPE_CHECKING:
     from harness.trial.provision import Provided
@@ -139,6 +140,10 @@ def build(
         env["BENCH_MCP_SERVERS"] = json.dumps(
             {k: v.model_dump(mode="json") for k, v in prov.mcp_servers.items()}, sort_keys=True
         )
+    if job.scenario.workdir is not None:  # the workspace as the agent sees it
+        workdir = job.scenario.workdir
+        env.update(PWD=workdir, BENCH_WORKSPACE=workdir, BENCH_ANSWER=f"{workdir}/answer.json")
+    env.update(job.scenario.env)
     env.update(prov.env)
     env.update(job.agent.env)
     return env
@@ -152,8 +157,10 @@ def launcher(
     iso: Isolation,
     extra: tuple[Mount, ...] = (),
     prefix: tuple[str, ...] = (),
+    seen: View | None = None,
 ) -> Launcher:
-    """The sandbox every command of the trial runs in: setup, canaries and the agent."""
+    """The sandbox every command of the trial runs in: setup, canaries and the agent (and the
+    scenario's own view: its workspace at its workdir, its mounts, its environment)."""
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
     code_dirs = {Path(sys.prefix), Path(sys.base_prefix), CODE_ROOT / "adapters"}
@@ -167,6 +174,10 @@ def launcher(
         p for p in (assay_dir, paths.skill_dir, paths.agent_cache, cache_real) if p is not None and p.exists()
     ]
     read_only = list(dict.fromkeys(read_only))
+    shown = [*own, *read_only, *code_dirs]
+    # A command agent's adapter named by its host path (seed 000's --agent-cmd), read-only, unless
+    # a folder the sandbox shows at its own path holds it already.
+    adapter_files = [f for f in host_files(job) if not any(f.is_relative_to(d) for d in shown)]
     mounts = (
         # The sandbox's run directory is an outbox: adapters write usage.jsonl & co. where their
         # environment says, but never see job.json, snapshots or records, nor plant links there.
@@ -176,10 +187,14 @@ def launcher(
         *provided.mounts,
         *(Mount(src=d, dest=d, writable=False) for d in sorted(code_dirs)),
         *extra,
+        *(seen.mounts if seen else ()),
+        *(Mount(src=d, dest=d, writable=False) for d in (seen.read_only if seen else ())),
+        *(Mount(src=f, dest=f, writable=False) for f in adapter_files),
     )
     return Launcher(
         isolation=iso,
-        cwd=paths.workspace,
+        cwd=seen.cwd if seen and seen.cwd else paths.workspace,
+        host_cwd=paths.workspace,
         env=env,
         home=paths.home,
         mounts=mounts,
@@ -188,6 +203,7 @@ def launcher(
         network=job.cell.provisions.network and not prefix,
         limits=SandboxLimits(
             memory_mb=lim.memory_mb,
+            cpus=lim.cpus,
             pids=lim.pids,
             file_size_mb=lim.file_size_mb,
             workspace_mb=lim.workspace_mb,

@@ -26,6 +26,7 @@ from harness.trial import agent
 from harness.trial.environment import ancestor_instruction_files
 
 if TYPE_CHECKING:
+    from harness.gateway import Meter
     from harness.gateway.model_route import TrialGateway
     from harness.trial.provision import Provided
     from harness.trial.session import Session
@@ -48,16 +49,26 @@ class Outcome:
     steps: list[StepRecord] = field(default_factory=list)
     gateway: TrialGateway | None = None
     gateway_summary: dict[str, Any] | None = None
+    meter: Meter | None = None
+    """The trial's budgets, kept by the gateway; None when it has none or none could be enforced."""
+    budget_note: str | None = None
+    """Why the trial's budgets were not enforced."""
     closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     """What ends with the trial: the model gateway, when the agent has one."""
     timings: dict[str, float] = field(default_factory=dict)
     _clock: float = field(default_factory=time.perf_counter)
+    _carved: float = 0.0
 
     def lap(self, stage: str) -> None:
-        """Record the seconds since the last lap under the stage's name."""
+        """Record the seconds since the last lap under the stage's name (less what was carved out)."""
         now = time.perf_counter()
-        self.timings[stage] = round(now - self._clock, 4)
-        self._clock = now
+        self.timings[stage] = round(now - self._clock - self._carved, 4)
+        self._clock, self._carved = now, 0.0
+
+    def carve(self, stage: str, seconds: float) -> None:
+        """Count part of the stage under way as `stage` (the canaries run in the agent's launch)."""
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
+        self._carved += seconds
 
     def close(self) -> None:
         """End what the trial started (the gateway), keeping the gateway's usage totals."""
@@ -70,6 +81,10 @@ def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRec
     extra = _extra(out.provided, out.launcher)
     if out.gateway_summary:
         extra["gateway"] = out.gateway_summary
+    if out.meter is not None:
+        extra["budget"] = {**out.meter.summary(), "enforced": "gateway"}
+    elif job.limits.budgets():
+        extra["budget"] = {"budgets": job.limits.budgets(), "enforced": None, "note": out.budget_note}
     return RunRecord(
         **identity(job),
         agent_version=_installed_version(run_dir) or job.agent.version,

@@ -40,12 +40,13 @@ from harness.artifacts.names import (
 from harness.artifacts.records import StepRecord
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.launch import Launcher
-from harness.trial import capture, workspace
+from harness.trial import agent, capture, workspace
 from harness.trial.environment import TrialPaths
-from harness.trial.provision import Ready, place_evidence, remove_evidence
+from harness.trial.provision import FirstPhase, Ready, place_evidence, remove_evidence
 from harness.trial.snapshots import Watcher
 
 if TYPE_CHECKING:
+    from harness.gateway import Meter
     from harness.trial.prepare import Trial
     from harness.trial.record import Outcome
 
@@ -57,10 +58,21 @@ class Interrupted(Exception):
     """The trial was cancelled (Ctrl-C, fail-fast)."""
 
 
+class Either(threading.Event):
+    """Set when any of its events is: how the launcher sees both a cancelled batch and a budget stop."""
+
+    def __init__(self, *events: threading.Event | None) -> None:
+        super().__init__()
+        self._events = tuple(e for e in events if e is not None)
+
+    def is_set(self) -> bool:
+        return any(e.is_set() for e in self._events)
+
+
 def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Event | None) -> None:
     """Every session of the trial in order; stops at the first that ends the run (`failure`)."""
     job, ws, paths = trial.job, trial.ws, trial.paths
-    session = out.session = Session(job, ready.launcher, ws, paths, ready.argv, cancel)
+    session = out.session = Session(job, ready.launcher, ws, paths, ready.argv, cancel, meter=out.meter)
     specs = sessions(job)
     for index, spec in enumerate(specs, start=1):
         if spec.fresh_repo and index > 1:
@@ -76,15 +88,23 @@ def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Eve
             placed[:] = place_evidence(spec, trial.project, ws)  # the reset removed them
 
         try:
-            step, done = session.run(spec.prompt, spec.name, restore=restore)
+            first = ready.first if index == 1 else None  # the canaries, before the first session
+            step, done = session.run(spec.prompt, spec.name, restore=restore, first=first)
         finally:
             remove_evidence(placed)
         out.steps.append(step)
         out.fields.update(exit_code=done.exit_code, timed_out=done.timed_out)
+        budget = tuple(out.meter.hit) if out.meter else ()
         out.fields["limits_hit"] = (
             tuple(n for n, hit in (("timeout", done.timed_out), ("output", done.output_capped)) if hit)
             + done.limits_hit
+            + budget
         )
+        if out.meter is not None and out.meter.problem:  # the harness could not count: not the agent's doing
+            out.fields["error"] = f"the trial's budget could not be kept: {out.meter.problem}"
+            break
+        if budget and not step.error:  # spent: later sessions would be refused; the work left is graded
+            break
         why = failure(spec, index, len(specs), error=step.error, exit_code=done.exit_code)
         if why:  # the failed session's artifacts stay the run's own; later steps are not recorded
             out.fields["error"] = why
@@ -187,6 +207,15 @@ def stash_attempt(run_dir: Path, label: str) -> None:
             shutil.move(str(run_dir / name), dest / name)
 
 
+def _tail(log: Path, size: int = 4000) -> str:
+    try:
+        with log.open("rb") as fh:
+            fh.seek(max(0, log.stat().st_size - size))
+            return fh.read().decode("utf-8", "replace")
+    except OSError:
+        return ""
+
+
 class Session:
     """Runs the adapter for one session, with exit-75 retries."""
 
@@ -198,6 +227,8 @@ class Session:
         paths: TrialPaths,
         argv: list[str],
         cancel: threading.Event | None,
+        *,
+        meter: Meter | None = None,
     ) -> None:
         self.job, self.launcher, self.ws, self.paths, self.argv, self.cancel = (
             job,
@@ -207,28 +238,30 @@ class Session:
             argv,
             cancel,
         )
+        self.meter = meter
+        """The trial's budgets: the gateway sets `meter.stop` to end a session that keeps asking."""
         self.retries = 0
 
     def run(
-        self, prompt: str, name: str, *, restore: Callable[[], None] | None = None
+        self,
+        prompt: str,
+        name: str,
+        *,
+        restore: Callable[[], None] | None = None,
+        first: FirstPhase | None = None,
     ) -> tuple[StepRecord, proc.ProcResult]:
-        """One session; a retried attempt starts from `restore()` (default: the baseline)."""
+        """One session; a retried attempt starts from `restore()` (default: the baseline). `first`:
+        the canaries, run in the first attempt's launch before the adapter."""
         watch = self.job.scenario.watch or self.job.scenario.entry
         started = time.time()
         for attempt in range(self.job.options.infra_retries + 1):
             with Watcher(self.ws.root, watch, self.paths.run_dir / SNAPSHOTS_DIR):
-                done = self.launcher.run(
-                    self.argv,
-                    stdin=prompt.encode("utf-8"),
-                    timeout_s=self.job.limits.timeout_s,
-                    log=self.paths.agent_log,
-                    output_cap=self.job.limits.output_bytes,
-                    cancel=self.cancel,
-                )
-            if done.cancelled:
+                done = self._launch(prompt.encode("utf-8"), first if attempt == 0 else None)
+            spent = self.meter is not None and bool(self.meter.hit or self.meter.problem)
+            if done.cancelled and not (spent and not (self.cancel and self.cancel.is_set())):
                 raise Interrupted()
-            if done.exit_code != INFRA_EXIT or attempt == self.job.options.infra_retries:
-                break
+            if done.exit_code != INFRA_EXIT or attempt == self.job.options.infra_retries or spent:
+                break  # a refused budget is not a provider failure: a retry would be refused too
             self.retries += 1
             stash_attempt(self.paths.run_dir, f"{RETRIES_DIR}/{name}-attempt-{attempt + 1:02d}")
             if restore is not None:  # a later step of a multi-step run: from where that step began
@@ -240,10 +273,12 @@ class Session:
             error = f"agent timed out after {self.job.limits.timeout_s:g} s"
         elif done.output_capped:
             error = f"agent output passed the cap of {self.job.limits.output_bytes} bytes"
-        elif done.exit_code == INFRA_EXIT:
+        elif done.exit_code == INFRA_EXIT and not spent:
             error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
         elif done.limits_hit:  # like a timeout: stopped by the harness, so never graded as a pass
             error = f"agent hit its {', '.join(done.limits_hit)} limit"
+        else:  # exit 126/127 from the launch itself (the shell could not run the adapter's program)
+            error = agent.launch_failure(self.job, done.exit_code, _tail(self.paths.agent_log))
         metrics = capture.metrics(self.paths, duration_s=done.duration_s)
         step = StepRecord(
             name=name,
@@ -254,3 +289,26 @@ class Session:
             metrics=metrics,
         )
         return step, done
+
+    def _launch(self, prompt: bytes, first: FirstPhase | None) -> proc.ProcResult:
+        """One attempt's launch of the adapter; with `first`, the canaries run first in it."""
+        argv = self.argv if first is None else first.gate.wrap(first.script, self.argv)
+        done = self.launcher.run(
+            argv,
+            stdin=prompt,
+            timeout_s=self.job.limits.timeout_s,
+            log=self.paths.agent_log,
+            output_cap=self.job.limits.output_bytes,
+            cancel=Either(self.cancel, self.meter.stop if self.meter else None),
+            gate=first.gate if first is not None else None,
+        )
+        if first is None:
+            return done
+        first.finish("timed out" if done.timed_out else f"launch exit {done.exit_code}")
+        if first.gate.failed is not None:
+            raise first.gate.failed
+        if first.gate.at is not None or done.cancelled:
+            return done
+        # The canaries never ended, so the adapter never started: it gets a launch of its own.
+        first.alone()
+        return self._launch(prompt, None)

@@ -87,3 +87,21 @@ def test_cgroups_are_removed_after_the_run(trial: Trial) -> None:
         assay = Path("/sys/fs/cgroup") / controller / "assay"
         if assay.exists():
             assert not [p for p in assay.iterdir() if p.is_dir() and p.name.startswith("test-")]
+
+
+@pytest.mark.skipif(
+    not Path("/sys/fs/cgroup/cpu/cgroup.procs").exists(), reason="cgroup v1 cpu controller not mounted"
+)
+def test_cpus_is_a_cfs_quota(tmp_path: Path) -> None:
+    """A scenario's (or matrix's) `cpus` is a CFS quota on the command's cgroup."""
+    import os
+
+    from harness.sandbox.isolation import SandboxSpec, select
+    from harness.sandbox.isolation.limits import confine
+
+    if os.geteuid() != 0:
+        pytest.skip("cgroups are made as root only")
+    spec = SandboxSpec(argv=["true"], cwd=tmp_path, env={}, home=tmp_path, limits=SandboxLimits(cpus=0.5))
+    with confine(select("none"), spec, label="test-cpus") as box:
+        assert box.enforced["cpus"] == "cgroup"
+        assert (box.cgroups["cpu"] / "cpu.cfs_quota_us").read_text().strip() == "50000"

@@ -23,6 +23,7 @@ from harness.report import build_summary
 from harness.report.aggregate import Aggregator
 from harness.report.collect import collect
 from harness.report.results import results
+from tests.helpers import assay
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -194,16 +195,15 @@ def test_concurrent_graders_do_not_corrupt_it(tmp_path: Path) -> None:
 
 def test_assay_results_prints_and_writes(tmp_path: Path) -> None:
     build_tree(tmp_path)
-    run = [sys.executable, "-m", "harness", "results", str(tmp_path)]
-    shown = subprocess.run([*run, "--columns", "dir,status,passed"], capture_output=True, text=True, cwd=REPO)
+    shown = assay("results", tmp_path, "--columns", "dir,status,passed")
     assert shown.returncode == 0, shown.stderr
     assert "s1/scripted/bin/none/off/trial-01" in shown.stdout and "graded" in shown.stdout
     out = tmp_path / "runs.json"
-    written = subprocess.run([*run, "--out", str(out)], capture_output=True, text=True, cwd=REPO)
+    written = assay("results", tmp_path, "--out", out)
     assert written.returncode == 0, written.stderr
     rows = json.loads(out.read_text())
     assert len(rows) == len(list(tmp_path.rglob("run.json"))) and "usage_total" in rows[0]
-    bad = subprocess.run([*run, "--columns", "nope"], capture_output=True, text=True, cwd=REPO)
+    bad = assay("results", tmp_path, "--columns", "nope")
     assert bad.returncode == 2 and "unknown column(s) nope" in bad.stderr
 
 

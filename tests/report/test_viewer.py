@@ -14,7 +14,7 @@ from markupsafe import escape
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
 from harness.report.viewer import CSP, render_page
-from tests.grade.project import run_assay
+from tests.helpers import BARE_ENV, assay
 from tests.report.viewer_project import BIN_RUN, CONTROL_RUN, make
 
 
@@ -77,7 +77,7 @@ def test_a_damaged_run_still_gets_a_page(project: Path, tmp_path: Path) -> None:
 
 
 def test_the_report_and_summary_link_each_page(project: Path) -> None:
-    done = run_assay(project, "report", "runs", "--out", "out")
+    done = assay("--project", project, "report", "runs", "--out", "out", cwd=project, env=BARE_ENV)
     assert done.returncode == 0, done.stderr
     summary = json.loads((project / "out" / "summary.json").read_text())
     assert all("view.html" in r["artifacts"] for r in summary["runs"])
@@ -86,7 +86,7 @@ def test_the_report_and_summary_link_each_page(project: Path) -> None:
 
 
 def test_assay_view_writes_only_missing_or_stale_pages(project: Path) -> None:
-    done = run_assay(project, "view", "runs")
+    done = assay("--project", project, "view", "runs", cwd=project, env=BARE_ENV)
     assert done.returncode == 0, done.stderr
     assert "4 run(s): 0 page(s) written, 4 up to date" in done.stderr
     page = project / CONTROL_RUN / "view.html"
@@ -95,7 +95,7 @@ def test_assay_view_writes_only_missing_or_stale_pages(project: Path) -> None:
     os.utime(
         stale, ns=(stale.stat().st_atime_ns, (project / BIN_RUN / "view.html").stat().st_mtime_ns + 10**9)
     )
-    done = run_assay(project, "view", "runs")
+    done = assay("--project", project, "view", "runs", cwd=project, env=BARE_ENV)
     assert "4 run(s): 2 page(s) written, 2 up to date" in done.stderr and page.is_file()
-    nothing = run_assay(project, "view", str(project / "nowhere"))
+    nothing = assay("--project", project, "view", str(project / "nowhere"), cwd=project, env=BARE_ENV)
     assert nothing.returncode == 2 and "does not exist" in nothing.stderr

@@ -8,7 +8,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from tests.grade.project import ADD_ONE_FILES, PROJECT, compile_project, run_assay
+from tests.grade.project import ADD_ONE_FILES, PROJECT, compile_project
+from tests.helpers import BARE_ENV, assay
 
 HOSTILE = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
 FILES = {
@@ -50,6 +51,6 @@ def make(root: Path) -> Path:
         (root / rel).write_text(text)
     (root / "tools/bin/greet").chmod(0o755)
     compile_project(root)
-    ran = run_assay(root, "matrix", "default", "--runs", "runs")
+    ran = assay("--project", root, "matrix", "default", "--runs", "runs", cwd=root, env=BARE_ENV)
     assert ran.returncode == 0, ran.stderr
     return root

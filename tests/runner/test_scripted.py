@@ -9,11 +9,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from compiler.contract import AgentSpec
+from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
-from tests.runner.conftest import bin_cell, make_job, none_cell
+from tests.helpers import bin_cell, make_job, none_cell
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -48,6 +50,7 @@ def _agent(
     return done.returncode, done.stdout.decode() + done.stderr.decode()
 
 
+@pytest.mark.slow
 def test_seeded_choices_are_repeatable_and_vary_by_trial(tmp_path: Path) -> None:
     script = {"seed": 3, "steps": [{"when": {"chance": "$skill"}, "answer": {"ok": True}}]}
     outcomes = []
@@ -149,3 +152,31 @@ def test_a_script_without_steps_for_the_scenario_fails_to_run_never_as_the_agent
     )
     done = run_trial(make_job(agent=both), project=project, run_dir=tmp_path / "own")
     assert done.error is None and "+x = 1" in (tmp_path / "own" / "diff.patch").read_text()
+
+
+@pytest.mark.parametrize("protocol", ["anthropic", "chat", "responses", "gemini"])
+def test_ask_speaks_each_protocol_and_reports_the_models_usage(tmp_path: Path, protocol: str) -> None:
+    script = Script.model_validate({"model": "m1", "tools_required": False, "steps": [{"text": "Fine."}]})
+    with ScriptedModelServer(script) as server:
+        steps = [{"repeat": {"times": 2, "steps": [{"ask": "go"}]}}, {"answer": {"done": True}}]
+        code, out = _agent(tmp_path, {"steps": steps}, args={"base_url": server.url, "protocol": protocol})
+        served = server.records()
+    assert code == 0, out
+    assert [r.protocol for r in served] == [protocol, protocol]
+    rows = [json.loads(line) for line in (tmp_path / "usage.jsonl").read_text().splitlines()]
+    asked = [
+        r for r in rows if r["input"] == served[0].input_tokens and r["output"] == served[0].output_tokens
+    ]
+    assert len(asked) == 2  # the model's own counts, not made-up ones
+
+
+def test_ask_stops_on_a_refusal_unless_told_to_go_on(tmp_path: Path) -> None:
+    error = {"status": 429, "type": "insufficient_quota", "message": "quota"}
+    script = Script.model_validate({"tools_required": False, "steps": [{"error": error}] * 3})
+    with ScriptedModelServer(script) as server:
+        args = {"base_url": server.url, "protocol": "chat"}
+        code, out = _agent(tmp_path, {"steps": [{"ask": "go"}, {"answer": {"after": True}}]}, args=args)
+        assert code == 1 and "model error 429" in out and not (tmp_path / "answer.json").exists()
+        go_on = [{"ask": {"text": "go", "on_error": "continue"}}, {"answer": {"after": True}}]
+        code, _ = _agent(tmp_path, {"steps": go_on}, args=args)
+        assert code == 0 and (tmp_path / "answer.json").exists()

@@ -40,6 +40,8 @@ class SandboxLimits:
     """Resource limits; None means unlimited."""
 
     memory_mb: int | None = None
+    cpus: float | None = None
+    """CPUs the process tree may use (a CFS quota where a cpu cgroup can be made)."""
     pids: int | None = None
     file_size_mb: int | None = None
     cpu_s: int | None = None
@@ -68,6 +70,10 @@ class SandboxSpec:
     bind_cwd: bool = False
     """Also bind the caller's working folder read-write at its own path, resolved when the command
     starts (for wrappers built before the folder is known, e.g. check commands)."""
+    cwd_map: tuple[Path, Path] | None = None
+    """(host folder, sandbox folder): enter the caller's working folder, which lies under the host
+    folder, at the same place under the sandbox folder, resolved when the command starts (a
+    workspace a mount shows at a scenario's workdir). The mount itself is one of `mounts`."""
 
 
 class Isolation(Protocol):

@@ -83,6 +83,8 @@ class BwrapIsolation:
     """Namespaces, an empty root, the toolchain read-only, only the spec's mounts."""
 
     name = "bwrap"
+    ends_tree = True
+    """Its own pid, network and mount namespaces (`--die-with-parent` / `--kill-child`): see `confines`."""
 
     def probe(self) -> str | None:
         return _probe()
@@ -127,6 +129,13 @@ class BwrapIsolation:
             argv += ["--dir", str(spec.home)]  # HOME always exists, even if only in the sandbox
         if spec.cwd != Path("."):  # "." = the caller's working folder, at the same path inside
             argv += ["--chdir", str(spec.cwd)]
+        if spec.cwd_map is not None:  # the caller's folder, entered where its mount shows it
+            src, dest = (shlex.quote(str(p)) for p in spec.cwd_map)
+            script = (
+                f'w=$(pwd -P) && case "$w" in {src}|{src}/*) ;; *) echo "assay: $w is outside {src}" >&2; exit 126;; esac'
+                f' && exec {shlex.join(argv)} --chdir {dest}"${{w#{src}}}" -- "$@"'
+            )
+            return ["/bin/sh", "-c", script, "assay-bwrap", *spec.argv]
         if spec.bind_cwd:  # the folder is known only when the command starts: a shell adds the bind
             script = f'w=$(pwd -P) && exec {shlex.join(argv)} --bind "$w" "$w" -- "$@"'
             return ["/bin/sh", "-c", script, "assay-bwrap", *spec.argv]

@@ -21,18 +21,28 @@ from harness.sandbox.isolation.base import Isolation, Mount, SandboxSpec
 Wrapper = Callable[[Sequence[str]], list[str]]
 
 
-def check_wrapper(isolation: Isolation, *, home: Path, read_only: Sequence[Path] = ()) -> Wrapper | None:
+def check_wrapper(
+    isolation: Isolation,
+    *,
+    home: Path,
+    read_only: Sequence[Path] = (),
+    mounts: Sequence[Mount] = (),
+    cwd_map: tuple[Path, Path] | None = None,
+) -> Wrapper | None:
     """A wrapper confining check commands, or None when `isolation` cannot confine here.
 
     None for `none` and for an isolation whose probe fails: the caller keeps its own
-    (weaker) wrapper, and says so.
+    (weaker) wrapper, and says so. `mounts` and `cwd_map` give a scenario's view (its workspace
+    at its workdir, its mounts: `harness.sandbox.scenario`); without `cwd_map` the command's
+    folder is bound at its own path.
     """
     if isolation.name == "none" or isolation.probe() is not None:
         return None
     home.mkdir(parents=True, exist_ok=True)
-    mounts = (
+    binds = (
         Mount(home, home, writable=True),
         *(Mount(p, p, writable=False) for p in read_only if p.exists()),
+        *mounts,
     )
 
     def wrap(argv: Sequence[str]) -> list[str]:
@@ -41,9 +51,10 @@ def check_wrapper(isolation: Isolation, *, home: Path, read_only: Sequence[Path]
             cwd=Path("."),
             env={},
             home=home,
-            mounts=mounts,
+            mounts=binds,
             network=False,
-            bind_cwd=True,
+            bind_cwd=cwd_map is None,
+            cwd_map=cwd_map,
         )
         return isolation.wrap(spec)
 

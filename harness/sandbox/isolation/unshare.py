@@ -107,7 +107,16 @@ def _script(spec: SandboxSpec, root: Path) -> str:
         lines.append(f"{_tool('ip')} link set lo up 2>/dev/null || true")
     drop = f"{_tool('setpriv')} --inh-caps=-all --bounding-set=-all --no-new-privs --clear-groups"
     # The folder to enter is $1 inside: the spec's, or ("." ) the caller's, taken before chroot.
-    lines.append("assay_cwd=$(pwd)" if spec.cwd == Path(".") else f"assay_cwd={shlex.quote(str(spec.cwd))}")
+    if spec.cwd_map is not None:  # the caller's folder, entered where its mount shows it
+        src, dest = (shlex.quote(str(p)) for p in spec.cwd_map)
+        lines.append(
+            f'here=$(pwd -P); case "$here" in {src}|{src}/*) ;; *) echo "assay: $here is outside {src}" >&2; exit 126;; esac'
+        )
+        lines.append(f'assay_cwd={dest}"${{here#{src}}}"')
+    else:
+        lines.append(
+            "assay_cwd=$(pwd)" if spec.cwd == Path(".") else f"assay_cwd={shlex.quote(str(spec.cwd))}"
+        )
     enter = 'cd "$1" && shift && exec "$@"'
     # Not exec: unshare cannot re-raise a child's death signal, so the shell turns it into 128+N.
     lines += [
@@ -139,6 +148,8 @@ class UnshareIsolation:
     """Namespaces from util-linux unshare, a tmpfs root, capabilities dropped."""
 
     name = "unshare"
+    ends_tree = True
+    """Its own pid, network and mount namespaces (`--die-with-parent` / `--kill-child`): see `confines`."""
 
     def probe(self) -> str | None:
         return _probe()

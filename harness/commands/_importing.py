@@ -1,0 +1,261 @@
+"""`assay import`: another harness's tasks in, scenarios that validate (or refusals with reasons) out.
+
+    read each task -> write it to a staging folder -> build its environment -> run its solution in
+    the sandbox (the reference) -> move it into scenarios/ -> compile -> validate -> keep, or refuse
+
+A task is refused, with its reason in the import report, whenever a step fails: its environment
+cannot be reproduced, its solution fails offline, the compiler or `assay validate` rejects the
+result. Nothing half-imported stays: a refused task's folder is removed. The import writes its
+own matrix (the oracle and the no-op agent in the control cell, the imported scenarios by tag)
+and never edits another spec; agents named `oracle` / `noop` are written only when missing.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import yaml
+
+from harness.importers import harbor, terminal_bench, write
+from harness.importers.reference import run_solution
+from harness.importers.task import Task, slug, task_id
+from harness.sandbox.scenario import environment_of
+
+READERS: dict[str, ModuleType] = {"terminal-bench": terminal_bench, "harbor": harbor}
+STAGING = Path(".cache") / "import"
+REPORTS = Path("imports")
+
+
+@dataclass
+class Outcome:
+    """What became of one task."""
+
+    task: str
+    scenario: str
+    imported: bool = False
+    reasons: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Importer:
+    """One `assay import` run over a dataset."""
+
+    project: Path
+    fmt: str
+    source: Path
+    name: str
+    force: bool = False
+    jobs: int = 2
+    log: Callable[[str], None] = print
+    outcomes: dict[str, Outcome] = field(default_factory=dict)
+
+    @property
+    def reader(self) -> ModuleType:
+        return READERS[self.fmt]
+
+    def read(self) -> list[Task]:
+        folders = self.reader.dataset_tasks(self.source)
+        single = len(folders) == 1 and folders[0] == self.source
+        tasks = []
+        for folder in folders:
+            tid = task_id(folder, "" if single else self.name)
+            task = self.reader.read(folder, task_id=tid)
+            self.outcomes[tid] = Outcome(task=str(folder.relative_to(self.source.parent)), scenario=tid)
+            tasks.append(task)
+        return tasks
+
+    def refuse(self, sid: str, reason: str) -> None:
+        outcome = self.outcomes[sid]
+        outcome.imported = False
+        outcome.reasons.append(reason)
+        shutil.rmtree(self.project / "scenarios" / sid, ignore_errors=True)
+
+    def stage(self, task: Task, staging: Path) -> Path | None:
+        """Write the task's scenario folder into staging; None (and the reasons) when refused."""
+        out = self.outcomes[task.id]
+        if task.refusals:
+            out.reasons += task.refusals
+            return None
+        if (self.project / "scenarios" / task.id).exists() and not self.force:
+            out.reasons.append(f"scenarios/{task.id}/ exists (--force replaces it)")
+            return None
+        dest = staging / task.id
+        shutil.rmtree(dest, ignore_errors=True)
+        source = f"{self.fmt} task {out.task}" + (f" at {self.commit}" if self.commit else "")
+        write.write(
+            task,
+            dest,
+            family=self.name,
+            tags=[self.fmt, self.name],
+            source=source,
+            kind=pytest_kind(self.project),
+        )
+        out.notes = list(task.notes)
+        if task.refusals:
+            out.reasons += task.refusals
+            return None
+        return dest
+
+    @property
+    def commit(self) -> str | None:
+        try:
+            done = subprocess.run(
+                ["git", "-C", str(self.source), "rev-parse", "HEAD"],
+                capture_output=True,
+                text=True,
+                timeout=30,
+            )
+        except (OSError, subprocess.TimeoutExpired):
+            return None
+        return done.stdout.strip()[:12] if done.returncode == 0 else None
+
+    def reference(self, task: Task, folder: Path, scenario: Any) -> None:
+        """Build the environment and run the solution into folder/reference (raises with the reason)."""
+        assert task.solution is not None
+        env = environment_of(scenario, self.project)
+        ref = run_solution(
+            scenario,
+            self.project,
+            task.solution_dir or task.solution,
+            environment=env,
+            extra_env=task.solution_env,
+            timeout_s=task.timeout_s or 600.0,
+        )
+        try:
+            shutil.move(str(ref), folder / "reference")
+        finally:
+            shutil.rmtree(ref.parent, ignore_errors=True)
+
+
+def spec_docs(project: Path) -> list[dict[str, Any]]:
+    """The project's spec documents, read leniently (the compiler reports what does not parse)."""
+    docs = []
+    for path in sorted((project / "specs").rglob("*.y*ml")):
+        try:
+            doc = yaml.safe_load(path.read_text(encoding="utf-8"))
+        except (OSError, yaml.YAMLError):
+            continue
+        if isinstance(doc, dict):
+            docs.append(doc)
+    return docs
+
+
+def agent_ids(project: Path) -> dict[str, str]:
+    """adapter -> the id of an agent spec that uses it (oracle / noop), from specs/."""
+    found: dict[str, str] = {}
+    for doc in spec_docs(project):
+        if doc.get("kind") == "agent" and doc.get("adapter") in ("oracle", "noop"):
+            found.setdefault(str(doc["adapter"]), str(doc.get("id")))
+    return found
+
+
+def pytest_kind(project: Path) -> str:
+    """The kind name of the built-in pytest check in this project (`builtin:pytest` where a
+    project kind of its own is called `pytest`)."""
+    own = {doc.get("id") for doc in spec_docs(project) if doc.get("kind") == "check-kind"}
+    return "builtin:pytest" if "pytest" in own else "pytest"
+
+
+def write_specs(project: Path, name: str, control: str, timeout_s: float) -> Path:
+    """The import's matrix (and the oracle / no-op agents if the project has none); returns the matrix file."""
+    agents = agent_ids(project)
+    for adapter in ("oracle", "noop"):
+        if adapter not in agents:
+            path = project / "specs" / "agents" / f"{adapter}.yaml"
+            path.parent.mkdir(parents=True, exist_ok=True)
+            if not path.exists():
+                sanity = "pass" if adapter == "oracle" else "fail"
+                path.write_text(
+                    f"kind: agent\nid: {adapter}\nadapter: {adapter}\nsanity: {sanity}\n", encoding="utf-8"
+                )
+            agents[adapter] = adapter
+    matrix = project / "specs" / "matrices" / f"{name}.yaml"
+    matrix.parent.mkdir(parents=True, exist_ok=True)
+    doc = {
+        "kind": "matrix",
+        "id": name,
+        "description": f"scenarios imported by `assay import` ({name}): the oracle must pass, the no-op agent fail",
+        "agents": [agents["oracle"], agents["noop"]],
+        "cells": [control],
+        "scenarios": {"tags": [name]},
+        "trials": 1,
+        "limits": {"timeout_s": timeout_s},
+    }
+    matrix.write_text(
+        "# Written by `assay import`; edit freely (a later import of the same dataset replaces it).\n"
+        + yaml.safe_dump(doc, sort_keys=False),
+        encoding="utf-8",
+    )
+    return matrix
+
+
+def report(imp: Importer, started: float) -> dict[str, Any]:
+    """The import report as JSON (also written as imports/<name>.json and .md)."""
+    outs = sorted(imp.outcomes.values(), key=lambda o: o.scenario)
+    data: dict[str, Any] = {
+        "format": imp.fmt,
+        "source": str(imp.source),
+        "commit": imp.commit,
+        "name": imp.name,
+        "tasks": len(outs),
+        "imported": [o.scenario for o in outs if o.imported],
+        "refused": {o.scenario: {"task": o.task, "reasons": o.reasons} for o in outs if not o.imported},
+        "notes": {o.scenario: o.notes for o in outs if o.notes and o.imported},
+        "seconds": round(time.time() - started, 1),
+    }
+    folder = imp.project / REPORTS
+    folder.mkdir(parents=True, exist_ok=True)
+    (folder / f"{imp.name}.json").write_text(
+        json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8"
+    )
+    lines = [
+        f"# Import of {imp.fmt} tasks: {imp.name}",
+        "",
+        f"Source: `{imp.source}`" + (f" at commit `{data['commit']}`" if data["commit"] else ""),
+        f"Tasks: {len(outs)}; imported {len(data['imported'])}; refused {len(data['refused'])}.",
+        f"Matrix: `specs/matrices/{imp.name}.yaml` (`assay matrix {imp.name}`).",
+        "",
+        "## Imported",
+        "",
+        *[f"- `{s}`" for s in data["imported"]],
+        "",
+        "## Refused",
+        "",
+        *[f"- `{s}` ({r['task']}): {'; '.join(r['reasons'])}" for s, r in data["refused"].items()],
+        "",
+    ]
+    (folder / f"{imp.name}.md").write_text("\n".join(lines), encoding="utf-8")
+    return data
+
+
+def parallel(items: list[Any], fn: Callable[[Any], None], jobs: int) -> None:
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        list(pool.map(fn, items))
+
+
+def default_name(fmt: str, source: Path) -> str:
+    """The dataset's folder name (a task's own, prefixed with its dataset's when it is only a number)."""
+    reader = READERS[fmt]
+    if reader.is_task(source):
+        own = slug(source.name)
+        return slug(f"{source.parent.name}-{own}") if own.isdigit() else own
+    return (
+        slug(source.name)
+        if source.name not in ("datasets", "tasks", ".")
+        else slug(source.resolve().parent.name)
+    )
+
+
+def stderr(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)

@@ -1,0 +1,229 @@
+"""What a task's Dockerfile builds, in terms a scenario can reproduce, or why it cannot.
+
+Only a known base image (an official Python image, Terminal-Bench's Python and Ubuntu images,
+plain Ubuntu or Debian) maps to something this machine provides: an interpreter version. The
+instructions that follow are read, not executed: `WORKDIR`, `COPY` (seed files, or a folder at an
+absolute path), `ENV`, and `RUN` steps that install packages (`apt-get install`, `pip install`) or
+only shape the tree (`mkdir -p`, `chmod`, `rm`). Anything else a `RUN` does (a script that writes
+data, a download, a build) cannot be reproduced without running the image, so the task is refused
+with that step as the reason: never imported half-built.
+"""
+
+from __future__ import annotations
+
+import posixpath
+import re
+import shlex
+from dataclasses import dataclass, field
+
+from harness.importers.shellsteps import PackageSteps, split_commands
+
+PYTHON_IMAGE = re.compile(r"^(?:docker\.io/)?(?:library/)?python:(3\.\d+)")
+TBENCH_PYTHON = re.compile(r"^ghcr\.io/laude-institute/t-bench/python-3-(\d+)(?::|$)")
+TBENCH_UBUNTU = re.compile(r"^ghcr\.io/laude-institute/t-bench/ubuntu-24-04(?::|$)")
+DISTRO = {
+    re.compile(r"^(?:docker\.io/)?(?:library/)?ubuntu:24\.04"): "3.12",
+    re.compile(r"^(?:docker\.io/)?(?:library/)?ubuntu:22\.04"): "3.10",
+    re.compile(r"^(?:docker\.io/)?(?:library/)?debian:(?:12|bookworm)"): "3.11",
+}
+"""Distribution images and the python3 their packages give."""
+
+HARNESS_PACKAGES = frozenset({"tmux", "asciinema"})
+"""Terminal-Bench's own recording tools, installed for its harness rather than for the task."""
+
+
+@dataclass(frozen=True)
+class Copy:
+    """One COPY/ADD: build-context sources to an absolute destination."""
+
+    sources: tuple[str, ...]
+    dest: str
+    """Absolute; ends with '/' when it names a folder."""
+
+
+@dataclass
+class Build:
+    """The reproducible reading of a Dockerfile."""
+
+    base: str = ""
+    python: str | None = None
+    """The interpreter version the base image gives (None: unknown)."""
+    workdir: str | None = None
+    copies: list[Copy] = field(default_factory=list)
+    env: dict[str, str] = field(default_factory=dict)
+    packages: PackageSteps = field(default_factory=PackageSteps)
+    dirs: list[str] = field(default_factory=list)
+    """Absolute folders `mkdir -p` creates."""
+    modes: dict[str, int] = field(default_factory=dict)
+    """Absolute path -> mode from `chmod`."""
+    removed: list[str] = field(default_factory=list)
+    """Absolute paths `rm` removes."""
+    refusals: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+def instructions(text: str) -> list[tuple[str, str]]:
+    """(INSTRUCTION, arguments) pairs: comments dropped, continuation lines joined."""
+    out: list[tuple[str, str]] = []
+    pending = ""
+    for raw in text.splitlines():
+        line = raw.rstrip()
+        if not pending and (not line.strip() or line.lstrip().startswith("#")):
+            continue
+        if pending and line.lstrip().startswith("#"):
+            continue  # a comment inside a continued instruction
+        if line.endswith("\\"):
+            pending += line[:-1] + " "
+            continue
+        full = (pending + line).strip()
+        pending = ""
+        if full:
+            word, _, rest = full.partition(" ")
+            out.append((word.upper(), rest.strip()))
+    if pending.strip():
+        word, _, rest = pending.strip().partition(" ")
+        out.append((word.upper(), rest.strip()))
+    return out
+
+
+def python_of(image: str) -> tuple[str | None, str | None]:
+    """(python version, default workdir) of a known base image; (None, None) when unknown."""
+    if m := PYTHON_IMAGE.match(image):
+        return m.group(1), None
+    if m := TBENCH_PYTHON.match(image):
+        return f"3.{m.group(1)}", "/app"
+    if TBENCH_UBUNTU.match(image):
+        return "3.12", "/app"
+    for pattern, version in DISTRO.items():
+        if pattern.match(image):
+            return version, None
+    return None, None
+
+
+def _expand(value: str, env: dict[str, str]) -> str:
+    return re.sub(r"\$\{(\w+)\}|\$(\w+)", lambda m: env.get(m.group(1) or m.group(2), ""), value)
+
+
+def _env(args: str, build: Build) -> None:
+    try:
+        words = shlex.split(args)
+    except ValueError:
+        build.refusals.append(f"ENV {args!r} cannot be read")
+        return
+    pairs = (
+        [w.split("=", 1) for w in words]
+        if all("=" in w for w in words)
+        else [[words[0], " ".join(words[1:])]]
+    )
+    for key, value in pairs:
+        if key == "PATH":
+            build.notes.append(f"ENV PATH ignored ({value}): the sandbox's PATH is the harness's")
+            continue
+        build.env[key] = _expand(value, build.env)
+
+
+def _abs(path: str, workdir: str | None) -> str:
+    if path.startswith("/"):
+        return posixpath.normpath(path) + ("/" if path.endswith("/") and path != "/" else "")
+    base = workdir or "/"
+    joined = posixpath.normpath(posixpath.join(base, path))
+    return joined + ("/" if path.endswith("/") or path in (".", "./") else "")
+
+
+def _copy(word: str, args: str, build: Build) -> None:
+    try:
+        parts = shlex.split(args)
+    except ValueError:
+        build.refusals.append(f"{word} {args!r} cannot be read")
+        return
+    flags = [p for p in parts if p.startswith("--")]
+    paths = [p for p in parts if not p.startswith("--")]
+    if any(f.startswith("--from") for f in flags):
+        build.refusals.append(f"{word} --from another build stage or image ({args})")
+        return
+    if len(paths) < 2:
+        build.refusals.append(f"{word} {args!r} names no destination")
+        return
+    *sources, dest = paths
+    if word == "ADD" and any(
+        re.match(r"^\w+://", s) or s.endswith((".tar", ".tgz", ".gz", ".xz", ".zip")) for s in sources
+    ):
+        build.refusals.append(f"ADD downloads or unpacks ({args}); only plain files can be copied")
+        return
+    target = _abs(dest, build.workdir)
+    if len(sources) > 1 and not target.endswith("/"):
+        target += "/"
+    build.copies.append(Copy(tuple(sources), target))
+
+
+def _run(args: str, build: Build) -> None:
+    if args.startswith("["):
+        build.refusals.append(f"RUN in exec form cannot be read: {args}")
+        return
+    for command in split_commands(args):
+        if not command:
+            continue
+        if build.packages.take(command):
+            continue
+        name = command[0]
+        rest = [a for a in command[1:] if not a.startswith("-")]
+        if name == "mkdir":
+            build.dirs.extend(_abs(p, build.workdir).rstrip("/") for p in rest)
+        elif name == "chmod" and len(rest) >= 2 and re.fullmatch(r"[0-7]{3,4}|\+x", rest[0]):
+            for path in rest[1:]:
+                build.modes[_abs(path, build.workdir).rstrip("/")] = (
+                    0o755 if rest[0] == "+x" else int(rest[0], 8)
+                )
+        elif name == "rm":
+            build.removed.extend(
+                _abs(p, build.workdir).rstrip("/") for p in rest if not p.startswith("/var/lib/apt")
+            )
+        elif name in ("true", ":"):
+            continue
+        else:
+            build.refusals.append(f"RUN step the importer cannot reproduce: {shlex.join(command)}")
+
+
+def read(text: str) -> Build:
+    """Read a Dockerfile; `Build.refusals` says why it cannot be reproduced (empty: it can)."""
+    build = Build()
+    stages = 0
+    for word, args in instructions(text):
+        if word == "FROM":
+            stages += 1
+            image = args.split()[0] if args.split() else ""
+            if stages > 1:
+                build.refusals.append(f"a multi-stage build (second FROM {image})")
+                continue
+            build.base = image
+            build.python, build.workdir = python_of(image)
+            if build.python is None:
+                build.refusals.append(f"a custom base image ({image}): nothing here provides it")
+        elif word == "WORKDIR":
+            build.workdir = (
+                _abs(_expand(args.strip().strip('"'), build.env), build.workdir).rstrip("/") or "/"
+            )
+        elif word in ("COPY", "ADD"):
+            _copy(word, args, build)
+        elif word == "ENV":
+            _env(args, build)
+        elif word == "RUN":
+            _run(args, build)
+        elif word in ("ARG", "LABEL", "USER", "EXPOSE", "SHELL", "STOPSIGNAL", "VOLUME", "HEALTHCHECK"):
+            if word == "USER":
+                build.notes.append(f"USER {args} ignored: the sandbox runs one unprivileged user")
+        elif word in ("CMD",):
+            build.notes.append(f"CMD ignored: the agent's adapter is the command ({args})")
+        elif word == "ENTRYPOINT":
+            build.refusals.append(f"ENTRYPOINT runs something when the container starts ({args})")
+        else:
+            build.refusals.append(f"Dockerfile instruction {word} is not understood")
+    skipped = sorted(set(build.packages.apt) & HARNESS_PACKAGES)
+    if skipped:
+        build.packages.apt = [p for p in build.packages.apt if p not in HARNESS_PACKAGES]
+        build.notes.append(
+            f"Debian packages {', '.join(skipped)} left out: Terminal-Bench's own recording tools"
+        )
+    if build.workdir in (None, "/"):
+        build.refusals.append("no WORKDIR: the task's working directory is unknown")
+    return build

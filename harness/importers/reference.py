@@ -1,0 +1,138 @@
+"""The reference of an imported task: its solution, run in the sandbox on a copy of the seed.
+
+The solution runs the way an agent would: the workspace at the task's working directory, the
+mounts the agent sees, the scenario environment, the network off, the agent's time limit; its
+script is shown read-only at /solution. What it added or changed under the working directory
+becomes `reference/`. A solution that fails, deletes seed files, or changes a folder other than
+the working directory cannot be expressed as a reference overlay: the task is refused with that.
+"""
+
+from __future__ import annotations
+
+import filecmp
+import shutil
+import tempfile
+from pathlib import Path
+
+from compiler.contract import ScenarioJob
+from harness.sandbox.isolation import Mount, SandboxLimits, select
+from harness.sandbox.launch import Launcher
+from harness.sandbox.scenario import copy_mounts, mount_dir, refuse_without_mounts, view
+from harness.sandbox.scenario_env import ScenarioEnv
+from harness.trial import workspace
+from harness.trial.environment import SYSTEM_PATH
+
+SOLUTION_DIR = Path("/solution")
+
+
+class SolutionFailed(Exception):
+    """The solution did not produce a reference (the reason is the message)."""
+
+
+def _tail(log: Path, lines: int = 6) -> str:
+    try:
+        text = log.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return ""
+    return " | ".join(text[-lines:])
+
+
+def _changed_mounts(scenario: ScenarioJob, project: Path, root: Path) -> list[str]:
+    changed: list[str] = []
+    for m in scenario.mounts:
+        if not m.writable:
+            continue
+        cmp = filecmp.dircmp(project / m.source, mount_dir(root, m))
+        stack = [(cmp, m.path)]
+        while stack:
+            d, where = stack.pop()
+            changed += [f"{where}/{n}" for n in (*d.left_only, *d.right_only, *d.diff_files)]
+            stack += [(sub, f"{where}/{name}") for name, sub in d.subdirs.items()]
+    return sorted(changed)
+
+
+def run_solution(
+    scenario: ScenarioJob,
+    project: Path,
+    solution: Path,
+    *,
+    environment: ScenarioEnv | None,
+    extra_env: dict[str, str],
+    timeout_s: float,
+    isolation: str = "auto",
+) -> Path:
+    """Run the solution on a copy of the seed; return a folder holding the reference overlay.
+
+    The caller moves the returned folder into place (it lives in a temporary folder of its own).
+    """
+    iso = select(isolation)
+    refuse_without_mounts(scenario, iso.name)
+    scratch = Path(tempfile.mkdtemp(prefix="assay-import-"))
+    ws = workspace.create(project / scenario.seed, scratch)
+    workspace.commit_baseline(ws)
+    copy_mounts(scenario, project, scratch)
+    home, tmp = scratch / "home", scratch / "tmp"
+    home.mkdir()
+    tmp.mkdir()
+    seen = view(scenario, project, ws.root, mounts_root=scratch, checks=False, environment=environment)
+    # A solution folder (Harbor's solution/) is shown at /solution; a lone script at /solution/<name>.
+    shown = Mount(
+        solution.resolve(),
+        SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR,
+        writable=False,
+    )
+    env = seen.variables(
+        {
+            "HOME": str(home),
+            "PATH": SYSTEM_PATH,
+            "LANG": "C.UTF-8",
+            "TMPDIR": str(tmp),
+            "PYTHONDONTWRITEBYTECODE": "1",
+            **extra_env,
+        }
+    )
+    launcher = Launcher(
+        isolation=iso,
+        cwd=seen.cwd or ws.root,
+        host_cwd=ws.root,
+        env=env,
+        home=home,
+        mounts=(
+            Mount(ws.root, ws.root, writable=True),
+            Mount(home, home, writable=True),
+            Mount(tmp, tmp, writable=True),
+            *seen.mounts,
+            *(Mount(p, p, writable=False) for p in seen.read_only),
+            shown,
+        ),
+        network=False,
+        limits=SandboxLimits(),
+        label=f"import-{scenario.id}",
+    )
+    log = scratch / "solution.log"
+    script = SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR / "solve.sh"
+    done = launcher.run(["bash", str(script)], timeout_s=timeout_s, log=log, stdin=b"")
+    if done.timed_out:
+        raise SolutionFailed(f"the solution did not finish within {timeout_s:g} s offline: {_tail(log)}")
+    if done.exit_code != 0:
+        raise SolutionFailed(f"the solution failed here (exit {done.exit_code}, network off): {_tail(log)}")
+    changed = workspace.changes(ws)
+    deleted = [rel for rel in changed if not (ws.root / rel).exists() and not (ws.root / rel).is_symlink()]
+    if deleted:
+        raise SolutionFailed(
+            f"the solution deletes seed files ({', '.join(deleted[:5])}); a reference overlay cannot"
+        )
+    outside = _changed_mounts(scenario, project, scratch)
+    if outside:
+        raise SolutionFailed(
+            f"the solution changes files outside the working directory ({', '.join(outside[:5])}); "
+            "a reference covers the working directory only"
+        )
+    if not changed:
+        raise SolutionFailed("the solution changes nothing in the working directory")
+    reference = scratch / "reference"
+    for rel in changed:
+        target = reference / rel
+        target.parent.mkdir(parents=True, exist_ok=True)
+        shutil.copy2(ws.root / rel, target, follow_symlinks=False)
+    return reference

@@ -1,0 +1,198 @@
+"""One task of another harness's format, read into what an assay scenario needs (or refused).
+
+Both readers (`terminal_bench`, `harbor`) fill a `Task`; `seed_plan` turns its Dockerfile copies
+into the seed (files under the working directory) and mounts (files copied elsewhere, shown at
+the same absolute path), and `requirements` merges what the image, the tests and the solution
+install into one environment. A task with `refusals` is never written.
+"""
+
+from __future__ import annotations
+
+import glob
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from compiler.contract import SANDBOX_RESERVED, within
+from harness.importers.dockerfile import Build
+from harness.importers.scripts import TEST_DIR, SolutionNeeds, TestPlan, read_solution, read_tests
+from harness.importers.shellsteps import package_name
+
+
+def slug(text: str) -> str:
+    """A scenario id from a task's name: lowercase, runs of other characters as one '-'."""
+    return re.sub(r"[^a-z0-9_+]+", "-", text.lower()).strip("-_.+") or "task"
+
+
+@dataclass
+class Task:
+    """A task read from its folder."""
+
+    format: str
+    """`terminal-bench` or `harbor`."""
+    name: str
+    """The task's own name (its folder, or Harbor's `task.name`)."""
+    id: str
+    root: Path
+    context: Path
+    """The Dockerfile's build context."""
+    instruction: str = ""
+    build: Build = field(default_factory=Build)
+    tests: TestPlan = field(default_factory=TestPlan)
+    tests_dir: Path | None = None
+    solution: Path | None = None
+    """The solution script."""
+    solution_dir: Path | None = None
+    """Harbor's solution/ folder, shown at /solution while the solution runs."""
+    solution_needs: SolutionNeeds = field(default_factory=SolutionNeeds)
+    env: dict[str, str] = field(default_factory=dict)
+    check_env: dict[str, str] = field(default_factory=dict)
+    solution_env: dict[str, str] = field(default_factory=dict)
+    timeout_s: float | None = None
+    check_timeout_s: float | None = None
+    cpus: float | None = None
+    memory_mb: int | None = None
+    meta: dict[str, Any] = field(default_factory=dict)
+    refusals: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+    @property
+    def workdir(self) -> str:
+        return self.build.workdir or "/"
+
+    def refuse(self, reason: str) -> None:
+        if reason not in self.refusals:
+            self.refusals.append(reason)
+
+
+def requirements(task: Task) -> list[str]:
+    """pip requirements of the environment: the image's, then the tests', then the solution's; the
+    first one to name a package wins (the agent's image decides a version the tests pin differently)."""
+    out: list[str] = []
+    seen: dict[str, str] = {}
+    for source, reqs in (
+        ("image", task.build.packages.pip),
+        ("tests", task.tests.packages.pip),
+        ("solution", task.solution_needs.pip),
+    ):
+        for req in reqs:
+            name = package_name(req)
+            if name in ("pip", "setuptools", "wheel", "uv"):
+                continue
+            if name in seen:
+                if seen[name] != req and source != "solution":
+                    task.notes.append(f"{source} asks for {req}; the environment keeps {seen[name]}")
+                continue
+            seen[name] = req
+            out.append(req)
+    if "pytest" not in seen:
+        out.append("pytest")
+    return out
+
+
+@dataclass(frozen=True)
+class Placed:
+    """One file of the task, where the scenario puts it."""
+
+    src: Path
+    dest: str
+    """Absolute path inside the sandbox."""
+
+
+def _sources(task: Task, pattern: str) -> list[Path]:
+    base = task.context.resolve()
+    matches = (
+        sorted(glob.glob(str(base / pattern))) if any(c in pattern for c in "*?[") else [str(base / pattern)]
+    )
+    found = []
+    for m in matches:
+        path = Path(m).resolve()
+        if not path.is_relative_to(base) or not path.exists():
+            task.refuse(f"COPY source {pattern!r} is not in the build context")
+            return []
+        found.append(path)
+    return found
+
+
+def placed_files(task: Task) -> list[Placed]:
+    """Every file the Dockerfile's COPY lines put into the image, by absolute destination."""
+    out: dict[str, Placed] = {}
+    for copy in task.build.copies:
+        for pattern in copy.sources:
+            for src in _sources(task, pattern):
+                into_dir = copy.dest.endswith("/") or src.is_dir() or len(copy.sources) > 1
+                dest = copy.dest.rstrip("/") or "/"
+                if src.is_dir():
+                    for f in sorted(p for p in src.rglob("*") if p.is_file()):
+                        target = posixpath.join(dest, f.relative_to(src).as_posix())
+                        out[target] = Placed(f, target)
+                else:
+                    target = posixpath.join(dest, src.name) if into_dir else dest
+                    out[target] = Placed(src, target)
+    for removed in task.build.removed:
+        for key in [k for k in out if k == removed or k.startswith(removed + "/")]:
+            del out[key]
+    return sorted(out.values(), key=lambda p: p.dest)
+
+
+def mount_root(path: str) -> str:
+    """The folder a file outside the workdir is mounted with: its top-level folder."""
+    return "/" + path.strip("/").split("/")[0]
+
+
+def check_places(task: Task, files: list[Placed]) -> None:
+    """Refuse files the sandbox cannot show where the image has them."""
+    for f in files:
+        if within(f.dest, task.workdir):
+            continue
+        hit = next((r for r in SANDBOX_RESERVED if within(f.dest, r)), None)
+        if hit is not None:
+            task.refuse(f"the image puts {f.dest} into {hit}, which the sandbox's toolchain owns")
+        elif within(task.workdir, mount_root(f.dest)):
+            task.refuse(f"the image puts {f.dest} beside the working directory {task.workdir}")
+
+
+def check_tests(task: Task) -> None:
+    """The test files the test script names are in the task's tests/ folder."""
+    if task.tests_dir is None:
+        return
+    missing = [
+        t
+        for t in task.tests.tests
+        if within(t, TEST_DIR) and not (task.tests_dir / t[len(TEST_DIR) + 1 :]).exists()
+    ]
+    if missing:
+        task.refuse(f"the tests the test script runs are missing from tests/ ({', '.join(missing)})")
+
+
+def task_id(folder: Path, prefix: str) -> str:
+    """The scenario id of a task folder under a dataset prefix."""
+    own = slug(folder.name)
+    return f"{prefix}-{own}" if prefix and not own.startswith(prefix + "-") else own
+
+
+def take_tests(task: Task, script: Path, folder: Path) -> None:
+    """Read the task's test script and check the tests it runs are in its tests/ folder."""
+    task.tests_dir = folder if folder.is_dir() else None
+    if script.is_file():
+        task.tests = read_tests(script.read_text(encoding="utf-8", errors="replace"))
+        for reason in task.tests.refusals:
+            task.refuse(reason)
+    else:
+        task.refuse(f"no {script.relative_to(task.root).as_posix()}")
+    if task.tests_dir is None:
+        task.refuse("no tests/ folder")
+    check_tests(task)
+
+
+def take_solution(task: Task, script: Path, *, folder: Path | None = None) -> bool:
+    """Read the task's solution script (False when there is none)."""
+    if not script.is_file():
+        return False
+    task.solution, task.solution_dir = script, folder
+    task.solution_needs = read_solution(script.read_text(encoding="utf-8", errors="replace"))
+    for reason in task.solution_needs.refusals:
+        task.refuse(reason)
+    return True

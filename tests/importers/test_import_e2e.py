@@ -1,0 +1,89 @@
+"""`assay import` end to end on the fixture datasets: scenarios that validate, an oracle that
+passes, a no-op that fails, grade.json listing the pytest tests one by one, refusals with reasons.
+
+The tasks were written for these tests in the two formats (tests/fixtures/import/); the public
+dataset runs are in `nox -s import-datasets`.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from pathlib import Path
+
+import pytest
+from import_util import VERSION, prebuild, require_sandbox
+
+from compiler.contract import Environment
+from tests.helpers import assay
+
+pytestmark = [pytest.mark.isolation, pytest.mark.slow]
+
+
+def _grades(project: Path, matrix: str) -> dict[str, dict]:
+    return {
+        p.parent.parent.parent.name: json.loads(p.read_text())
+        for p in sorted((project / "runs" / matrix).rglob("grade.json"))
+    }
+
+
+def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -> None:
+    require_sandbox()
+    prebuild(project, Environment(python=VERSION, pip=("pytest",)))
+    mine = (project / "specs" / "matrices" / "mine.yaml").read_bytes()
+    done = assay("--project", project, "import", "terminal-bench", dataset("terminal-bench"), "--name", "tb")
+    assert done.returncode == 0, done.stderr
+    report = json.loads((project / "imports" / "tb.json").read_text())
+    assert report["imported"] == ["tb-csv-summary"]
+    assert {k: v["reasons"][0] for k, v in report["refused"].items()} == {
+        "tb-generates-data": "RUN step the importer cannot reproduce: python gen.py",
+        "tb-needs-server": "extra compose services (client, server): the task needs more than one container",
+        "tb-no-solution": "no solution.sh: the reference cannot be made",
+    }
+    folder = project / "scenarios" / "tb-csv-summary"
+    assert sorted(p.relative_to(folder).as_posix() for p in folder.rglob("*") if p.is_file()) == [
+        "mounts/data/sales.csv",
+        "prompt.md",
+        "reference/out/greeting.txt",
+        "reference/out/summary.txt",
+        "scenario.yaml",
+        "seed/out/.gitkeep",
+        "seed/summarize.py",
+        "solution/solution.sh",
+        "tests/test_outputs.py",
+    ]
+    assert (project / "specs" / "matrices" / "mine.yaml").read_bytes() == mine  # never edited
+    assert assay("--project", project, "validate", "--scenario", "tb-csv-summary").returncode == 0
+    assert assay("--project", project, "compile").returncode == 0
+    job = json.loads((project / "generated" / "jobs" / "tb" / "tb-csv-summary.json").read_text())
+    assert "`{{region}}: {{total}}`" in job["scenario"]["prompt"]  # Jinja syntax escaped, rendered back
+    assert json.loads((project / "generated" / "manifest.json").read_text())["matrices"]["mine"]["jobs"] == 0
+    ran = assay("--project", project, "matrix", "tb")
+    assert ran.returncode == 0, ran.stderr
+    grades = _grades(project, "tb")
+    assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
+    (check,) = grades["oracle"]["checks"]
+    assert [(t["id"], t["outcome"]) for t in check["tests"]] == [
+        ("test_outputs.py::test_summary_exists", "pass"),
+        ("test_outputs.py::test_summary_totals", "pass"),
+        ("test_outputs.py::test_greeting", "pass"),
+        ("test_outputs.py::test_input_untouched", "pass"),
+    ]
+    assert [t["outcome"] for t in grades["noop"]["checks"][0]["tests"]] == ["fail", "fail", "fail", "pass"]
+
+
+def test_harbor_task(project: Path, dataset: Callable[[str], Path]) -> None:
+    require_sandbox()
+    prebuild(project, Environment(python=VERSION, pip=("pytest",)))
+    task = dataset("harbor") / "word-count"
+    done = assay("--project", project, "import", "harbor", task)
+    assert done.returncode == 0, done.stderr
+    assert json.loads((project / "imports" / "word-count.json").read_text())["imported"] == ["word-count"]
+    assert assay("--project", project, "compile").returncode == 0
+    assert assay("--project", project, "matrix", "word-count").returncode == 0
+    grades = _grades(project, "word-count")
+    assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
+    assert [t["id"] for t in grades["oracle"]["checks"][0]["tests"]] == [
+        "test_wc.py::test_count_words",
+        "test_wc.py::test_counts_file",
+    ]

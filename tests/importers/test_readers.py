@@ -1,0 +1,144 @@
+"""Reading Terminal-Bench and Harbor tasks (no sandbox): what maps to what, what is refused and why."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from harness.importers import dockerfile, harbor, terminal_bench
+from harness.importers.scripts import read_solution, read_tests
+from harness.importers.shellsteps import split_commands
+from harness.importers.task import requirements
+from harness.importers.write import escape_template, scenario_doc
+
+FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
+TB = FIXTURES / "terminal-bench"
+
+
+def test_dockerfile_maps_to_seed_mounts_env_and_packages() -> None:
+    build = dockerfile.read((TB / "csv-summary" / "Dockerfile").read_text())
+    assert (build.python, build.workdir, build.refusals) == ("3.11", "/app", [])
+    assert [(c.sources, c.dest) for c in build.copies] == [(("data",), "/data"), (("app/",), "/app/")]
+    assert build.env == {"GREETING": "hello", "PYTHONPATH": "/app:"}
+    assert build.dirs == ["/app/out"] and build.modes == {"/app/summarize.py": 0o755}
+    assert build.packages.apt == []  # tmux and asciinema are Terminal-Bench's own tools
+    assert any("asciinema" in n for n in build.notes)
+
+
+def test_dockerfile_refusals_name_the_step() -> None:
+    cases = {
+        "FROM ghcr.io/acme/custom:1\nWORKDIR /app\n": "a custom base image (ghcr.io/acme/custom:1): nothing here provides it",
+        "FROM python:3.12\nWORKDIR /app\nRUN python gen.py > data.csv\n": "RUN step the importer cannot reproduce: python gen.py '>' data.csv",
+        "FROM python:3.12 AS b\nFROM python:3.12\nWORKDIR /app\n": "a multi-stage build (second FROM python:3.12)",
+        "FROM python:3.12\nWORKDIR /app\nCOPY --from=b /x /y\n": "COPY --from another build stage or image (--from=b /x /y)",
+        "FROM python:3.12\n": "no WORKDIR: the task's working directory is unknown",
+        "FROM python:3.12\nWORKDIR /app\nRUN pip install torch --index-url https://x.invalid/whl\n": "RUN step the importer cannot reproduce: pip install torch --index-url https://x.invalid/whl",
+    }
+    for text, reason in cases.items():
+        assert dockerfile.read(text).refusals[:1] == [reason], text
+    ok = dockerfile.read(
+        "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
+        "RUN set -eux; export DEBIAN_FRONTEND=noninteractive; apt-get update && \\\n"
+        "    apt-get install -y --no-install-recommends jq=1.6 && rm -rf /var/lib/apt/lists/*\n"
+        "RUN pip install --no-cache-dir numpy==2.1.2 scipy\n"
+    )
+    assert (ok.python, ok.workdir, ok.refusals) == ("3.13", "/app", [])
+    assert (ok.packages.apt, ok.packages.pip) == (["jq"], ["numpy==2.1.2", "scipy"])
+
+
+def test_test_scripts_become_a_pytest_run() -> None:
+    tb = read_tests((TB / "csv-summary" / "run-tests.sh").read_text())
+    assert (tb.tests, tb.args, tb.cwd, tb.packages.pip, tb.packages.apt, tb.refusals) == (
+        ["/tests/test_outputs.py"],
+        [],
+        None,
+        ["pytest"],
+        [],
+        [],
+    )
+    hb = read_tests((FIXTURES / "harbor" / "word-count" / "tests" / "test.sh").read_text())
+    assert (hb.tests, hb.packages.pip, hb.refusals) == (["/tests/test_wc.py"], ["pytest"], [])
+    moved = read_tests("cd $TEST_DIR\nuv run pytest test_outputs.py -x --timeout 30\n")
+    assert (moved.cwd, moved.tests, moved.args) == (
+        "/tests",
+        ["/tests/test_outputs.py"],
+        ["-x", "--timeout", "30"],
+    )
+    assert read_tests("uv run python $TEST_DIR/gen.py\nuv run pytest $TEST_DIR/t.py\n").refusals == [
+        "a test-script step the checks cannot reproduce: uv run python '$TEST_DIR/gen.py'"
+    ]
+
+
+def test_solutions_that_need_the_network_are_named() -> None:
+    assert (
+        read_solution("#!/bin/bash\ncat > /app/x.py << 'EOF'\ncurl is only text here\nEOF\n").refusals == []
+    )
+    needs = read_solution("pip install pandas==2.2.3\ngit clone https://x.invalid/r.git\nuv add numpy\n")
+    assert needs.pip == ["pandas==2.2.3"]
+    assert [r.split(" (")[0] for r in needs.refusals] == [
+        "the solution uses git",
+        "the solution resolves packages with uv",
+    ]
+
+
+def test_split_commands_keeps_quotes_across_lines() -> None:
+    assert split_commands("a && b 'x\ny' ; c | d\n# note\ne") == [
+        ["a"],
+        ["b", "x\ny"],
+        ["c", "|", "d"],
+        ["e"],
+    ]
+
+
+def test_terminal_bench_task_reads_and_refusals() -> None:
+    task = terminal_bench.read(TB / "csv-summary", task_id="t-csv-summary")
+    assert task.refusals == []
+    assert (task.workdir, task.timeout_s, task.check_timeout_s) == ("/app", 120.0, 60.0)
+    assert task.env == {"GREETING": "hello", "PYTHONPATH": "/app:", "TEST_DIR": "/tests"}
+    assert task.meta["difficulty"] == "easy" and "instruction" not in task.meta
+    assert requirements(task) == ["pytest"]
+    reasons = {
+        name: terminal_bench.read(TB / name, task_id=name).refusals[0]
+        for name in ("needs-server", "generates-data", "no-solution")
+    }
+    assert reasons == {
+        "needs-server": "extra compose services (client, server): the task needs more than one container",
+        "generates-data": "RUN step the importer cannot reproduce: python gen.py",
+        "no-solution": "no solution.sh: the reference cannot be made",
+    }
+    assert terminal_bench.dataset_tasks(TB) == [
+        TB / n for n in ("csv-summary", "generates-data", "needs-server", "no-solution")
+    ]
+
+
+def test_harbor_task_reads() -> None:
+    task = harbor.read(FIXTURES / "harbor" / "word-count", task_id="word-count")
+    assert task.refusals == []
+    assert (task.name, task.workdir, task.timeout_s, task.check_timeout_s, task.cpus, task.memory_mb) == (
+        "assay/word-count",
+        "/app",
+        120.0,
+        60.0,
+        1.0,
+        2048,
+    )
+    assert task.solution_dir == FIXTURES / "harbor" / "word-count" / "solution"
+    assert task.meta["metadata"] == {"difficulty": "easy", "category": "programming"}
+
+
+def test_scenario_doc_and_escaped_prompt() -> None:
+    task = terminal_bench.read(TB / "csv-summary", task_id="t-csv-summary")
+    doc = scenario_doc(task, ["/data"], family="t", tags=["terminal-bench", "t"], source="s")
+    assert doc["workdir"] == "/app"
+    assert doc["mounts"] == [
+        {"path": "/data", "from": "mounts/data", "writable": True},
+        {"path": "/tests", "from": "tests", "hidden": True},
+    ]
+    assert doc["environment"] == {"python": "3.11", "pip": ["pytest"]}
+    assert doc["checks"] == [
+        {"id": "tests", "kind": "pytest", "tests": ["/tests/test_outputs.py"], "timeout_s": 60.0}
+    ]
+    assert doc["limits"] == {"timeout_s": 120.0}
+    assert escape_template("a {{ b }} {% endraw %}") == (
+        "{% raw %}a {{ b }} {% endraw %}{{ '{% endraw %}' }}{% raw %}{% endraw %}"
+    )
+    assert escape_template("plain") == "plain"
