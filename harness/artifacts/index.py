@@ -1,9 +1,9 @@
 """The results index: one SQLite row per run of a tree, so a reader never walks 100,000 run folders.
 
 `<tree>/.assay-index.sqlite` (WAL) holds, per run directory, every scalar field of its run.json and
-grade.json as a column (nested sections flattened as `<section>_<field>`, lists and maps as JSON
-text), both records verbatim, the scenario's family and split, the files at the run's top, and what
-it takes to tell the row is current: the run folder's mtime and each record's size, mtime and hash.
+grade.json as a column, both records verbatim, the scenario's family and split, the files at the
+run's top, and what it takes to tell the row is current: the run folder's mtime and each record's
+size, mtime and hash (what a row holds and how it is read: `harness.artifacts.index_rows`).
 
 Writers: the grader after each grade.json (`record`, into every index above the run), the Dask
 client after installing a run, and `sync`. Readers call `sync` first, which never trusts the file
@@ -21,75 +21,25 @@ import json
 import os
 import sqlite3
 import time
-import types
-import typing
 from collections.abc import Iterator
 from dataclasses import dataclass
-from enum import Enum
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import Any
 
-from pydantic import BaseModel
-
-from harness.artifacts.names import GRADE_FILE, INDEX_FILE, JOB_FILE, RUN_DIR_FOLDERS, RUN_FILE
-from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord
+from harness.artifacts.index_rows import (
+    JSON_COLUMNS,
+    TABLES,
+    Row,
+    Scenarios,
+    read_row,
+)
+from harness.artifacts.names import INDEX_FILE, RUN_DIR_FOLDERS, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
 INDEX_SCHEMA = 1
 BUSY_TIMEOUT_S = 60.0
 BATCH = 5000
 """Rows written per transaction while syncing."""
-IDENTITY = ("job_id", "job_hash", "matrix", "scenario", "cell", "agent", "trial", "version", "model")
-"""run.json fields kept under their own names; the rest of run.json is `run_<field>`."""
-
-
-class Column(NamedTuple):
-    """One column of the runs table taken from a record: its name and where it sits in the record."""
-
-    name: str
-    path: tuple[str, ...]
-    json: bool
-    """Stored as JSON text (a list or a map), else as the scalar itself."""
-
-
-def _scalar(annotation: Any) -> bool:
-    if annotation in (int, float, str, bool, type(None)):
-        return True
-    if isinstance(annotation, type) and issubclass(annotation, Enum):
-        return True
-    origin = typing.get_origin(annotation)
-    if origin is typing.Literal:
-        return True
-    if origin in (typing.Union, types.UnionType):
-        return all(_scalar(a) for a in typing.get_args(annotation))
-    return False
-
-
-def _columns(model: type[BaseModel], rename: dict[str, str], prefix: str) -> list[Column]:
-    out: list[Column] = []
-    for name, info in model.model_fields.items():
-        column = rename.get(name, f"{prefix}{name}")
-        ann = info.annotation
-        if isinstance(ann, type) and issubclass(ann, BaseModel):
-            for sub, sub_info in ann.model_fields.items():
-                out.append(Column(f"{column}_{sub}", (name, sub), not _scalar(sub_info.annotation)))
-        else:
-            out.append(Column(column, (name,), not _scalar(ann)))
-    return out
-
-
-RUN_COLUMNS = _columns(RunRecord, {n: n for n in IDENTITY} | {"levels": "levels"}, "run_")
-GRADE_COLUMNS = _columns(Grade, {"schema_version": "grade_schema_version"}, "")
-TREE_COLUMNS = ("dir", "dir_mtime_ns", "files", "family", "split", "read_error")
-"""Table `tree`, small and read by every sync: what it takes to tell a row is current."""
-RECORD_FILES = ("run_size", "run_mtime_ns", "run_hash", "grade_size", "grade_mtime_ns", "grade_hash")
-RECORDS_COLUMNS = ("dir", *RECORD_FILES, "run_json", "grade_json")
-"""Table `records`: both records verbatim (compact), each with its file's size, mtime and hash."""
-RECORD_COLUMNS = tuple(c.name for c in (*RUN_COLUMNS, *GRADE_COLUMNS))
-RUNS_COLUMNS = ("dir", *RECORD_COLUMNS)
-"""Table `runs`: one column per field of run.json and grade.json (what `assay results` shows)."""
-JSON_COLUMNS = frozenset(c.name for c in (*RUN_COLUMNS, *GRADE_COLUMNS) if c.json)
-TABLES = {"tree": TREE_COLUMNS, "records": RECORDS_COLUMNS, "runs": RUNS_COLUMNS}
 LAYOUT = hashlib.sha256(json.dumps([INDEX_SCHEMA, TABLES, sorted(JSON_COLUMNS)]).encode()).hexdigest()[:16]
 """Changes whenever a record gains a field: an index of another layout is rebuilt, not misread."""
 
@@ -101,15 +51,6 @@ def _q(name: str) -> str:
 def _insert(table: str) -> str:
     cols = TABLES[table]
     return f"INSERT OR REPLACE INTO {table} ({', '.join(_q(c) for c in cols)}) VALUES ({', '.join('?' for _ in cols)})"
-
-
-class Row(NamedTuple):
-    """One run's rows of the three tables (`facts`, a reader's cache, is emptied when they change)."""
-
-    dir: str
-    tree: tuple[Any, ...]
-    records: tuple[Any, ...]
-    runs: tuple[Any, ...]
 
 
 def _write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
@@ -133,122 +74,6 @@ class SyncStats:
     rebuilt: str | None
     """Why the whole index was rebuilt, or None."""
     seconds: float
-
-
-def _digest(data: bytes) -> str:
-    return hashlib.blake2b(data, digest_size=16).hexdigest()
-
-
-def _read_bytes(path: str) -> tuple[bytes, os.stat_result] | None:
-    try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            return fh.read(), st
-    except FileNotFoundError:
-        return None
-
-
-def _pick(data: dict[str, Any], column: Column) -> Any:
-    value: Any = data
-    for key in column.path:
-        if not isinstance(value, dict):
-            return None
-        value = value.get(key)
-    if value is None:
-        return None
-    if column.json:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"))
-    if isinstance(value, dict | list):
-        return json.dumps(value, separators=(",", ":"))  # a writer that broke the type: kept, not lost
-    return value
-
-
-def _load(raw: bytes, name: str, current: int, run_dir: str, errors: list[str]) -> dict[str, Any]:
-    """A record's JSON object; {} with the reason appended to errors when it is not one (a record
-    from a newer assay raises FutureSchemaError)."""
-    try:
-        data = json.loads(raw)
-    except ValueError as exc:
-        errors.append(f"{name}: {str(exc)[:200]}")
-        return {}
-    if not isinstance(data, dict):
-        errors.append(f"{name}: not a JSON object")
-        return {}
-    version = data.get("schema_version", 0)
-    if isinstance(version, int) and version > current:
-        raise FutureSchemaError(
-            f"{run_dir}/{name}: schema_version {version} is newer than this assay understands ({current}); upgrade assay"
-        )
-    return data
-
-
-class Scenarios:
-    """family and split per scenario, from the first job.json read for it."""
-
-    def __init__(self) -> None:
-        self.known: dict[str, tuple[str | None, str | None]] = {}
-
-    def lookup(self, scenario: Any, run_dir: str, files: frozenset[str]) -> tuple[str | None, str | None]:
-        key = str(scenario)
-        if key in self.known or JOB_FILE not in files:
-            return self.known.get(key, (None, None))
-        try:
-            with open(os.path.join(run_dir, JOB_FILE), "rb") as fh:
-                job = json.loads(fh.read())
-            spec = job.get("scenario", {}) if isinstance(job, dict) else {}
-            family, split = spec.get("family"), spec.get("split")
-            found = (family if isinstance(family, str) else None, split if isinstance(split, str) else None)
-        except (OSError, ValueError):
-            found = (None, None)
-        self.known[key] = found
-        return found
-
-
-def read_row(run_dir: str, rel: str, scenarios: Scenarios | None = None) -> Row | None:
-    """The index rows of one run folder, read from disk; None when it holds no run.json (any more).
-
-    A run.json or grade.json that cannot be read becomes `read_error` on the row (the report counts
-    it), never an exception — except one written by a newer assay (FutureSchemaError).
-    """
-    dir_st = os.stat(run_dir)
-    files = frozenset(os.listdir(run_dir))
-    run = _read_bytes(os.path.join(run_dir, RUN_FILE)) if RUN_FILE in files else None
-    if run is None:
-        return None
-    grade = _read_bytes(os.path.join(run_dir, GRADE_FILE)) if GRADE_FILE in files else None
-    errors: list[str] = []
-    run_data = _load(run[0], RUN_FILE, RUN_SCHEMA, run_dir, errors)
-    grade_data = _load(grade[0], GRADE_FILE, GRADE_SCHEMA, run_dir, errors) if grade is not None else {}
-    family, split = (scenarios or Scenarios()).lookup(run_data.get("scenario"), run_dir, files)
-    listing = json.dumps(sorted(n for n in files if not n.startswith(".")))
-    return Row(
-        dir=rel,
-        tree=(rel, dir_st.st_mtime_ns, listing, family, split, "; ".join(errors) or None),
-        records=(
-            rel,
-            run[1].st_size,
-            run[1].st_mtime_ns,
-            _digest(run[0]),
-            grade[1].st_size if grade else None,
-            grade[1].st_mtime_ns if grade else None,
-            _digest(grade[0]) if grade else None,
-            _compact(run_data) if run_data else run[0].decode("utf-8", errors="replace"),
-            None
-            if grade is None
-            else _compact(grade_data)
-            if grade_data
-            else grade[0].decode("utf-8", "replace"),
-        ),
-        runs=(
-            rel,
-            *(_pick(run_data, c) for c in RUN_COLUMNS),
-            *(_pick(grade_data, c) if grade_data else None for c in GRADE_COLUMNS),
-        ),
-    )
-
-
-def _compact(data: dict[str, Any]) -> str:
-    return json.dumps(data, separators=(",", ":"), ensure_ascii=False)
 
 
 def _connect(path: Path | str) -> sqlite3.Connection:

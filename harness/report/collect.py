@@ -17,7 +17,7 @@ from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
-from harness.artifacts.index import Scenarios
+from harness.artifacts.index_rows import Scenarios
 from harness.artifacts.names import (
     AGENT_LOG,
     DIFF_FILE,

@@ -12,7 +12,8 @@ import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from harness.artifacts.index import JSON_COLUMNS, RECORD_COLUMNS, open_index
+from harness.artifacts.index import open_index
+from harness.artifacts.index_rows import JSON_COLUMNS, RECORD_COLUMNS
 from harness.errors import UsageError
 
 if TYPE_CHECKING:
