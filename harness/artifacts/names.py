@@ -20,6 +20,8 @@ INDEX_FILE = ".assay-index.sqlite"
 """At a tree's root: the results index, one row per run (`harness.artifacts.index`)."""
 VIEW_FILE = "view.html"
 """The run's own page (prompt, transcript, trace, snapshots, diff, checks), written after grading."""
+ROUNDS_FILE = "rounds.json"
+"""At a matrix's runs root, when it ran in rounds (`--until decided`, a budget): verdicts, stops, spend."""
 
 # At a runs root, written by the runner that holds the tree.
 LOCK_FILE = ".assay.lock"
@@ -74,6 +76,7 @@ RESERVED = frozenset(
         JOB_FILE,
         VERSIONS_FILE,
         VIEW_FILE,
+        ROUNDS_FILE,
         DIFF_FILE,
         AGENT_LOG,
         SETUP_LOG,

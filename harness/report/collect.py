@@ -108,6 +108,10 @@ class RunFacts:
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
     digest: SectionDigest | None = None
     """The sections as the aggregates read them (computed once; a cached run carries only this)."""
+    limits_hit: tuple[str, ...] = ()
+    """Resource limits the run hit (run.json `limits_hit`)."""
+    unprotected: tuple[str, ...] = ()
+    """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -406,5 +410,7 @@ def run_facts(
         regrade=change,
         concurrent=run.concurrent,
         sanity=run.sanity,
+        limits_hit=run.limits_hit,
+        unprotected=run.protections.failed if run.protections is not None else (),
         digest=digest(sections),
     )

@@ -30,7 +30,7 @@ from harness.report.collect import (
 )
 from harness.report.sections import SectionDigest, digest
 
-FACTS_VERSION = "2"
+FACTS_VERSION = "3"
 """Bumped whenever RunFacts or their derivation change: every cached row is derived again."""
 
 COLUMNS = ("dir", "facts", "run_json", "grade_json", "read_error", "family", "split", "files")
@@ -101,6 +101,8 @@ def dump(facts: RunFacts | Unreadable) -> str:
             f.artifacts,
             f.sanity,
             f.concurrent,
+            f.limits_hit,
+            f.unprotected,
         ],
         separators=(",", ":"),
     )
@@ -136,6 +138,8 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
         regrade=None,
         sanity=d[21],
         concurrent=d[22],
+        limits_hit=tuple(d[23]),
+        unprotected=tuple(d[24]),
         digest=SectionDigest(
             tuple(d[19][0]),
             tuple(d[19][1]),
