@@ -6,18 +6,30 @@ When generated/manifest.json is missing or older than any input (or the compiler
 `bench-<cell>` session: `nox -s bench-bin-none-off -- --agent X --trials 2`. `bench-` names cells
 only; benchmarks of assay itself are the `perf-*` sessions.
 
-Sessions install the project into a reused virtualenv (`pip install -e .[dev]`), so a
-fresh machine with python3 and nox needs nothing else; `nox --no-venv` runs them on the
-current interpreter instead.
+A session runs on nox's own interpreter when that already has this checkout installed with
+what the session needs (assay itself is enough for `compile` and `report`; the example suite
+needs `dev`: its tool under test and its pytest checks). Otherwise sessions that need the same
+packages share one environment: `.nox/env-dev`
+(the project with its `dev` extra) for most, `.nox/env-dev-dask` for the Dask ones,
+`.nox/env-inspect` for Inspect AI in `perf`. The first session that needs one makes it (with
+uv, which the project's `nox[uv]` dependency brings; else venv and pip), and every later
+session starts its work at once; it is made again when pyproject.toml changes. `lint` always
+uses `.nox/env-dev`, as on a fresh clone. `nox --no-venv` runs every session on nox's own
+interpreter.
 """
 
 from __future__ import annotations
 
+import fcntl
+import hashlib
+import importlib.util
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -29,6 +41,7 @@ MANIFEST = GENERATED / "manifest.json"
 WATCHED = ("specs", "scenarios", "compiler")
 
 nox.options.reuse_venv = "yes"
+nox.options.default_venv_backend = "none"  # the sessions share environments of their own: _install
 nox.options.sessions = ["compile", "validate", "tests", "lint", "schema-drift"]
 
 
@@ -77,31 +90,91 @@ def _stale(data: dict[str, object]) -> bool:
     return False
 
 
-COMPILER_DEPS = ("pydantic", "pyyaml", "cerberus", "jinja2")
-BOOTSTRAP = ROOT / ".nox" / "_compile"
+ENVS = ROOT / ".nox"
+Runner = Callable[[Sequence[str]], object]
+
+
+def _uv() -> str | None:
+    """A uv binary: on PATH, or the `uv` package beside nox (`pip install nox[uv]`); None without."""
+    found = shutil.which("uv")
+    if found:
+        return found
+    try:
+        import uv  # type: ignore[import-not-found,unused-ignore]
+
+        return str(uv.find_uv_bin())
+    except (ImportError, FileNotFoundError):
+        return None
+
+
+def _stamp(install: Sequence[str]) -> str:
+    """What an environment was made from: what was installed (pyproject.toml for the project), this Python."""
+    parts = [" ".join(install).encode(), sys.version.encode()]
+    if "-e" in install:
+        parts.append((ROOT / "pyproject.toml").read_bytes())
+    return hashlib.sha256(b"\0".join(parts)).hexdigest()
+
+
+def _ready(env: Path, install: Sequence[str]) -> bool:
+    try:
+        done = (env / ".assay-env").read_text(encoding="utf-8") == _stamp(install)
+    except OSError:
+        return False
+    return done and (env / "bin" / "python").exists()
+
+
+def _make_env(name: str, install: Sequence[str], run: Runner) -> Path:
+    """The shared environment `.nox/env-<name>` with `install` (pip arguments) in it, made once.
+
+    Made again when what it holds changes (pyproject.toml for the project). A lock keeps two nox
+    runs from making the same environment at once; the stamp is written last, so an
+    interrupted install is made again, not used.
+    """
+    env = ENVS / f"env-{name}"
+    if _ready(env, install):
+        return env
+    ENVS.mkdir(exist_ok=True)
+    with (ENVS / f"{env.name}.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if _ready(env, install):
+            return env
+        py = str(env / "bin" / "python")
+        uv = _uv()
+        if uv is not None:
+            run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(env)])
+            run([uv, "pip", "install", "--quiet", "--python", py, *install])
+        else:
+            run([sys.executable, "-m", "venv", "--clear", str(env)])
+            run([py, "-m", "pip", "install", "--quiet", *install])
+        marker = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2], encoding='utf-8')"
+        run([py, "-c", marker, str(env / ".assay-env"), _stamp(install)])
+    return env
+
+
+def _project_env(extras: Sequence[str], run: Runner) -> Path:
+    """The shared environment with this checkout (editable) and its `extras`."""
+    return _make_env("-".join(extras), ["-e", f".[{','.join(extras)}]"], run)
+
+
+def _bootstrap(argv: Sequence[str]) -> object:
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
 
 
 def _python() -> str:
-    """An interpreter that can import the compiler: nox's own, a session venv, or a bootstrapped one.
+    """An interpreter that can import the compiler: nox's own, the shared environment, or a new one.
 
-    On a fresh clone none has the compiler's four dependencies, so the first listing makes
-    `.nox/_compile` with just those (about 15 s, once); `nox -l` then lists every session.
+    On a fresh clone none has the compiler's dependencies, so the first listing makes the shared
+    `.nox/env-dev` (the one every session uses next); `nox -l` then lists every session.
     """
-    candidates = [sys.executable, *sorted(str(p) for p in (ROOT / ".nox").glob("*/bin/python"))]
+    candidates = [sys.executable, *sorted(str(p) for p in ENVS.glob("*/bin/python"))]
     for exe in candidates:
         probe = subprocess.run(
             [exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True
         )
         if probe.returncode == 0:
             return exe
-    print(
-        "nox: installing the compiler's dependencies into .nox/_compile (once) to compile specs/",
-        file=sys.stderr,
-    )
-    made = subprocess.run([sys.executable, "-m", "venv", str(BOOTSTRAP)], capture_output=True, text=True)
-    exe = str(BOOTSTRAP / "bin" / "python")
-    if made.returncode == 0:
-        subprocess.run([exe, "-m", "pip", "install", "-q", *COMPILER_DEPS], capture_output=True, text=True)
+    print("nox: installing the project into .nox/env-dev (once) to compile specs/", file=sys.stderr)
+    exe = str(_project_env(("dev",), _bootstrap) / "bin" / "python")
     return exe if Path(exe).exists() else sys.executable
 
 
@@ -120,24 +193,78 @@ def _manifest() -> dict[str, object]:
     return data
 
 
-def _venv(session: nox.Session) -> bool:
-    return session.venv_backend != "none" and not isinstance(
-        session.virtualenv, nox.virtualenv.PassthroughEnv
-    )
+def _no_venv(session: nox.Session) -> bool:
+    """True under `nox --no-venv` (the sessions then run on nox's own interpreter)."""
+    config = getattr(getattr(session, "_runner", None), "global_config", None)
+    return bool(getattr(config, "no_venv", False)) or getattr(config, "force_venv_backend", None) == "none"
 
 
-def _install(session: nox.Session) -> str:
-    """Install the project into the session's venv; the python to run (nox's own without a venv)."""
-    if _venv(session):
-        session.install("-e", ".[dev]")
-        return "python"
-    return sys.executable
+def _provides(needs: Sequence[str]) -> bool:
+    """True when nox's own interpreter has this checkout installed with every requirement of
+    `needs` (its extras): the README's first line installs it so, and a session then needs no
+    environment of its own."""
+    try:
+        from importlib import metadata
+
+        from packaging.requirements import Requirement
+
+        origin = importlib.util.find_spec("harness")
+        requires = metadata.requires("assay") or []
+    except (ImportError, ValueError, metadata.PackageNotFoundError):
+        return False
+    if origin is None or origin.origin is None or Path(origin.origin).resolve().parents[1] != ROOT:
+        return False
+    for line in requires:
+        req = Requirement(line)
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("", *needs)):
+            continue
+        try:
+            if not req.specifier.contains(metadata.version(req.name), prereleases=True):
+                return False
+        except metadata.PackageNotFoundError:
+            return False
+    return True
+
+
+def _install(
+    session: nox.Session,
+    needs: Sequence[str] = ("dev",),
+    *,
+    extras: Sequence[str] = ("dev",),
+    own: bool = True,
+) -> str:
+    """The python a session runs: nox's own when it already has this checkout and what `needs`
+    (and `own` allows it), else that of the shared environment with `extras` (made on first use).
+    Under `nox --no-venv` always nox's own."""
+    if _no_venv(session) or (own and _provides(needs)):
+        return sys.executable
+    return _env_python(session, _project_env(extras, _installer(session)))
+
+
+def _installer(session: nox.Session) -> Runner:
+    def run(argv: Sequence[str]) -> object:
+        return session.run_install(*argv, external=True, silent=True)
+
+    return run
+
+
+def _env_python(session: nox.Session, env: Path) -> str:
+    """The environment's python, its tools first on PATH (as in a session's own venv)."""
+    session.env["VIRTUAL_ENV"] = str(env)
+    session.env["PATH"] = os.pathsep.join([str(env / "bin"), os.environ.get("PATH", os.defpath)])
+    return str(env / "bin" / "python")
+
+
+def _runtime(session: nox.Session) -> str:
+    """The python of a session that needs only assay itself: no test or lint tools, and no run of
+    the example suite (its tool under test, ruff, and its pytest checks come with `dev`)."""
+    return _install(session, ())
 
 
 @nox.session
 def compile(session: nox.Session) -> None:
     """Compile specs/ and scenarios/ into generated/."""
-    py = _install(session)
+    py = _runtime(session)
     session.run(py, "-m", "harness", "compile", *session.posargs)
 
 
@@ -151,12 +278,22 @@ def validate(session: nox.Session) -> None:
 
 @nox.session
 def tests(session: nox.Session) -> None:
-    """The test suite (pytest; collecting no test is a failure)."""
+    """The fast test suite, in parallel (collecting no test is a failure). The heavy suites have
+    sessions of their own: isolation, faults, dask, browser, agents (all in .ci/run)."""
     py = _install(session)
-    # The fault-injection suite has its own session (it kills runners at every stage: minutes).
-    marks = () if "-m" in session.posargs else ("-m", "not faults")
+    marks = () if "-m" in session.posargs else ("-m", FAST)  # `-- -m X` chooses the tests instead
+    _pytest(session, py, *marks, *(f"--ignore={d}" for d in HEAVY_DIRS), "-n", "4", *session.posargs)
+
+
+FAST = "not slow and not faults and not isolation and not dask and not browser and not agents"
+"""The README's test command: every test but the heavy suites' (markers in pyproject.toml)."""
+HEAVY_DIRS = ("tests/isolation", "tests/dask", "tests/faults")
+"""Folders of heavy suites: the `isolation`, `dask` and `faults` sessions run them."""
+
+
+def _pytest(session: nox.Session, py: str, *args: str) -> None:
     try:
-        session.run(py, "-m", "pytest", *marks, *session.posargs)
+        session.run(py, "-m", "pytest", "-p", "no:cacheprovider", *args)
     except nox.command.CommandFailed as exc:
         # session.run returns no exit code, so exit 5 (no tests collected) is told apart here.
         if getattr(exc, "return_code", None) == 5:
@@ -165,9 +302,20 @@ def tests(session: nox.Session) -> None:
 
 
 @nox.session
+def slow(session: nox.Session) -> None:
+    """The slow-marked tests outside the other heavy suites: Ctrl-C and SIGKILL of a matrix halfway
+    and its resume through the CLI, builds of compared versions, a fresh copy's install."""
+    py = _install(session)
+    marks = "slow and not faults and not isolation and not dask and not browser and not agents"
+    _pytest(
+        session, py, "-m", marks, "-rs", *(f"--ignore={d}" for d in HEAVY_DIRS), "tests", *session.posargs
+    )
+
+
+@nox.session
 def lint(session: nox.Session) -> None:
     """The gates: ruff check, ruff format --check and mypy --strict (without the dask extra, as on a fresh clone)."""
-    py = _install(session)
+    py = _install(session, own=False)  # as on a fresh clone, whatever nox runs on
     session.run(py, "-m", "ruff", "check", ".")
     session.run(py, "-m", "ruff", "format", "--check", ".")
     session.run(py, "-m", "mypy", "--strict")
@@ -252,7 +400,7 @@ def agents(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """Report over a run tree: report.md, summary.json, report.html, junit.xml
     (-- <run-tree> [--regrade] [--format md,html,json,junit] [--out DIR]; default tree runs/<default matrix>)."""
-    py = _install(session)
+    py = _runtime(session)
     args = list(session.posargs)
     if not args or args[0].startswith("-"):
         if not isinstance(_DEFAULT, str):
@@ -368,6 +516,20 @@ def demo_versions(session: nox.Session) -> None:
     session.run(py, "-m", "harness", "report", out, "--out", out)
 
 
+INSPECT_AI = "inspect-ai==0.3.285"
+"""Inspect AI, measured side by side in `perf` (pinned: the comparison is with one release)."""
+
+
+@nox.session
+def perf(session: nox.Session) -> None:
+    """assay's speed against its goals, from one run: 200 trivial trials side by side with Inspect AI
+    (installed once into .nox/env-inspect), the per-trial overhead by stage, grading throughput, the
+    README's demo and test command on fresh clones (-- --skip-demo --skip-tests --skip-grade)."""
+    py = _install(session)
+    inspect = _make_env("inspect", [INSPECT_AI], _installer(session)) / "bin" / "python"
+    session.run(py, "benchmarks/bench_perf.py", "--inspect", str(inspect), *session.posargs)
+
+
 @nox.session(name="perf-harness")
 def perf_harness(session: nox.Session) -> None:
     """Runner benchmark: per-trial overhead (noop agent, one command check; median, p95) and
@@ -377,11 +539,8 @@ def perf_harness(session: nox.Session) -> None:
 
 
 def _install_dask(session: nox.Session) -> str:
-    """The project with its `dask` extra (distributed) in the session's venv."""
-    if _venv(session):
-        session.install("-e", ".[dev,dask]")
-        return "python"
-    return sys.executable
+    """The project with its `dask` extra (distributed): the shared `.nox/env-dev-dask`."""
+    return _install(session, ("dev", "dask"), extras=("dev", "dask"))
 
 
 @nox.session

@@ -19,7 +19,6 @@ import fcntl
 import importlib
 import json
 import os
-import pkgutil
 import re
 import shutil
 import subprocess
@@ -71,12 +70,10 @@ def known() -> dict[str, Package]:
     import adapters
 
     found: dict[str, Package] = {}
-    for module in pkgutil.iter_modules(adapters.__path__):
-        if module.name.startswith("_") or module.name in ("install", "schema"):
-            continue
-        adapter = getattr(importlib.import_module(f"adapters.{module.name}"), "ADAPTER", None)
+    for name in adapters.__all__:
+        adapter = getattr(importlib.import_module(f"adapters.{name}"), "ADAPTER", None)
         if adapter is not None:
-            found[module.name] = adapter.cli.package
+            found[name] = adapter.cli.package
     return found
 
 

@@ -112,7 +112,7 @@ INSPECT_TASK = textwrap.dedent(
     @solver
     def one_exec():
         async def solve(state, generate_fn):
-            await sandbox().exec(["sleep", "{seconds}"])
+            await sandbox().exec({argv!r})
             return await generate_fn(state)
         return solve
 
@@ -124,31 +124,28 @@ INSPECT_TASK = textwrap.dedent(
 )
 
 
-def inspect_wall(python: str, n: int, seconds: float, scratch: Path, tiktoken_cache: str | None) -> float:
-    """Wall seconds of `inspect eval` over the same n sleeping samples."""
+def inspect_wall(
+    python: str,
+    n: int,
+    argv: list[str],
+    scratch: Path,
+    tiktoken_cache: str | None = None,
+    *,
+    parallel: int | None = None,
+) -> float:
+    """Wall seconds of `inspect eval` over n samples (local sandbox, mock model, one exec of argv each),
+    start to end; `parallel` samples at once (default all)."""
     task = scratch / "inspect_task.py"
-    task.write_text(INSPECT_TASK.format(n=n, seconds=seconds), encoding="utf-8")
+    task.write_text(INSPECT_TASK.format(n=n, argv=argv), encoding="utf-8")
     env = {**os.environ, "INSPECT_LOG_DIR": str(scratch / "inspect-logs")}
     if tiktoken_cache:
         env["TIKTOKEN_CACHE_DIR"] = tiktoken_cache
     inspect = str(Path(python).parent / "inspect")
-    argv = [
-        inspect,
-        "eval",
-        task.name,
-        "--model",
-        "mockllm/model",
-        "--display",
-        "none",
-        "--max-samples",
-        str(n),
-        "--max-sandboxes",
-        str(n),
-        "--max-subprocesses",
-        str(n),
-    ]
+    width = str(parallel or n)
+    argv_eval = [inspect, "eval", task.name, "--model", "mockllm/model", "--display", "none"]
+    argv_eval += ["--max-samples", width, "--max-sandboxes", width, "--max-subprocesses", width]
     start = time.perf_counter()
-    done = subprocess.run(argv, cwd=scratch, env=env, capture_output=True, text=True, check=False)
+    done = subprocess.run(argv_eval, cwd=scratch, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
     if done.returncode != 0:
         raise SystemExit(f"inspect eval failed: {done.stderr[-2000:]}")
@@ -186,7 +183,9 @@ def main() -> int:
             f"wall {wall:.1f} s (ideal {args.sleep:g} s; harness {wall - args.sleep:.1f} s)"
         )
         if args.inspect:
-            iwall = inspect_wall(args.inspect, args.agents, args.sleep, scratch, args.tiktoken_cache)
+            iwall = inspect_wall(
+                args.inspect, args.agents, ["sleep", f"{args.sleep:g}"], scratch, args.tiktoken_cache
+            )
             print(
                 f"Inspect AI, same {args.agents} samples (local sandbox, mock model, one exec each): "
                 f"wall {iwall:.1f} s; assay/Inspect = {wall / iwall:.2f}"

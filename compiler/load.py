@@ -8,8 +8,11 @@ this); `parse` turns the spec files into `Doc`s with positions. Seed 000's
 
 from __future__ import annotations
 
+import ast
 import hashlib
+import importlib.util
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
 from compiler.errors import Loc, SpecError
@@ -78,6 +81,8 @@ class Sources:
     errors: list[SpecError] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
     """Likely ids of files that did not parse at all."""
+    adapters: tuple[str, ...] | None = None
+    """The built-in adapters' short names (`builtin_adapters`); None: names are not checked."""
 
 
 def scan(root: Path) -> Inputs:
@@ -165,9 +170,24 @@ def not_utf8(rel: str, data: bytes, exc: UnicodeDecodeError) -> SpecError:
     )
 
 
+@cache
+def builtin_adapters() -> tuple[str, ...] | None:
+    """The built-in adapters' short names, as the installed `adapters` package lists them in its
+    `__all__`: read from its source, found and never imported (the compiler runs no run-time
+    code). None when no adapters package is installed beside the compiler."""
+    spec = importlib.util.find_spec("adapters")
+    if spec is None or spec.origin is None:
+        return None
+    tree = ast.parse(Path(spec.origin).read_text(encoding="utf-8"))
+    for node in tree.body:
+        if isinstance(node, ast.Assign) and [getattr(t, "id", None) for t in node.targets] == ["__all__"]:
+            return tuple(ast.literal_eval(node.value))
+    return None
+
+
 def parse_sources(inputs: Inputs) -> Sources:
     """Parse every spec file and scenario file; syntax errors are collected, not raised."""
-    src = Sources(inputs)
+    src = Sources(inputs, adapters=builtin_adapters())
     files = list(inputs.spec_files)
     for d in inputs.scenario_dirs:
         present = [f"{d}/{name}" for name in SCENARIO_FILES if f"{d}/{name}" in inputs.data]

@@ -59,6 +59,15 @@ def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) 
         )
 
 
+def adapter(c: Collector, doc: Doc, name: str, builtin: tuple[str, ...] | None) -> None:
+    """An agent's adapter: `command`, a dotted module path (found when the trial starts), or a
+    built-in short name, which must be one of `builtin` (unchecked when that is unknown)."""
+    if builtin is None or name == "command" or "." in name or name in builtin:
+        return
+    hint = did_you_mean(name, [*builtin, "command"])
+    c.add(doc.loc(("adapter",)), "adapter", "E141", f"unknown adapter '{name}'", hint)
+
+
 def select_scenarios(m: MatrixIn, scenarios: dict[str, ScenarioIn]) -> list[str]:
     """The scenario ids a matrix runs, sorted."""
     sel = m.spec.scenarios

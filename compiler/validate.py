@@ -264,6 +264,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
                 "E102",
                 "adapter 'command' needs `command:` (the shell command)",
             )
+        rules.adapter(c, doc, spec.adapter, src.adapters)
         host_files: dict[str, str] = {}
         if spec.adapter == "command" and spec.command:
             for path in named_host_files(spec.command):

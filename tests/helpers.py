@@ -1,5 +1,9 @@
 """Helpers shared by the test packages (fixtures live in tests/conftest.py).
 
+`make_job` builds a job straight from the contract models (the compiler's job files are not
+needed to test the runner or the grader); by default a job of the `fix` scenario of
+tests/fixtures/runner/project, the project the `project` fixture copies.
+
 `assay` runs the real CLI in this process: `harness.cli.main(argv)` with stdout and stderr
 captured, the exit code returned the way a subprocess would give it. One smoke test
 (tests/test_cli_smoke.py) still spawns `python -m harness`; tests that signal or kill the
@@ -14,11 +18,30 @@ import os
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
+from typing import Any
 
+from compiler.contract import (
+    AgentSpec,
+    Canaries,
+    Cell,
+    CheckSpec,
+    Job,
+    Limits,
+    Options,
+    Provisions,
+    ScenarioJob,
+    job_id,
+)
 from harness.cli import main
 
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = ROOT / "tests" / "fixtures"
+BARE_ENV = {"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"}
+"""A user's environment with only the system's tools on PATH (for `assay(..., env=BARE_ENV)`)."""
+EXAMPLE_PARTS = ("specs", "tools", "guides", "wiki")
+"""What the example project (this repository) is made of besides its scenarios."""
+FIXTURE = FIXTURES / "runner" / "project"
+"""The runner's small project: scenario `fix`, tool `mytool` in tools/bin, the scripted agent's script."""
 
 
 @contextlib.contextmanager
@@ -60,3 +83,77 @@ def assay(
                 print(exc.code, file=err)
             code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
     return subprocess.CompletedProcess(["assay", *argv], code, out.getvalue(), err.getvalue())
+
+
+def fix_scenario(*, checks: tuple[CheckSpec, ...] | None = None) -> ScenarioJob:
+    """The `fix` scenario of the fixture project: remove the unused import from app/main.py."""
+    compiles = CheckSpec(id="compiles", kind="command", params={"run": "python3 -m py_compile app/main.py"})
+    return ScenarioJob(
+        id="fix",
+        root="scenarios/fix",
+        family="lint",
+        seed="scenarios/fix/seed",
+        reference="scenarios/fix/reference",
+        entry=("app/main.py",),
+        writable=("app/**",),
+        prompt="Remove the unused import from app/main.py.\n",
+        checks=checks or (compiles,),
+    )
+
+
+def bin_cell(**extra: Any) -> Cell:
+    """The bin/none/off cell: mytool on PATH through the shim."""
+    return Cell(
+        name="bin/none/off",
+        levels={"tool": "bin", "knowledge": "none", "network": "off"},
+        provisions=Provisions(path=("tools/bin",), trace=("mytool",), serve=("serve",), **extra),
+    )
+
+
+def none_cell(**extra: Any) -> Cell:
+    """The control cell: mytool must be absent."""
+    return Cell(
+        name="none/none/off",
+        levels={"tool": "none", "knowledge": "none", "network": "off"},
+        control=True,
+        provisions=Provisions(canaries=Canaries(absent=("mytool",)), **extra),
+    )
+
+
+def command_agent(command: str, *, requires: tuple[str, ...] = (), id: str = "cmd") -> AgentSpec:
+    """An agent that is a shell command (seed 000's --agent-cmd)."""
+    return AgentSpec(id=id, adapter="command", command=command, requires=requires)
+
+
+def make_job(
+    scenario: ScenarioJob | None = None,
+    *,
+    agent: AgentSpec | None = None,
+    cell: Cell | None = None,
+    trial: int = 1,
+    matrix: str = "test",
+    limits: Limits | None = None,
+    options: Options | None = None,
+    writable: tuple[str, ...] | None = None,
+    hash: str = "h1",
+) -> Job:
+    """A job of scenario (default: `fix`) by agent (default: noop) in cell (default: the control).
+
+    writable replaces the scenario's writable globs.
+    """
+    scenario = scenario or fix_scenario()
+    if writable is not None:
+        scenario = scenario.model_copy(update={"writable": writable})
+    cell = cell or none_cell()
+    agent = agent or AgentSpec(id="noop", adapter="noop")
+    return Job(
+        id=job_id(matrix, cell.name, agent.id, scenario.id, trial),
+        hash=hash,
+        matrix=matrix,
+        trial=trial,
+        scenario=scenario,
+        cell=cell,
+        agent=agent,
+        limits=limits or Limits(timeout_s=60),
+        options=options or Options(isolation="none", infra_retries=2),
+    )

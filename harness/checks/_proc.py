@@ -31,8 +31,11 @@ class Completed(NamedTuple):
     timed_out: bool
 
 
-def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float) -> Completed:
-    """Run argv to its end or its timeout; the whole tree is gone afterwards."""
+def run_command(
+    argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float, namespaces: bool = True
+) -> Completed:
+    """Run argv to its end or its timeout; the whole tree is gone afterwards. `namespaces=False`:
+    argv is a sandbox with namespaces of its own (`harness.sandbox.proc.launcher_argv`)."""
     with tempfile.TemporaryDirectory(prefix="assay-check-") as tmp:
         err_file = Path(tmp) / "stderr"
         done = proc.run(
@@ -42,6 +45,7 @@ def run_command(argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeo
             timeout_s=timeout_s,
             output_cap=OUTPUT_CAP,
             capture=True,
+            namespaces=namespaces,
         )
         err = err_file.read_bytes()[:OUTPUT_CAP] if err_file.exists() else b""
     return Completed(

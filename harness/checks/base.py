@@ -53,6 +53,8 @@ class CheckContext:
         timeout_s: A cap on every check's own timeout, or None.
         wrap: An isolation wrapper applied to every check command's argv, or None.
         answer_file: Where the agent's answer.json is (default: `answer.json` in the workspace).
+        sandboxed: `wrap` puts every command in a sandbox that is its own pid and network
+            namespace (bwrap, unshare): the process wrapper adds no namespaces of its own.
         extra: Free-form values for out-of-tree kinds.
         path_first: Folders before everything else on the PATH of check commands.
     """
@@ -64,6 +66,7 @@ class CheckContext:
     timeout_s: float | None = None
     wrap: Wrapper | None = None
     answer_file: Path | None = None
+    sandboxed: bool = False
     extra: Mapping[str, Any] = field(default_factory=dict)
     path_first: tuple[str, ...] = ()
     """Folders put first on the PATH of check commands, before the harness's own tools (a

@@ -63,7 +63,8 @@ class CommandCheck:
         if ctx.wrap is not None:
             argv = list(ctx.wrap(argv))
         timeout = ctx.timeout_for(spec)
-        done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
+        env = command_env(spec, workspace, ctx)
+        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
         shown = run if isinstance(run, str) else " ".join(argv)
         if done.timed_out:
             raise CheckError(f"`{shown}` timed out after {timeout:g}s")

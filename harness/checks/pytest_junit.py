@@ -53,7 +53,8 @@ class PytestCheck:
         if ctx.wrap is not None:
             argv = list(ctx.wrap(argv))
         timeout = ctx.timeout_for(spec)
-        done = _proc.run_command(argv, cwd=cwd, env=command_env(spec, workspace, ctx), timeout_s=timeout)
+        env = command_env(spec, workspace, ctx)
+        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
         if done.timed_out:
             raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr, workspace)}")
         cases = parse_junit(done.stdout)

@@ -1,17 +1,16 @@
-"""The one table of check kinds: short name -> "module:Class".
+"""The one table of check kinds: short name -> "module:Class", loaded by `harness.plugins`.
 
 Kinds load lazily, so a kind's heavy imports cost nothing until a check uses it. An
 unknown name lists the valid ones; a name with a dot (`pkg.mod:Class` or
-`pkg.mod.Class`) loads an out-of-tree kind. The run-reading kinds (trace, events,
-transcript, snapshot, judge) are added to this table by the grader.
+`pkg.mod.Class`) loads an out-of-tree kind.
 """
 
 from __future__ import annotations
 
-import importlib
 from functools import cache
 
 from harness.checks.base import CheckError, CheckKind
+from harness.plugins import Plugins
 
 KINDS: dict[str, str] = {
     "command": "harness.checks.command:CommandCheck",
@@ -30,26 +29,22 @@ KINDS: dict[str, str] = {
 }
 
 
+CHECK_KINDS = Plugins("check kind", KINDS, error=CheckError, dotted="pkg.mod:Class")
+
+READ_ONLY_KINDS = frozenset(
+    {"contains", "absent", "answer", "file-exists", "unchanged", "trace", "events", "transcript"}
+)
+"""Kinds that assess in this process by reading only: no command runs in the workspace, and
+nothing in it changes, so the grader may assess a run's own workspace without a scratch copy."""
+
+
 def names() -> list[str]:
     """Every built-in kind name, sorted."""
-    return sorted(KINDS)
+    return CHECK_KINDS.names()
 
 
 @cache
 def get_kind(name: str) -> CheckKind:
     """The check kind for a short name or a dotted path."""
-    target = KINDS.get(name)
-    if target is None:
-        if "." not in name and ":" not in name:
-            raise CheckError(
-                f"unknown check kind {name!r}; known kinds: {', '.join(names())} (or a dotted path)"
-            )
-        target = name
-    module_name, _, attr = target.partition(":") if ":" in target else target.rpartition(".")
-    try:
-        module = importlib.import_module(module_name)
-        factory = getattr(module, attr)
-    except (ImportError, AttributeError) as exc:
-        raise CheckError(f"cannot load check kind {name!r} from {target!r}: {exc}") from None
-    kind: CheckKind = factory()
+    kind: CheckKind = CHECK_KINDS.load(name)()
     return kind

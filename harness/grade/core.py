@@ -28,6 +28,7 @@ from harness.artifacts.run_view import MissingArtifacts, RunView, load_view, rea
 from harness.artifacts.store import FutureSchemaError, write_record
 from harness.checks import CheckContext, run_checks, snapshot_validity
 from harness.checks.engine import scrub_outcome
+from harness.checks.registry import READ_ONLY_KINDS
 from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
@@ -39,6 +40,8 @@ from harness.sandbox.scenario_env import CannotRunHere
 
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
+IN_PROCESS = "in-process"
+"""`details.check_isolation` of a grade whose checks all read in the grader's process (no command ran)."""
 
 
 @functools.cache
@@ -63,13 +66,16 @@ def _no_network(argv: Sequence[str]) -> Sequence[str]:
     return [*_netns_prefix(), *argv]
 
 
-def _check_wrap(view: RunView, workspace: Path, project: Path | None, seen: View | None) -> tuple[Any, str]:
+def _check_wrap(
+    view: RunView, workspace: Path, project: Path | None, seen: View | None
+) -> tuple[Any, str, bool]:
     """Check commands run in the agent's isolation (they execute its code), network off; without
     one (isolation `none`, or it cannot run here) only in a network namespace, as before. A
     scenario's view (workdir, mounts, environment) needs the isolation: without it the run is
     ungradeable here.
 
-    Returns the wrapper and its name, recorded in the grade (`details.check_isolation`)."""
+    Returns the wrapper, its name (recorded in the grade: `details.check_isolation`), and whether
+    it is a sandbox with namespaces of its own (`CheckContext.sandboxed`)."""
     try:
         iso = isolation.select(view.job.options.isolation)
     except Exception:  # an unknown or broken plug-in: grade with the weaker wrapper rather than not at all
@@ -90,13 +96,13 @@ def _check_wrap(view: RunView, workspace: Path, project: Path | None, seen: View
         else None
     )
     if wrap is not None and iso is not None:
-        return wrap, iso.name
+        return wrap, iso.name, isolation.confines(iso)
     if seen is not None and needs_view(view.job.scenario):
         raise MissingArtifacts(
             "the scenario shows folders at fixed paths (workdir, mounts): its checks need the bwrap or "
             "unshare isolation, which cannot run here"
         )
-    return (_no_network, "netns") if _netns_prefix() else (None, "none")
+    return (_no_network, "netns", False) if _netns_prefix() else (None, "none", False)
 
 
 def check_env() -> dict[str, str]:
@@ -225,6 +231,10 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         )
     except (MissingArtifacts, proj.UnknownScenario) as exc:
         return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+    plain = not needs_view(scenario) and scenario.environment is None and not scenario.env
+    if plain and grader_dir is None and all(c.kind in READ_ONLY_KINDS for c in view.checks):
+        # Nothing runs in the workspace and nothing hidden goes into it: no copy to make.
+        return _assess(view, view.workspace, judge, scenario.notable_exits, project, base, in_place=True)
     scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
     try:
         workspace = scratch / "ws"
@@ -278,8 +288,13 @@ def _assess(
     project: Path | None,
     base: dict[str, Any],
     seen: View | None = None,
+    *,
+    in_place: bool = False,
 ) -> Grade:
-    wrapper, wrapper_name = _check_wrap(view, workspace, project, seen)
+    # In place, every check reads in this process: no command, so no wrapper to confine one.
+    wrapper, wrapper_name, sandboxed = (
+        (None, IN_PROCESS, False) if in_place else _check_wrap(view, workspace, project, seen)
+    )
     ctx = CheckContext(
         seed=view.seed,
         run_dir=view.run_dir,
@@ -287,6 +302,7 @@ def _assess(
         env=seen.variables(check_env()) if seen else check_env(),
         timeout_s=None,
         wrap=wrapper,
+        sandboxed=sandboxed,
         extra={"run": view, "judge": judge},
         path_first=seen.path_first if seen else (),
     )

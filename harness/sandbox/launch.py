@@ -13,7 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec
+from harness.sandbox.gate import Gate
+from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSpec, confines
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.pathsafe import collect
 
@@ -70,8 +71,12 @@ class Launcher:
         output_cap: int = 10_000_000,
         capture: bool = False,
         cancel: threading.Event | None = None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
-        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported."""
+        """Run `argv` confined, in the workspace, to its end or the harness's; limits applied and reported.
+
+        With a `gate`, argv is `gate.wrap(phase, command)`: a first phase in the same sandbox
+        (`harness.sandbox.gate`)."""
         with confine(self.isolation, self.spec(argv), label=self.label, watch=self.watch) as box:
             done = self._run(
                 box.argv,
@@ -81,6 +86,7 @@ class Launcher:
                 output_cap=output_cap,
                 capture=capture,
                 cancel=cancel,
+                gate=gate,
             )
             hits = box.limits_hit(done.exit_code)
         if self.outbox is not None:
@@ -97,6 +103,7 @@ class Launcher:
         output_cap: int,
         capture: bool,
         cancel: threading.Event | None,
+        gate: Gate | None = None,
     ) -> proc.ProcResult:
         return proc.run(
             argv,
@@ -110,6 +117,8 @@ class Launcher:
             network=self.network,
             ro_binds=self.ro_binds,
             cancel=cancel,
+            namespaces=not confines(self.isolation),
+            gate=gate,
         )
 
     def shell(self, command: str, **kwargs: object) -> proc.ProcResult:

@@ -105,6 +105,11 @@ def read_inside(root: Path, rel: str | PurePosixPath, *, max_bytes: int | None =
         os.close(fd)
 
 
+def open_inside(root: Path, rel: str | PurePosixPath) -> int:
+    """A read-only fd of root/rel, opened following no symlink at all (the caller closes it)."""
+    return _open_nofollow(root, clean_relative(rel))
+
+
 def write_inside(root: Path, rel: str | PurePosixPath, data: bytes) -> Path:
     """Write a file under root (parents created), refusing symlinks on the way or in place."""
     path = resolve_inside(root, rel)

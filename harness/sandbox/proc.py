@@ -28,6 +28,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO
 
+from harness.sandbox.gate import Gate
+
 CHUNK = 65536
 GRACE_S = 1.0
 POLL_S = 0.1
@@ -89,9 +91,20 @@ def _pdeathsig_prefix() -> tuple[str, ...]:
 
 
 def launcher_argv(
-    argv: Sequence[str], *, network: bool = True, ro_binds: Sequence[tuple[Path, Path]] = ()
+    argv: Sequence[str],
+    *,
+    network: bool = True,
+    ro_binds: Sequence[tuple[Path, Path]] = (),
+    namespaces: bool = True,
 ) -> tuple[list[str], str]:
-    """The full argv that runs `argv` with tree ending, and the tree-kill mode it gives."""
+    """The full argv that runs `argv` with tree ending, and the tree-kill mode it gives.
+
+    `namespaces=False`: argv is a sandbox that is a pid namespace of its own (its whole tree ends
+    with it), with its own network namespace and mounts (bwrap, unshare); a second layer of
+    each would only cost a process start and a network namespace per command.
+    """
+    if not namespaces:
+        return [*_pdeathsig_prefix(), *argv], "pidns"
     if pidns_available():
         ns = ["unshare", "--pid", "--fork", "--kill-child", "--mount-proc"]
         if not network:
@@ -103,12 +116,21 @@ def launcher_argv(
 
 
 def _pump(
-    src: IO[bytes], sink: IO[bytes] | None, keep: bytearray | None, cap: int, state: dict[str, int]
+    src: IO[bytes],
+    sink: IO[bytes] | None,
+    keep: bytearray | None,
+    cap: int,
+    state: dict[str, int],
+    gate: Gate | None = None,
 ) -> None:
     while True:
         chunk = src.read1(CHUNK) if hasattr(src, "read1") else src.read(CHUNK)
         if not chunk:
             return
+        if gate is not None:
+            chunk = gate.feed(chunk)  # the first phase's output is the gate's, not the command's
+            if not chunk:
+                continue
         room = cap - state["written"]
         state["seen"] += len(chunk)
         if room > 0:
@@ -121,8 +143,12 @@ def _pump(
             state["written"] += len(part)
 
 
-def _feed(dst: IO[bytes], data: bytes) -> None:
+def _feed(dst: IO[bytes], data: bytes, gate: Gate | None = None) -> None:
     try:
+        if gate is not None:
+            if not gate.wait():
+                return  # the phase never ended (or its outcome was refused): the command never starts
+            data = b"go\n" + data
         dst.write(data)
     except (BrokenPipeError, OSError):
         pass
@@ -198,6 +224,8 @@ def run(
     network: bool = True,
     ro_binds: Sequence[tuple[Path, Path]] = (),
     cancel: threading.Event | None = None,
+    namespaces: bool = True,
+    gate: Gate | None = None,
 ) -> ProcResult:
     """Run a command to its end (or the harness's), then make sure its whole tree is gone.
 
@@ -213,8 +241,13 @@ def run(
         network: False runs the command in an empty network namespace (when namespaces work).
         ro_binds: (source, target) folders bind-mounted read-only inside the command's namespace.
         cancel: Set from another thread to end the command early (Ctrl-C).
+        namespaces: False when argv is a sandbox with namespaces of its own (see `launcher_argv`);
+            `network` and `ro_binds` are then the sandbox's to enforce.
+        gate: argv is `gate.wrap(phase, command)`: the phase runs first, its output is the gate's;
+            stdin, the timeout, the output cap and the duration are the command's, from the gate
+            on (`harness.sandbox.gate`).
     """
-    full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds)
+    full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds, namespaces=namespaces)
     run_env = dict(env)
     if mode == "pidns" and not network:
         run_env["ASSAY_LO_UP"] = "1"
@@ -223,31 +256,38 @@ def run(
     state = {"written": 0, "seen": 0}
     start = time.monotonic()
     timed_out = capped = cancelled = False
+    if gate is not None:
+        gate.began = start
     try:
         proc = subprocess.Popen(
             full,
             cwd=cwd,
             env=run_env,
-            stdin=subprocess.PIPE if stdin is not None else subprocess.DEVNULL,
+            stdin=subprocess.PIPE if stdin is not None or gate is not None else subprocess.DEVNULL,
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         assert proc.stdout is not None
         reader = threading.Thread(
-            target=_pump, args=(proc.stdout, sink, keep, output_cap, state), daemon=True
+            target=_pump, args=(proc.stdout, sink, keep, output_cap, state, gate), daemon=True
         )
         reader.start()
-        if stdin is not None:
-            assert proc.stdin is not None
-            threading.Thread(target=_feed, args=(proc.stdin, stdin), daemon=True).start()
-        deadline = None if timeout_s is None else start + timeout_s
+        if proc.stdin is not None:
+            threading.Thread(target=_feed, args=(proc.stdin, stdin or b"", gate), daemon=True).start()
         exited = _ExitWaiter(proc)
         while True:
             if exited(POLL_S):
                 proc.wait()
                 exited.close()
                 break
+            deadline = (
+                gate.deadline(timeout_s)
+                if gate is not None
+                else None
+                if timeout_s is None
+                else start + timeout_s
+            )
             if deadline is not None and time.monotonic() >= deadline:
                 timed_out = True
             elif state["seen"] > output_cap:
@@ -256,6 +296,8 @@ def run(
                 cancelled = True
             if timed_out or capped or cancelled:
                 exited.close()
+                if gate is not None:
+                    gate.close()  # what the phase prints while it is ended opens nothing
                 _end_tree(proc)
                 break
         # pid 1 is gone, so the namespace is empty; in fallback mode end stragglers of the group.
@@ -270,13 +312,15 @@ def run(
     finally:
         if sink is not None:
             sink.close()
+        if gate is not None:
+            gate.close()
     ended_by_us = timed_out or capped or cancelled
     return ProcResult(
         exit_code=None if ended_by_us else proc.returncode,
         timed_out=timed_out,
         output_capped=capped,
         cancelled=cancelled,
-        duration_s=time.monotonic() - start,
+        duration_s=time.monotonic() - (gate.at if gate is not None and gate.at is not None else start),
         output_bytes=state["seen"],
         output=bytes(keep) if keep is not None else b"",
         tree_kill=mode,

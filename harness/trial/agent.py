@@ -10,9 +10,9 @@ run directory as `reference_dir`.
 
 from __future__ import annotations
 
-import importlib.util
 import re
 import shlex
+import site
 import sys
 from pathlib import Path
 from typing import Any
@@ -22,19 +22,33 @@ import yaml
 import adapters
 from compiler.contract import Job
 from harness.errors import UsageError
+from harness.plugins import Plugins
 from harness.trial.workspace import copy_tree
 
 CODE_ROOT = Path(adapters.__file__).resolve().parent.parent
 """The folder holding the adapters package, put on the adapter's sys.path (not its env)."""
 
+ADAPTERS = Plugins(
+    "adapter", {name: f"adapters.{name}" for name in adapters.__all__}, also=("command",), dotted="pkg.mod"
+)
+"""Built-in adapters by short name -> the module run as `python -m` (the compiler checks the
+same names, `compiler.load.builtin_adapters`)."""
+
 REFERENCE_DIR = ".assay/reference"
 """Run-dir-relative copy of the scenario's reference, for the oracle only."""
 
-_RUN_MODULE = "import runpy, sys; sys.path.insert(0, sys.argv.pop(1)); runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+_RUN_MODULE = (
+    "import sys; sys.path[0:0] = [sys.argv.pop(1)]; sys.path += sys.argv.pop(1).split(':'); "
+    "import runpy; runpy.run_module(sys.argv[1], run_name='__main__', alter_sys=True)"
+)
+"""Runs an adapter module as __main__ with the code root first on sys.path and the harness's
+site-packages last. Started with `-S`: `site` (which imports the editable install's path hooks,
+half of a cold start) is not needed, the code root already being on the path."""
 
 
 def _python_module(module: str) -> list[str]:
-    return [sys.executable, "-c", _RUN_MODULE, str(CODE_ROOT), module]
+    sites = ":".join(p for p in site.getsitepackages() if Path(p).is_dir())
+    return [sys.executable, "-S", "-c", _RUN_MODULE, str(CODE_ROOT), sites, module]
 
 
 def command(job: Job) -> list[str]:
@@ -44,14 +58,11 @@ def command(job: Job) -> list[str]:
         if not agent.command:
             raise UsageError(f"agent {agent.id!r}: adapter 'command' needs a command")
         return ["sh", "-c", agent.command]
-    if "." not in agent.adapter:
-        module = f"adapters.{agent.adapter}"
-        if importlib.util.find_spec(module) is None:
-            raise UsageError(
-                f"agent {agent.id!r}: no built-in adapter {agent.adapter!r} (no module {module})"
-            )
-        return _python_module(module)
-    return _python_module(agent.adapter)
+    try:
+        module = ADAPTERS.target(agent.adapter)
+    except UsageError as exc:
+        raise UsageError(f"agent {agent.id!r}: {exc}") from None
+    return _python_module(module)
 
 
 def host_files(job: Job) -> list[Path]:
@@ -183,6 +194,6 @@ def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
 
 def describe(argv: list[str]) -> str:
     """A short human label of what ran, for run.json."""
-    if len(argv) >= 5 and argv[1] == "-c" and argv[2] == _RUN_MODULE:
-        return f"python -m {argv[4]}"
+    if _RUN_MODULE in argv:
+        return f"python -m {argv[-1]}"
     return " ".join(argv)

@@ -6,14 +6,16 @@ exit non-zero; `must_pass` commands must exit zero. Any failed canary makes the 
 it is excluded from rates and counted by the report.
 
 All canaries of a trial run in ONE launch of the agent's sandbox (a launch costs more than
-most canaries), each in its own subshell, its output and exit status framed by markers.
+most canaries), each in its own subshell, its output and exit status framed by markers: as the
+first phase of the agent's own launch (`Phase`, through `harness.sandbox.gate`: the agent starts
+once they are over, in the same sandbox), or alone (`run`).
 """
 
 from __future__ import annotations
 
 import re
 import shlex
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from compiler.contract import Canaries, Job
 from harness.artifacts.records import CanaryResult
@@ -56,25 +58,47 @@ def _parse(output: bytes, count: int) -> dict[int, tuple[int, bytes]]:
     return found
 
 
-def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
-    """Run every canary; the result is ok only where the canary held."""
+class Phase(NamedTuple):
+    """The canaries of a trial as one shell script, and what each of its parts proves."""
+
+    script: str
+    items: list[tuple[Kind, str]]
+
+    @property
+    def timeout_s(self) -> float:
+        return TIMEOUT_S * len(self.items)
+
+
+def phase(canaries: Canaries) -> Phase | None:
+    """The canaries as a script for the agent's sandbox; None when the cell has none."""
     items: list[tuple[Kind, str]] = [
         *(("absent", n) for n in canaries.absent),
         *(("must_fail", c) for c in canaries.must_fail),
         *(("must_pass", c) for c in canaries.must_pass),
     ]
-    if not items:
+    return Phase(_script(items), items) if items else None
+
+
+def run(canaries: Canaries, launcher: Launcher) -> tuple[CanaryResult, ...]:
+    """Run every canary in a launch of its own; the result is ok only where the canary held."""
+    found = phase(canaries)
+    if found is None:
         return ()
-    done = launcher.shell(_script(items), timeout_s=TIMEOUT_S * len(items), capture=True)
-    outcomes = _parse(done.output, len(items))
+    done = launcher.shell(found.script, timeout_s=found.timeout_s, capture=True)
+    ended = "timed out" if done.timed_out else f"launch exit {done.exit_code}"
+    return verdicts(found, done.output, ended=ended)
+
+
+def verdicts(found: Phase, output: bytes, *, ended: str) -> tuple[CanaryResult, ...]:
+    """Each canary's verdict from the script's output; `ended` says how a launch that cut the
+    script short ended ("timed out", "launch exit 1")."""
+    outcomes = _parse(output, len(found.items))
     results: list[CanaryResult] = []
-    for index, (kind, what) in enumerate(items):
+    for index, (kind, what) in enumerate(found.items):
         if index not in outcomes:
-            detail = "did not run to an end" + (
-                " (timed out)" if done.timed_out else f" (launch exit {done.exit_code})"
-            )
+            detail = f"did not run to an end ({ended})"
             results.append(
-                CanaryResult(kind=kind, command=what, ok=False, detail=detail + f": {_tail(done.output)}")
+                CanaryResult(kind=kind, command=what, ok=False, detail=detail + f": {_tail(output)}")
             )
             continue
         code, out = outcomes[index]

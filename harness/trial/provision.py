@@ -2,7 +2,8 @@
 
 Files into the workspace or HOME, knowledge folders linked read-only, the skill folder, the
 tracing shim in front of PATH, the state directory (seeded by `state_setup`), the model
-gateway, the sandbox, setup commands, the baseline commit, then the canaries. Everything that
+gateway, the sandbox, setup commands, the baseline commit, then the canaries (made ready to run
+first in the agent's own launch: `Ready.first`). Everything that
 is not the workspace lives in the run directory, so a sandbox that shows the agent only the run
 directory shows it everything it may use and nothing of the project. A step's evidence files
 are provisions too, placed for that step only.
@@ -11,17 +12,20 @@ are provisions too, placed for that step only.
 from __future__ import annotations
 
 import os
+import shlex
 import shutil
 import stat
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from compiler.contract import Job, Step
-from harness.artifacts.names import META_DIR, SETUP_LOG
+from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG, TRACE_FILE
 from harness.artifacts.prices import load_prices
 from harness.gateway import Meter, model_route
 from harness.sandbox import pathsafe, proc
+from harness.sandbox.gate import Gate
 from harness.sandbox.isolation import Isolation, Mount
 from harness.sandbox.launch import Launcher
 from harness.sandbox.scenario import (
@@ -39,6 +43,11 @@ from harness.trial.workspace import Workspace, commit_baseline, copy_tree
 if TYPE_CHECKING:
     from harness.trial.prepare import Trial
     from harness.trial.record import Outcome
+
+
+PROBE_TIMEOUT_S = 60.0
+PRE_AGENT_TRACE = "pre-agent-trace.jsonl"
+"""Under `.assay/`: the trace rows of setup commands and canaries (not the agent's tool use)."""
 
 
 class ProvisionError(RuntimeError):
@@ -60,19 +69,35 @@ class Provided:
     """How knowledge links are read-only: "bind" (a read-only mount) or "copy" (a read-only copy)."""
 
 
+class FirstPhase(NamedTuple):
+    """The canaries and the launch probe, to run in the agent's own launch before it
+    (`harness.sandbox.gate`): one sandbox start for all three."""
+
+    script: str
+    gate: Gate
+    finish: Callable[[str], None]
+    """Called after that launch with how it ended ("timed out", "launch exit 1"): the canaries'
+    verdicts onto the trial's record; raises AdapterCannotStart when the probe failed."""
+    alone: Callable[[], None]
+    """The launch probe in a launch of its own (when the phase never ended, before the agent's)."""
+
+
 class Ready(NamedTuple):
     """What the run stage needs: the sandbox and the agent's command line in it."""
 
     launcher: Launcher
     argv: list[str]
     """The adapter's command, behind the gateway's forwarder when the gateway carries only the model."""
+    first: FirstPhase | None = None
+    """The canaries, still to run, before the agent in its first launch."""
 
 
 def provide(trial: Trial, out: Outcome) -> Ready:
-    """Put the cell's world in place and prove it with the canaries; returns the agent's sandbox.
+    """Put the cell's world in place; returns the agent's sandbox and the canaries that prove it.
 
-    The canaries' verdict (and an unenforceable `network: off`) lands on `out.fields["invalid"]`:
-    an invalid run still runs, and the report counts it apart.
+    The canaries run in the agent's first launch, before it (`Ready.first`); their verdict (and
+    an unenforceable `network: off`) lands on `out.fields["invalid"]`: an invalid run still runs,
+    and the report counts it apart.
     """
     job, paths = trial.job, trial.paths
     make_dirs(paths)
@@ -111,15 +136,53 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     seed_state(job, launcher, paths)
     commit_baseline(trial.ws)
     out.lap("setup_baseline")
-    out.canaries = canaries.run(job.cell.provisions.canaries, launcher)
-    probe_launch(job, launcher, out.argv, paths)
-    out.lap("canaries")
-    out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(job, out.iso)
-    # Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
-    # counts every row as the agent's tool use), so their rows are kept aside.
-    if paths.trace.is_file():
-        paths.trace.replace(paths.run_dir / META_DIR / "pre-agent-trace.jsonl")
-    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv)
+    out.fields["invalid"] = canaries.unenforceable(job, out.iso)
+    first = _first_phase(job, canaries.phase(job.cell.provisions.canaries), launcher, paths, out)
+    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first)
+
+
+PROBE_MARK = "@@assay-launch-probe"
+
+
+def _first_phase(
+    job: Job, found: canaries.Phase | None, launcher: Launcher, paths: TrialPaths, out: Outcome
+) -> FirstPhase:
+    """The canaries, then the launch probe (`probe_launch`), as the first phase of the agent's launch."""
+    probe = shlex.join(agent.launch_probe(job, out.argv))
+    script = (found.script if found else "") + (
+        f"{probe} 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
+    )
+    timeout_s = (found.timeout_s if found else 0.0) + PROBE_TIMEOUT_S
+    gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths))
+
+    def finish(ended: str) -> None:
+        out.carve("canaries", gate.phase_s or 0.0)
+        if found is not None:
+            out.canaries = canaries.verdicts(found, gate.output, ended=ended)
+            out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(
+                job, out.iso
+            )
+        head, mark, tail = gate.output.rpartition(f"\n{PROBE_MARK} ".encode())
+        if mark:  # the probe failed: the adapter never started
+            (paths.run_dir / META_DIR / "launch-probe.log").write_bytes(head[-4000:])
+            why = head.decode("utf-8", errors="replace").strip()[-500:]
+            raise agent.AdapterCannotStart(
+                f"the adapter cannot start in the sandbox (exit {tail.split()[0].decode()}): {why}"
+            )
+
+    return FirstPhase(script, gate, finish, lambda: probe_launch(job, launcher, out.argv, paths))
+
+
+def keep_trace_aside(paths: TrialPaths) -> None:
+    """Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
+    counts every row as the agent's tool use), so their rows are kept aside, before the agent
+    starts: those collected already, and those still in the sandbox's outbox."""
+    aside = paths.run_dir / META_DIR / PRE_AGENT_TRACE
+    for rows in (paths.trace, paths.run_dir / OUTBOX_DIR / TRACE_FILE):
+        if rows.is_file() and not rows.is_symlink():
+            with aside.open("ab") as fh:
+                fh.write(rows.read_bytes())
+            rows.unlink()
 
 
 def scenario_view(job: Job, project: Path, paths: TrialPaths, iso: Isolation) -> View | None:

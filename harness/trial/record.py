@@ -57,12 +57,18 @@ class Outcome:
     """What ends with the trial: the model gateway, when the agent has one."""
     timings: dict[str, float] = field(default_factory=dict)
     _clock: float = field(default_factory=time.perf_counter)
+    _carved: float = 0.0
 
     def lap(self, stage: str) -> None:
-        """Record the seconds since the last lap under the stage's name."""
+        """Record the seconds since the last lap under the stage's name (less what was carved out)."""
         now = time.perf_counter()
-        self.timings[stage] = round(now - self._clock, 4)
-        self._clock = now
+        self.timings[stage] = round(now - self._clock - self._carved, 4)
+        self._clock, self._carved = now, 0.0
+
+    def carve(self, stage: str, seconds: float) -> None:
+        """Count part of the stage under way as `stage` (the canaries run in the agent's launch)."""
+        self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
+        self._carved += seconds
 
     def close(self) -> None:
         """End what the trial started (the gateway), keeping the gateway's usage totals."""

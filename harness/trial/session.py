@@ -42,7 +42,7 @@ from harness.sandbox import pathsafe, proc
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, capture, workspace
 from harness.trial.environment import TrialPaths
-from harness.trial.provision import Ready, place_evidence, remove_evidence
+from harness.trial.provision import FirstPhase, Ready, place_evidence, remove_evidence
 from harness.trial.snapshots import Watcher
 
 if TYPE_CHECKING:
@@ -88,7 +88,8 @@ def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Eve
             placed[:] = place_evidence(spec, trial.project, ws)  # the reset removed them
 
         try:
-            step, done = session.run(spec.prompt, spec.name, restore=restore)
+            first = ready.first if index == 1 else None  # the canaries, before the first session
+            step, done = session.run(spec.prompt, spec.name, restore=restore, first=first)
         finally:
             remove_evidence(placed)
         out.steps.append(step)
@@ -242,21 +243,20 @@ class Session:
         self.retries = 0
 
     def run(
-        self, prompt: str, name: str, *, restore: Callable[[], None] | None = None
+        self,
+        prompt: str,
+        name: str,
+        *,
+        restore: Callable[[], None] | None = None,
+        first: FirstPhase | None = None,
     ) -> tuple[StepRecord, proc.ProcResult]:
-        """One session; a retried attempt starts from `restore()` (default: the baseline)."""
+        """One session; a retried attempt starts from `restore()` (default: the baseline). `first`:
+        the canaries, run in the first attempt's launch before the adapter."""
         watch = self.job.scenario.watch or self.job.scenario.entry
         started = time.time()
         for attempt in range(self.job.options.infra_retries + 1):
             with Watcher(self.ws.root, watch, self.paths.run_dir / SNAPSHOTS_DIR):
-                done = self.launcher.run(
-                    self.argv,
-                    stdin=prompt.encode("utf-8"),
-                    timeout_s=self.job.limits.timeout_s,
-                    log=self.paths.agent_log,
-                    output_cap=self.job.limits.output_bytes,
-                    cancel=Either(self.cancel, self.meter.stop if self.meter else None),
-                )
+                done = self._launch(prompt.encode("utf-8"), first if attempt == 0 else None)
             spent = self.meter is not None and bool(self.meter.hit or self.meter.problem)
             if done.cancelled and not (spent and not (self.cancel and self.cancel.is_set())):
                 raise Interrupted()
@@ -289,3 +289,26 @@ class Session:
             metrics=metrics,
         )
         return step, done
+
+    def _launch(self, prompt: bytes, first: FirstPhase | None) -> proc.ProcResult:
+        """One attempt's launch of the adapter; with `first`, the canaries run first in it."""
+        argv = self.argv if first is None else first.gate.wrap(first.script, self.argv)
+        done = self.launcher.run(
+            argv,
+            stdin=prompt,
+            timeout_s=self.job.limits.timeout_s,
+            log=self.paths.agent_log,
+            output_cap=self.job.limits.output_bytes,
+            cancel=Either(self.cancel, self.meter.stop if self.meter else None),
+            gate=first.gate if first is not None else None,
+        )
+        if first is None:
+            return done
+        first.finish("timed out" if done.timed_out else f"launch exit {done.exit_code}")
+        if first.gate.failed is not None:
+            raise first.gate.failed
+        if first.gate.at is not None or done.cancelled:
+            return done
+        # The canaries never ended, so the adapter never started: it gets a launch of its own.
+        first.alone()
+        return self._launch(prompt, None)

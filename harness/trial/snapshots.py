@@ -1,52 +1,128 @@
 """Snapshots of the entry (or watch) files after each write, with timestamps.
 
-A watcher thread polls the files' (mtime, size, content hash) while the agent runs and copies
-every new version to `snapshots/NNN-<name>`, with one line per snapshot in
-`snapshots/index.jsonl` (t, file, snapshot, bytes, sha256; `deleted` when the file vanished).
-Polling is portable and cheap for a handful of files; a write and a rewrite within one poll
-interval show as one version.
+A watcher thread copies every new version of the watched files to `snapshots/NNN-<name>`,
+with one line per snapshot in `snapshots/index.jsonl` (t, file, snapshot, bytes, sha256;
+`deleted` when the file vanished).
+
+A version is taken only once it is settled, never while it is being written: `open(…, "w")`
+empties a file before the new text lands, and a look in between would take a half-written
+(often empty) file as a version of its own. A look reads a file under a read lease
+(`F_SETLEASE`), which the kernel grants only while no process has the file open for writing
+and which holds a writer's open back until the read is done: what is read is a file nobody is
+writing. Where leases do not work (another filesystem, another owner without CAP_LEASE) a look
+is kept only when no write to the file was reported while it was read (inotify: narrows the
+window, does not close it, since the kernel reports a write just after it lands), or when two
+looks in a row agree (polling).
+
+With inotify (Linux) a file is looked at when a write to it ends (closed after writing, or
+renamed into place); the folders on the way to each file are watched, so a file in a folder
+created later is seen too. Without it the watcher polls. Either way the last look, after the
+agent's process tree is gone, takes the files as they ended. Versions that follow each other
+faster than the watcher looks show as one.
 
 `t` is when the write happened, not when the watcher noticed it: the file's mtime, clamped
-into the interval since the previous look (an agent cannot date a write outside the window
-in which it must have happened). Poll times alone made "ran the check after the last write"
-flip with machine load.
+into the window since the file was last seen unchanged (an agent cannot date a write outside
+the window in which it must have happened). Look times alone made "ran the check after the
+last write" flip with machine load.
 """
 
 from __future__ import annotations
 
+import errno
+import fcntl
 import hashlib
 import json
+import os
+import select
+import signal
+import stat
 import threading
 import time
-from collections.abc import Sequence
-from pathlib import Path
+from collections.abc import Iterable, Sequence
+from pathlib import Path, PurePosixPath
+from typing import NamedTuple
 
 from harness.artifacts.names import SNAPSHOT_INDEX
-from harness.sandbox.pathsafe import PathEscape, read_inside
+from harness.sandbox.pathsafe import PathEscape, open_inside
+from harness.trial import inotify
+from harness.trial.inotify import Inotify
 
 INTERVAL_S = 0.05
+"""How often the poller looks (without inotify)."""
+
+_ENDED = inotify.CLOSE_WRITE | inotify.MOVED_TO | inotify.MOVED_FROM | inotify.DELETE | inotify.ATTRIB
+"""Events after which a file is looked at: a write ended, it was renamed in or out, removed."""
+_GONE = inotify.DELETE_SELF | inotify.MOVE_SELF | inotify.IGNORED
+
+
+class _Look(NamedTuple):
+    data: bytes | None
+    """The file's bytes; None when it is gone (or not a regular file)."""
+    proven: bool = False
+    """True when a read lease proved that nobody was writing it."""
+    busy: bool = False
+    """True when a process holds the file open for writing (nothing was read)."""
+
+
+_BUSY = _Look(None, busy=True)
 
 
 class Watcher:
-    """Polls watched files in a thread; use as a context manager around the agent."""
+    """Watches files in a thread; use as a context manager around the agent.
+
+    Args:
+        workspace: The folder the files are relative to.
+        files: Workspace-relative paths to watch.
+        out: The snapshots folder.
+        interval_s: How often the poller looks, when there is no inotify.
+        events: Use inotify where there is one (False: always poll).
+        leases: Prove a version settled by a read lease where the kernel grants one (False: as
+            where it does not).
+    """
 
     def __init__(
-        self, workspace: Path, files: Sequence[str], out: Path, *, interval_s: float = INTERVAL_S
+        self,
+        workspace: Path,
+        files: Sequence[str],
+        out: Path,
+        *,
+        interval_s: float = INTERVAL_S,
+        events: bool = True,
+        leases: bool = True,
     ) -> None:
         self._ws = workspace
         self._files = tuple(files)
         self._out = out
         self._interval = interval_s
+        self._events = events
+        self._leases = leases
         self._stop = threading.Event()
+        self._lock = threading.Lock()
         self._seen: dict[str, str | None] = {}
+        self._quiet: dict[str, float] = {}
+        """When each file was last known unchanged: the earliest its next write can be dated."""
+        self._candidate: dict[str, str | None] = {}
         self._count = 0
-        self._looked = time.time()
+        self._notify: Inotify | None = None
+        self._folders: dict[int, str] = {}
+        self._watched_files: dict[int, str] = {}
+        self._writing: set[str] = set()
+        self._due: set[str] = set()
+        self._wake = os.pipe()
         self._thread = threading.Thread(target=self._loop, name="snapshots", daemon=True)
 
     def __enter__(self) -> Watcher:
+        if self._files and self._events:
+            self._notify = Inotify.open()
+            if self._notify is not None:
+                self._watch_folders()
+        now = time.time()
         for name in self._files:
-            self._seen[name] = self._digest(self._ws / name)
-        self._looked = time.time()
+            data = _read(self._ws, name, lease=False).data
+            self._seen[name] = self._digest(data)
+            self._quiet[name] = now
+            if data is not None:
+                self._watch_file(name)
         if self._files:
             self._out.mkdir(parents=True, exist_ok=True)
             self._thread.start()
@@ -54,53 +130,154 @@ class Watcher:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
+        os.write(self._wake[1], b"x")
         if self._thread.is_alive():
             self._thread.join()
-        if self._files:
-            self.poll()
+        try:
+            if self._files:
+                with self._lock:  # nothing writes any more: the files as they ended
+                    self._look(self._files, settled=True)
+        finally:
+            if self._notify is not None:
+                self._notify.close()
+            for fd in self._wake:
+                os.close(fd)
 
     @property
     def count(self) -> int:
         """Snapshots taken so far."""
         return self._count
 
-    @staticmethod
-    def _digest(path: Path) -> str | None:
-        try:
-            return hashlib.sha256(path.read_bytes()).hexdigest()
-        except (FileNotFoundError, IsADirectoryError, PermissionError):
-            return None
-
-    def _written(self, name: str, since: float, now: float) -> float:
-        try:
-            mtime = (self._ws / name).lstat().st_mtime
-        except OSError:
-            return now  # deleted: it went some time in the window; say when it was seen gone
-        return min(max(mtime, since), now)
-
     def _loop(self) -> None:
-        while not self._stop.wait(self._interval):
-            self.poll()
+        if self._notify is None:
+            while not self._stop.wait(self._interval):
+                self.poll()
+            return
+        waiter = select.poll()
+        waiter.register(self._notify.fd, select.POLLIN)
+        waiter.register(self._wake[0], select.POLLIN)
+        while not self._stop.is_set():
+            waiter.poll()
+            if not self._stop.is_set():
+                self.poll()
 
     def poll(self) -> None:
-        """Record every watched file whose content changed since the last look."""
-        since, now = self._looked, time.time()
-        self._looked = now
+        """Record every watched file whose new version is settled."""
+        with self._lock:
+            if self._notify is None:
+                self._look(self._files, settled=False)
+                return
+            self._drain()
+            ready = sorted(self._due - self._writing)
+            self._due.difference_update(ready)
+            looks = {name: _read(self._ws, name, lease=self._leases) for name in ready}
+            self._drain(looking=looks)  # no lease: a write that began as we read made it half-written
+            self._record(
+                {
+                    name: look.data
+                    for name, look in looks.items()
+                    if not look.busy and (look.proven or name not in self._writing)
+                }
+            )
+
+    # -- inotify ---------------------------------------------------------------------------
+
+    def _watch_folders(self) -> None:
+        """Watch every existing folder on the way to a watched file (the workspace included)."""
+        assert self._notify is not None
+        folders = {""} | {p.as_posix() for f in self._files for p in PurePosixPath(f).parents if p.parts}
+        for folder in sorted(folders):
+            wd = self._notify.watch(self._ws / folder, inotify.FOLDER_EVENTS)
+            if wd is not None:
+                self._folders[wd] = folder
+
+    def _under(self, folder: str) -> list[str]:
+        return [f for f in self._files if PurePosixPath(f).is_relative_to(folder)] if folder else []
+
+    def _drain(self, *, looking: Iterable[str] = ()) -> None:
+        """Take the queued events: which files are being written, which are due a look."""
+        assert self._notify is not None
+        events = list(self._notify.read())
+        touched: set[str] = set()
+        for event in events:
+            if event.mask & inotify.Q_OVERFLOW:  # events were lost: look at everything again
+                self._due.update(self._files)
+                self._writing.clear()
+                self._watch_folders()
+                continue
+            if event.wd in self._watched_files:
+                name = self._watched_files[event.wd]
+                if event.mask & inotify.IGNORED:
+                    del self._watched_files[event.wd]
+                touched.add(name)
+                self._mark(name, event.mask)
+                continue
+            folder = self._folders.get(event.wd)
+            if folder is None:
+                continue
+            if event.mask & _GONE:  # the folder itself was removed or renamed
+                if event.mask & inotify.IGNORED:
+                    del self._folders[event.wd]
+                self._due.update(self._under(folder))
+                continue
+            rel = f"{folder}/{event.name}" if folder else event.name
+            if rel in self._files:
+                touched.add(rel)
+                self._mark(rel, event.mask)
+            elif event.mask & inotify.ISDIR and (inside := self._under(rel)):
+                touched.update(inside)
+                self._due.update(inside)
+                if event.mask & (inotify.CREATE | inotify.MOVED_TO):
+                    self._watch_folders()  # the new folder and any below it; then look: a file
+                    # may have been written there before the watch was in place
+        now = time.time()
+        busy = touched | self._writing | self._due | set(looking)
         for name in self._files:
-            try:  # never through a symlink: one to the reference would copy it into the run's artifacts
-                data: bytes | None = read_inside(self._ws, name)
-            except (OSError, PathEscape):
-                data = None
-            digest = None if data is None else hashlib.sha256(data).hexdigest()
+            if name not in busy:  # unchanged up to now: a later write is dated after this
+                self._quiet[name] = now
+
+    def _mark(self, name: str, mask: int) -> None:
+        if mask & inotify.MODIFY:
+            self._writing.add(name)
+        if mask & _ENDED:
+            if mask & ~inotify.ATTRIB:
+                self._writing.discard(name)
+            self._due.add(name)
+
+    # -- looking and recording -------------------------------------------------------------
+
+    @staticmethod
+    def _digest(data: bytes | None) -> str | None:
+        return None if data is None else hashlib.sha256(data).hexdigest()
+
+    def _look(self, names: Iterable[str], *, settled: bool) -> None:
+        """Look at files now: a new version is kept when settled, leased, or seen twice in a row."""
+        now = time.time()
+        kept: dict[str, bytes | None] = {}
+        for name in names:
+            look = _read(self._ws, name, lease=self._leases and not settled)
+            if look.busy:
+                continue
+            digest = self._digest(look.data)
+            if digest == self._seen.get(name):
+                self._candidate.pop(name, None)
+                self._quiet[name] = now
+            elif settled or look.proven or self._candidate.get(name, "") == digest:
+                kept[name] = look.data
+            else:
+                self._candidate[name] = digest
+        self._record(kept)
+
+    def _record(self, versions: dict[str, bytes | None]) -> None:
+        now = time.time()
+        for name, data in versions.items():
+            digest = self._digest(data)
+            self._candidate.pop(name, None)
             if digest == self._seen.get(name):
                 continue
             self._seen[name] = digest
             self._count += 1
-            row: dict[str, object] = {
-                "t": self._written(name, since, now),
-                "index": self._count,
-                "file": name,
-            }
+            row: dict[str, object] = {"t": self._written(name, now), "index": self._count, "file": name}
             if data is None:
                 row["deleted"] = True
             else:
@@ -109,3 +286,53 @@ class Watcher:
                 row.update({"snapshot": snap, "bytes": len(data), "sha256": digest})
             with (self._out / SNAPSHOT_INDEX).open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
+            self._quiet[name] = now
+            if data is not None:
+                self._watch_file(name)
+
+    def _watch_file(self, name: str) -> None:
+        """Watch the file itself too: a write through a hard link elsewhere reaches its inode."""
+        if self._notify is not None:
+            wd = self._notify.watch(self._ws / name, inotify.FILE_EVENTS)
+            if wd is not None and wd not in self._folders:
+                self._watched_files[wd] = name
+
+    def _written(self, name: str, now: float) -> float:
+        since = self._quiet.get(name, now)
+        try:
+            mtime = (self._ws / name).lstat().st_mtime
+        except OSError:
+            return now  # deleted: it went some time in the window; say when it was seen gone
+        return min(max(mtime, since), now)
+
+
+def _read(workspace: Path, name: str, *, lease: bool = True) -> _Look:
+    """The file as it is now, under a read lease (`lease`) where there can be one."""
+    try:  # never through a symlink: one to the reference would copy it into the run's artifacts
+        fd = open_inside(workspace, name)
+    except (OSError, PathEscape):
+        return _Look(None)
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            return _Look(None)
+        leased = False
+        try:
+            if lease:
+                # A broken lease signals its holder with SIGIO, which would end the harness; SIGURG is ignored.
+                fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
+                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
+                leased = True
+        except OSError as exc:
+            if exc.errno in (errno.EAGAIN, errno.EBUSY):
+                return _BUSY
+            # no leases here (filesystem, owner): the caller settles another way
+        try:
+            with os.fdopen(fd, "rb", closefd=False) as fh:
+                return _Look(fh.read(), proven=leased)
+        finally:
+            if leased:
+                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
+    except OSError:
+        return _Look(None)
+    finally:
+        os.close(fd)

@@ -125,7 +125,9 @@ def test_run_cli_stops_a_cli_retrying_past_its_limit_and_kills_the_whole_tree(tm
     assert done.returncode != 0
     assert (done.retries, done.stopped) == (2, True)
     assert [line for _, line in done.lines] == ["Retrying in 1 seconds"]
-    assert (tmp_path / "cli.stderr").read_text() == "again\n"
+    # The CLI's own line is kept; a shell that sees its job die before it is killed itself may add
+    # "Killed" (the tree's processes die in no fixed order), which is the shell's, not a retry.
+    assert (tmp_path / "cli.stderr").read_text().splitlines()[0] == "again"
     grandchild = int(pid_file.read_text())
     for _ in range(50):
         if (

@@ -24,7 +24,7 @@ from adapters.schema import UsageRow
 from compiler.contract import AgentSpec, CheckSpec, Limits, Options
 from harness.modelserver import Script, ScriptedModelServer
 from tests.adapters.helpers import ROOT, agent_cache, require_cli
-from tests.runner.conftest import FIXTURE, make_job
+from tests.helpers import FIXTURE, make_job
 
 pytestmark = pytest.mark.agents
 

@@ -33,7 +33,8 @@ ALL: list[type[BaseModel]] = []
 for _m in MODELS:
     _found: set[type[BaseModel]] = set()
     _models_in(_m, _found)
-    ALL.extend(x for x in _found if x not in ALL)
+    # sorted: a set's order changes from process to process (pytest -n collects in each worker)
+    ALL.extend(sorted((x for x in _found if x not in ALL), key=lambda m: m.__qualname__))
 
 
 @pytest.mark.parametrize("model", ALL, ids=lambda m: m.__name__)

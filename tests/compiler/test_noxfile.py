@@ -33,6 +33,7 @@ def _list(proj: Path) -> list[str]:
     return [line.split()[1] for line in done.stdout.splitlines() if line[:2] in ("* ", "- ")]
 
 
+@pytest.mark.slow
 def test_lists_bench_sessions_and_recompiles_when_stale(valid_project: Path, tmp_path: Path) -> None:
     proj = _project(valid_project, tmp_path)
     assert not (proj / "generated/manifest.json").exists()

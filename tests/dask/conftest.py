@@ -10,7 +10,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
@@ -30,10 +29,9 @@ from compiler.contract import (
     Limits,
     Options,
     Provisions,
-    ScenarioJob,
-    job_id,
 )
 from harness.artifacts.run_tree import find_runs
+from tests.helpers import fix_scenario, make_job
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dask" / "project"
@@ -62,12 +60,7 @@ def scripted(skill: float = 0.5) -> AgentSpec:
     return AgentSpec(id="scripted", adapter="scripted", args={"script": "scripts/fixer.yaml", "skill": skill})
 
 
-def command_agent(command: str, *, requires: tuple[str, ...] = (), id: str = "cmd") -> AgentSpec:
-    """An agent that is a shell command."""
-    return AgentSpec(id=id, adapter="command", command=command, requires=requires)
-
-
-def make_job(
+def cluster_job(
     agent: AgentSpec,
     cell: Cell,
     trial: int,
@@ -76,26 +69,14 @@ def make_job(
     timeout_s: float = 60,
     env_pass: tuple[str, ...] = (),
 ) -> Job:
-    """A job of the fixture's `fix` scenario."""
-    scenario = ScenarioJob(
-        id="fix",
-        root="scenarios/fix",
-        family="lint",
-        seed="scenarios/fix/seed",
-        reference="scenarios/fix/reference",
-        entry=("app/main.py",),
-        writable=("app/**",),
-        prompt="Remove the unused import from app/main.py.\n",
-        checks=(CheckSpec(id="fixed", kind="command", params={"run": CHECK_FIXED}),),
-    )
-    return Job(
-        id=job_id(matrix, cell.name, agent.id, scenario.id, trial),
-        hash=f"h-{agent.id}",
-        matrix=matrix,
-        trial=trial,
-        scenario=scenario,
-        cell=cell,
+    """A job of the fixture's `fix` scenario, judged by CHECK_FIXED, with no infrastructure retries."""
+    return make_job(
+        fix_scenario(checks=(CheckSpec(id="fixed", kind="command", params={"run": CHECK_FIXED}),)),
         agent=agent,
+        cell=cell,
+        trial=trial,
+        matrix=matrix,
+        hash=f"h-{agent.id}",
         limits=Limits(timeout_s=timeout_s),
         options=Options(isolation="none", infra_retries=0, env_pass=env_pass),
     )
@@ -110,11 +91,9 @@ def write_jobs(folder: Path, jobs: list[Job]) -> Path:
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A private copy of the fixture project."""
-    dest = tmp_path / "project"
-    shutil.copytree(FIXTURE, dest, symlinks=True)
-    return dest
+def project_source() -> Path:
+    """The `project` fixture copies the Dask fixture project (its agent thinks for 1.5 s)."""
+    return FIXTURE
 
 
 def child_env(**extra: str) -> dict[str, str]:
@@ -261,7 +240,7 @@ def alive(marker: str, *, argv0: str | None = None) -> list[int]:
     return found
 
 
-def assay(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
+def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
     """argv of the assay CLI running job files of `project` into `runs`."""
     return [
         sys.executable,
@@ -282,7 +261,7 @@ def on_cluster(
     project: Path, cluster: Cluster, *flags: str, runs: Path, jobs: Path, timeout: float = 120
 ) -> subprocess.CompletedProcess[str]:
     """`assay matrix --executor dask` of the job files against the cluster, waited for."""
-    argv = assay(
+    argv = matrix_argv(
         project,
         "--executor",
         "dask",

@@ -24,16 +24,16 @@ from tests.dask.conftest import (
     ROOT,
     Cluster,
     alive,
-    assay,
     cells,
     child_env,
-    command_agent,
-    make_job,
+    cluster_job,
+    matrix_argv,
     on_cluster,
     spawn,
     wait_for,
     write_jobs,
 )
+from tests.helpers import command_agent
 
 pytestmark = pytest.mark.dask
 
@@ -48,10 +48,10 @@ def test_ctrl_c_on_the_client_leaves_no_agent_alive_on_any_worker(
     marker = f"{600 + random.randrange(1000)}.{os.getpid()}{random.randrange(10**6)}"
     # A grandchild that leaves the agent's process group must die too.
     agent = command_agent(f"(setsid sleep {marker}1 &) ; sleep {marker}")
-    jobs = [make_job(agent, control, trial) for trial in range(1, 9)]
+    jobs = [cluster_job(agent, control, trial) for trial in range(1, 9)]
     runs = tmp_path / "runs"
     client = spawn(
-        assay(
+        matrix_argv(
             project,
             "--executor",
             "dask",
@@ -85,9 +85,9 @@ def test_a_worker_lacking_what_the_agent_requires_fails_to_run_with_the_reason(
     cluster.add_worker("a")
     control, _binary = cells()
     jobs = [
-        make_job(command_agent("true", requires=("assay-no-such-cli",), id="ghost"), control, 1),
-        make_job(command_agent("true", requires=("python3>=99",), id="future"), control, 1),
-        make_job(command_agent("true", requires=("python3>=3", "sh"), id="fine"), control, 1),
+        cluster_job(command_agent("true", requires=("assay-no-such-cli",), id="ghost"), control, 1),
+        cluster_job(command_agent("true", requires=("python3>=99",), id="future"), control, 1),
+        cluster_job(command_agent("true", requires=("python3>=3", "sh"), id="fine"), control, 1),
     ]
     runs = tmp_path / "runs"
     done = on_cluster(project, cluster, runs=runs, jobs=write_jobs(tmp_path / "jobs", jobs))
@@ -138,7 +138,7 @@ def test_resource_tags_route_jobs_and_parallel_caps_each_worker(
         return f"{record} {tag} start >> {log}; sleep 1; {record} {tag} end >> {log}"
 
     gpu_jobs = [
-        make_job(
+        cluster_job(
             command_agent(agent("g"), requires=("resource:gpu",), id="gpu-agent"),
             control,
             t,
@@ -147,7 +147,7 @@ def test_resource_tags_route_jobs_and_parallel_caps_each_worker(
         for t in range(1, 4)
     ]
     any_jobs = [
-        make_job(command_agent(agent("a"), id="any-agent"), control, t, env_pass=("ASSAY_TEST_WORKER",))
+        cluster_job(command_agent(agent("a"), id="any-agent"), control, t, env_pass=("ASSAY_TEST_WORKER",))
         for t in range(1, 7)
     ]
     done = on_cluster(
@@ -206,7 +206,7 @@ def test_a_trial_past_its_hard_deadline_is_ended_and_fails_to_run(
     cluster.add_worker("a", ASSAY_DASK_TRIAL_PROCESS=trial_process)
     control, _binary = cells()
     marker = f"{700 + random.randrange(1000)}.{os.getpid()}{random.randrange(10**6)}"
-    job = make_job(command_agent(f"sleep {marker}"), control, 1, timeout_s=60)
+    job = cluster_job(command_agent(f"sleep {marker}"), control, 1, timeout_s=60)
     # Deadline = 60 s agent limit + 60 s check limit + slack: -117 leaves 3 s.
     started = time.monotonic()
     done = subprocess.run(
@@ -238,7 +238,7 @@ def test_fail_fast_stops_the_trials_on_the_cluster(cluster: Cluster, project: Pa
     cluster.add_worker("a", nthreads=1)
     control, _binary = cells()
     jobs = [
-        make_job(command_agent("sleep 1"), control, trial) for trial in range(1, 7)
+        cluster_job(command_agent("sleep 1"), control, trial) for trial in range(1, 7)
     ]  # never fixes: failed
     done = on_cluster(
         project,
@@ -267,7 +267,7 @@ def test_a_worker_running_other_assay_code_is_refused(
         project,
         cluster,
         runs=tmp_path / "runs",
-        jobs=write_jobs(tmp_path / "jobs", [make_job(command_agent("true"), control, 1)]),
+        jobs=write_jobs(tmp_path / "jobs", [cluster_job(command_agent("true"), control, 1)]),
     )
     assert done.returncode == 2, done.stderr
     assert "run different assay code than this client" in done.stderr

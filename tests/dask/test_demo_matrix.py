@@ -17,6 +17,7 @@ from harness.artifacts.names import RUN_FILE
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from tests.dask.conftest import ROOT, Cluster, child_env, finished_runs, spawn, wait_for
+from tests.helpers import assay
 
 pytestmark = pytest.mark.dask
 
@@ -74,13 +75,7 @@ def demo(tmp_path: Path) -> Path:
     for name in DEMO_INPUTS:
         if (ROOT / name).is_dir():
             shutil.copytree(ROOT / name, project / name, symlinks=True)
-    done = subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(project), "compile"],
-        env=child_env(),
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = assay("--project", project, "compile")
     assert done.returncode == 0, done.stderr
     return project
 

@@ -21,14 +21,15 @@ from harness.batch.transport import (
     pack_run,
     pack_tree,
 )
-from tests.dask.conftest import cells, command_agent, make_job, scripted
+from tests.dask.conftest import cells, cluster_job, scripted
+from tests.helpers import command_agent
 
 
 def test_job_paths_are_the_outermost_project_paths_a_job_names(project: Path) -> None:
     _control, binary = cells()
-    job = make_job(scripted(), binary, 1)
+    job = cluster_job(scripted(), binary, 1)
     assert job_paths(job, project) == ["scenarios/fix", "scripts/fixer.yaml", "tools/bin"]
-    other = make_job(command_agent("cat /etc/hostname runs/x generated/y"), binary, 1)
+    other = cluster_job(command_agent("cat /etc/hostname runs/x generated/y"), binary, 1)
     assert job_paths(other, project) == ["scenarios/fix", "tools/bin"]
     (project / "specs" / "expectations").mkdir(parents=True)  # the grader reads it: always shipped
     assert job_paths(job, project) == ["scenarios/fix", "scripts/fixer.yaml", "specs", "tools/bin"]

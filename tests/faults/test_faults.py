@@ -23,7 +23,7 @@ import pytest
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from harness.trial.faults import STAGES
-from tests.runner.conftest import command_agent, make_job
+from tests.helpers import command_agent, make_job
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 4
@@ -89,7 +89,7 @@ def _verdicts(runs: Path) -> dict[int, tuple[str, bool | None]]:
 def baseline(tmp_path_factory: pytest.TempPathFactory) -> dict[int, tuple[str, bool | None]]:
     import shutil
 
-    from tests.runner.conftest import FIXTURE
+    from tests.helpers import FIXTURE
 
     base = tmp_path_factory.mktemp("baseline")
     project = base / "project"

@@ -12,7 +12,7 @@ from harness.gateway.model_route import MODEL_PATHS, for_trial
 from harness.gateway.proxy import Proxy
 from harness.sandbox.isolation import select
 from harness.sandbox.isolation.bwrap import BwrapIsolation
-from tests.runner.conftest import make_job
+from tests.helpers import make_job
 
 
 def _job(adapter: str = "claude_code", network: bool = False) -> Job:

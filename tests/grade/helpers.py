@@ -8,9 +8,10 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Provisions, ScenarioJob
+from compiler.contract import AgentSpec, Cell, CheckSpec, Job, Limits, Options, Provisions, ScenarioJob
 from harness.artifacts.records import RunRecord
 from harness.artifacts.store import write_record
+from tests.helpers import make_job
 
 T0 = 1_700_000_000.0
 VALID_PY = "def handler(x):\n    return x + 1\n"
@@ -62,7 +63,7 @@ def scenario(checks: Sequence[CheckSpec], **fields: Any) -> ScenarioJob:
     return ScenarioJob(**base)
 
 
-def make_job(
+def demo_job(
     scen: ScenarioJob,
     *,
     trial: int = 1,
@@ -71,19 +72,20 @@ def make_job(
     model: str | None = None,
     path: tuple[str, ...] = (),
 ) -> Job:
-    """A job of the demo scenario."""
-    return Job(
-        id=f"m/{tool}/none/off/scripted/{scen.id}/t{trial:02d}",
-        hash="h" * 16,
+    """A job of the demo scenario: the scripted agent in `<tool>/none/off` of matrix m."""
+    return make_job(
+        scen,
         matrix="m",
         trial=trial,
-        scenario=scen,
         cell=Cell(
             name=f"{tool}/none/off",
             levels={"tool": tool, "knowledge": "none", "network": "off"},
             provisions=Provisions(path=path, trace=("mytool",), skill_dir=skill),
         ),
         agent=AgentSpec(id="scripted", adapter="scripted", model=model),
+        hash="h" * 16,
+        limits=Limits(),
+        options=Options(),
     )
 
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
+
+from tests.helpers import BARE_ENV, assay
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -74,18 +74,6 @@ assert got == want, f"handler(1) returned {got}, expected {want}"
 """
 
 
-def run_assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    """`assay --project <project> ...` in a subprocess."""
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(project), *args],
-        cwd=project,
-        capture_output=True,
-        text=True,
-        timeout=300,
-        env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
-    )
-
-
 def write_project(root: Path, *, marker: Path, expected: int = 2, trials: int = 3) -> Path:
     """Write the project files and compile them."""
     files = {
@@ -108,5 +96,5 @@ def write_project(root: Path, *, marker: Path, expected: int = 2, trials: int = 
 
 
 def compile_project(root: Path) -> None:
-    done = run_assay(root, "compile", "--force")
+    done = assay("--project", root, "compile", "--force", cwd=root, env=BARE_ENV)
     assert done.returncode == 0, done.stderr + done.stdout

@@ -16,7 +16,7 @@ from tests.grade.helpers import (
     call,
     check,
     command,
-    make_job,
+    demo_job,
     make_project,
     make_run,
     scenario,
@@ -44,7 +44,7 @@ def _scen(**kw: object):
 
 def test_passing_run_is_graded_and_persisted(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY}, trace=[])
+    run = make_run(tmp_path / "run", demo_job(_scen()), workspace={"app/main.py": VALID_PY}, trace=[])
     grade = grade_run(run, project=project)
     assert grade.status is RunStatus.GRADED
     assert [c.outcome for c in grade.checks] == ["pass", "pass", "pass"], grade.checks
@@ -59,7 +59,7 @@ def test_passing_run_is_graded_and_persisted(tmp_path: Path) -> None:
 def test_agent_edit_of_hidden_tests_is_overwritten(tmp_path: Path) -> None:
     project = _project(tmp_path)
     cheat = {"app/main.py": "def handler(x):\n    return x\n", "test_hidden.py": "print('all good')\n"}
-    run = make_run(tmp_path / "run", make_job(_scen()), workspace=cheat)
+    run = make_run(tmp_path / "run", demo_job(_scen()), workspace=cheat)
     grade = grade_run(run, project=project)
     outcome = {c.id: c for c in grade.checks}
     assert outcome["hidden-tests"].outcome == "fail"
@@ -68,7 +68,7 @@ def test_agent_edit_of_hidden_tests_is_overwritten(tmp_path: Path) -> None:
 
 
 def test_hidden_files_required(tmp_path: Path) -> None:
-    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    run = make_run(tmp_path / "run", demo_job(_scen()), workspace={"app/main.py": VALID_PY})
     grade = grade_run(run, project=None)
     assert grade.status is RunStatus.UNGRADEABLE
     assert "grader files" in (grade.error or "")
@@ -76,7 +76,7 @@ def test_hidden_files_required(tmp_path: Path) -> None:
 
 def test_statuses(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    job = make_job(_scen())
+    job = demo_job(_scen())
     crashed = make_run(tmp_path / "a", job, workspace={}, error="adapter crashed", exit_code=None)
     assert grade_run(crashed, project=project).status is RunStatus.FAILED_TO_RUN
     timed = make_run(tmp_path / "b", job, workspace={}, timed_out=True, exit_code=None)
@@ -95,7 +95,7 @@ def test_statuses(tmp_path: Path) -> None:
 
 def test_future_grade_is_refused(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    run = make_run(tmp_path / "run", demo_job(_scen()), workspace={"app/main.py": VALID_PY})
     grade_run(run, project=project)
     data = json.loads((run / "grade.json").read_text())
     data["schema_version"] = 99
@@ -106,7 +106,7 @@ def test_future_grade_is_refused(tmp_path: Path) -> None:
 
 def test_existing_grade_reused_unless_regrade(tmp_path: Path) -> None:
     project = _project(tmp_path)
-    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    run = make_run(tmp_path / "run", demo_job(_scen()), workspace={"app/main.py": VALID_PY})
     first = grade_run(run, project=project)
     (run / "workspace" / "app" / "main.py").write_text(BROKEN_PY)
     assert grade_run(run, project=project) == first
@@ -128,7 +128,7 @@ def test_tool_use_and_friction(tmp_path: Path) -> None:
     scen = _scen(notable_exits=(3, 4))
     run = make_run(
         tmp_path / "run",
-        make_job(scen),
+        demo_job(scen),
         workspace={"app/main.py": VALID_PY},
         trace=trace,
         snapshots=[(5.5, "app/main.py", VALID_PY)],
@@ -178,7 +178,7 @@ def test_checks_run_without_network(tmp_path: Path) -> None:
     scen = scenario([command("reaches-host", probe)], grader="scenarios/demo/grader")
     try:
         grade = grade_run(
-            make_run(tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+            make_run(tmp_path / "run", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
         )
     finally:
         server.close()
@@ -195,7 +195,7 @@ def test_metrics_merge_field_by_field(tmp_path: Path) -> None:
     project = _project(tmp_path)
     run = make_run(
         tmp_path / "run",
-        make_job(_scen()),
+        demo_job(_scen()),
         workspace={"app/main.py": VALID_PY},
         trace=[],
         metrics=RunnerMetrics(turns=4, input_tokens=0),
@@ -212,7 +212,7 @@ def test_hidden_files_never_written_through_agent_symlinks(tmp_path: Path) -> No
     project = _project(tmp_path)
     outside = tmp_path / "outside.txt"
     outside.write_text("host file\n")
-    run = make_run(tmp_path / "run", make_job(_scen()), workspace={"app/main.py": VALID_PY})
+    run = make_run(tmp_path / "run", demo_job(_scen()), workspace={"app/main.py": VALID_PY})
     (run / "workspace" / "test_hidden.py").symlink_to(outside)  # where a hidden file will go
     grade = grade_run(run, project=project)
     assert outside.read_text() == "host file\n"
@@ -226,7 +226,7 @@ def test_snapshot_states_never_written_through_agent_symlinks(tmp_path: Path) ->
     outside = tmp_path / "outside.py"
     outside.write_text("host file\n")
     scen = scenario([command("compiles", "python -m py_compile app/main.py", authority="python")])
-    run = make_run(tmp_path / "run", make_job(scen), workspace={}, snapshots=[(1, "app/main.py", BROKEN_PY)])
+    run = make_run(tmp_path / "run", demo_job(scen), workspace={}, snapshots=[(1, "app/main.py", BROKEN_PY)])
     (run / "workspace" / "app").mkdir()
     (run / "workspace" / "app" / "main.py").symlink_to(outside)  # the entry left as a link out
     grade = grade_run(run, project=project)
@@ -242,7 +242,7 @@ def test_regrading_a_failing_pytest_run_is_identical(tmp_path: Path) -> None:
     failing = "def test_it():\n    assert [object(), object()] == []\n"
     scen = scenario([command("tests", "python -m pytest -q -p no:cacheprovider test_app.py")])
     run = make_run(
-        tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY, "test_app.py": failing}
+        tmp_path / "run", demo_job(scen), workspace={"app/main.py": VALID_PY, "test_app.py": failing}
     )
     first = grade_run(run, project=project, regrade=True)
     assert "failed in" in first.checks[0].message  # pytest's own timing, masked

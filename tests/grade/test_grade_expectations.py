@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from harness.grade import grade_run
-from tests.grade.helpers import VALID_PY, call, command, make_job, make_project, make_run, scenario
+from tests.grade.helpers import VALID_PY, call, command, demo_job, make_project, make_run, scenario
 
 LIB = {
     "check-after-last-write.yaml": (
@@ -59,7 +59,7 @@ def test_expectations_verdicts(tmp_path: Path) -> None:
     ]
     bad = make_run(
         tmp_path / "bad",
-        make_job(scen),
+        demo_job(scen),
         workspace={"app/main.py": VALID_PY},
         trace=failing,
         snapshots=[(5, "app/main.py", VALID_PY)],
@@ -74,7 +74,7 @@ def test_expectations_verdicts(tmp_path: Path) -> None:
     good_trace = [call(1, "mytool", "--help"), call(2, "mytool", "lint"), call(6, "mytool", "check")]
     good = make_run(
         tmp_path / "good",
-        make_job(scen),
+        demo_job(scen),
         workspace={"app/main.py": VALID_PY},
         trace=good_trace,
         snapshots=[(5, "app/main.py", VALID_PY)],
@@ -86,7 +86,7 @@ def test_expectations_verdicts(tmp_path: Path) -> None:
 def test_when_skips_and_unknown_reference(tmp_path: Path) -> None:
     project = _project(tmp_path)
     scen = scenario([command("ok", "true")], expectations=({"name": "nope"},))
-    run = make_run(tmp_path / "r", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=[])
+    run = make_run(tmp_path / "r", demo_job(scen), workspace={"app/main.py": VALID_PY}, trace=[])
     grade = grade_run(run, project=project)
     # library expectations apply to every run their `when` matches (not lint-when-risky here)
     assert [(e.id, e.outcome) for e in grade.expectations] == [
@@ -103,7 +103,7 @@ def test_scenario_overrides_a_library_expectation(tmp_path: Path) -> None:
     override = {"name": "lint-when-risky", "when": {"family": "demo"}}
     scen = scenario([command("ok", "true")], expectations=(override,))
     run = make_run(
-        tmp_path / "r", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=[call(1, "mytool", "lint")]
+        tmp_path / "r", demo_job(scen), workspace={"app/main.py": VALID_PY}, trace=[call(1, "mytool", "lint")]
     )
     outcomes = {e.id: e.outcome for e in grade_run(run, project=project).expectations}
     assert outcomes["lint-when-risky"] == "pass"  # applies through the scenario's own `when`
@@ -116,7 +116,7 @@ def test_malformed_library_expectation_is_unavailable_not_a_crash(tmp_path: Path
         "kind: expectation\nid: lots\ntrace: { command: mytool, min: lots }\n"
     )
     scen = scenario([command("ok", "true")])
-    run = make_run(tmp_path / "r", make_job(scen), workspace={"app/main.py": VALID_PY}, trace=[])
+    run = make_run(tmp_path / "r", demo_job(scen), workspace={"app/main.py": VALID_PY}, trace=[])
     lots = next(e for e in grade_run(run, project=project).expectations if e.id == "lots")
     assert lots.outcome == "unavailable" and "malformed expectation" in lots.message
 

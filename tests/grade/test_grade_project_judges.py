@@ -8,7 +8,8 @@ from pathlib import Path
 from harness.artifacts.records import read_grade
 from harness.artifacts.run_tree import find_runs
 from harness.modelserver import Script, ScriptedModelServer, read_log
-from tests.grade.project import AGENT, MATRIX, PROJECT, compile_project, run_assay
+from tests.grade.project import AGENT, MATRIX, PROJECT, compile_project
+from tests.helpers import BARE_ENV, assay
 
 # The agent fixes the function and leaves a transcript for the judge to read.
 AGENT_SCRIPT = """\
@@ -56,7 +57,7 @@ def _project(root: Path, judges: str) -> tuple[Path, Path]:
 def test_misconfigured_judge_stops_the_matrix_before_any_trial(tmp_path: Path) -> None:
     judges = "judges:\n  default: { provider: anthropic, model: m, api_key_env: ASSAY_TEST_NO_SUCH_KEY }\n"
     project, marker = _project(tmp_path, judges)
-    done = run_assay(project, "matrix")
+    done = assay("--project", project, "matrix", cwd=project, env=BARE_ENV)
     assert done.returncode == 2, done.stderr
     assert "default:" in done.stderr and "ASSAY_TEST_NO_SUCH_KEY" in done.stderr
     assert not marker.exists()  # no agent started
@@ -74,7 +75,7 @@ def test_the_projects_judge_grades_the_matrix(tmp_path: Path) -> None:
             f"  default: {{ provider: anthropic, model: judge-m, base_url: '{server.url}', api_key: k, retries: 0 }}\n"
         )
         project, marker = _project(tmp_path / "p", judges)
-        done = run_assay(project, "matrix")
+        done = assay("--project", project, "matrix", cwd=project, env=BARE_ENV)
         assert done.returncode == 0, done.stderr
     assert marker.read_text().count("started") == 1
     (run_dir,) = find_runs(project / "runs")

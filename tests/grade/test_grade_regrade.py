@@ -6,10 +6,13 @@ import hashlib
 import json
 from pathlib import Path
 
+import pytest
+
 from compiler.contract import iter_jobs
 from harness.artifacts.run_tree import find_runs
 from tests.grade.helpers import make_run, strip_times
-from tests.grade.project import SCENARIO, compile_project, run_assay, write_project
+from tests.grade.project import SCENARIO, compile_project, write_project
+from tests.helpers import BARE_ENV, assay
 
 # trial -> what the agent left in app/main.py
 WORK = {
@@ -40,17 +43,19 @@ def _verdicts(root: Path) -> dict[int, dict[str, str]]:
     return {t: {c["id"]: c["outcome"] for c in g["checks"]} for t, g in _grades(root).items()}
 
 
+@pytest.mark.slow
 def test_regrade_after_a_check_change(tmp_path: Path) -> None:
     marker = tmp_path / "agent-starts.log"
     project = write_project(tmp_path / "proj", marker=marker)
     runs = project / "runs"
-    ran = run_assay(project, "matrix", "--runs", "runs")  # the real runner; it grades each trial
+    # the real runner; it grades each trial
+    ran = assay("--project", project, "matrix", "--runs", "runs", cwd=project, env=BARE_ENV)
     assert "failed 2, passed 1" in ran.stderr, ran.stderr  # trials 2 and 3 fail the original check
     starts = marker.read_text()
     assert starts.count("started") == 3
     before = _tree_state(runs)
 
-    first = run_assay(project, "grade", "runs")
+    first = assay("--project", project, "grade", "runs", cwd=project, env=BARE_ENV)
     assert first.returncode == 1 and "reused 3" in first.stdout, first.stdout + first.stderr
     assert _verdicts(runs) == {
         1: {"compiles": "pass", "hidden-tests": "pass", "keeps-api": "pass"},
@@ -60,26 +65,26 @@ def test_regrade_after_a_check_change(tmp_path: Path) -> None:
     graded = _grades(runs)
 
     # regrading the unchanged tree twice gives identical grades, timings aside
-    run_assay(project, "grade", "runs", "--regrade")
+    assay("--project", project, "grade", "runs", "--regrade", cwd=project, env=BARE_ENV)
     once = {t: strip_times(g) for t, g in _grades(runs).items()}
-    run_assay(project, "grade", "runs", "--regrade")
+    assay("--project", project, "grade", "runs", "--regrade", cwd=project, env=BARE_ENV)
     twice = {t: strip_times(g) for t, g in _grades(runs).items()}
     assert once == twice == {t: strip_times(g) for t, g in graded.items()}
 
     # the check changes in the spec; the project is recompiled
     scen = project / "scenarios" / "add-one" / "scenario.yaml"
     scen.write_text(SCENARIO.format(expected=3))
-    uncompiled = run_assay(project, "grade", "runs", "--regrade")
+    uncompiled = assay("--project", project, "grade", "runs", "--regrade", cwd=project, env=BARE_ENV)
     assert (
         uncompiled.returncode == 2 and "assay compile" in uncompiled.stderr
     )  # never graded by a stale compile
     compile_project(project)
 
-    flagged = run_assay(project, "grade", "runs")
+    flagged = assay("--project", project, "grade", "runs", cwd=project, env=BARE_ENV)
     assert "stale 3" in flagged.stdout and "--regrade" in flagged.stderr
     assert _verdicts(runs)[1]["hidden-tests"] == "pass"  # kept as it was, only flagged
 
-    regraded = run_assay(project, "grade", "runs", "--regrade")
+    regraded = assay("--project", project, "grade", "runs", "--regrade", cwd=project, env=BARE_ENV)
     assert "regraded 3" in regraded.stdout, regraded.stdout
     after = _verdicts(runs)
     assert (
@@ -93,7 +98,7 @@ def test_regrade_after_a_check_change(tmp_path: Path) -> None:
     # no agent was started by grading: the agent notes every start, and nothing but grade.json changed
     assert marker.read_text() == starts
     assert _tree_state(runs) == before
-    assert "stale 0" in run_assay(project, "grade", "runs").stdout
+    assert "stale 0" in assay("--project", project, "grade", "runs", cwd=project, env=BARE_ENV).stdout
 
 
 def test_unknown_scenario_is_ungradeable(tmp_path: Path) -> None:
@@ -101,7 +106,7 @@ def test_unknown_scenario_is_ungradeable(tmp_path: Path) -> None:
     (job,) = iter_jobs(project / "generated")
     gone = job.model_copy(update={"scenario": job.scenario.model_copy(update={"id": "deleted-scenario"})})
     run = make_run(project / "runs" / "t1", gone, workspace={"app/main.py": WORK[1]})
-    done = run_assay(project, "grade", "runs")
+    done = assay("--project", project, "grade", "runs", cwd=project, env=BARE_ENV)
     assert done.returncode == 1 and "ungradeable 1" in done.stdout
     grade = json.loads((run / "grade.json").read_text())
     assert grade["status"] == "ungradeable" and "deleted-scenario" in grade["error"]

@@ -6,7 +6,6 @@ watcher, scripted adapter) and graded by `grade_run` from its preserved artifact
 
 from __future__ import annotations
 
-import stat
 from pathlib import Path
 from typing import Any
 
@@ -27,20 +26,10 @@ from compiler.contract import (
 from harness.artifacts.records import Grade, RunStatus
 from harness.grade import grade_run
 from harness.trial import run_trial
+from tests.helpers import FIXTURES
 
-SEED = "# TODO: make handler add one\ndef handler(x):\n    return x\n"
 FIXED = "def handler(x):\n    return x + 1\n"
 BROKEN = "def handler(x:\n    return x +\n"
-TOOL = """#!/bin/sh
-case "$1" in
-  -h|--help|help) echo "usage: mytool check FILE"; exit 0;;
-  check) python3 -m py_compile "$2" || exit 1
-         if grep -q TODO "$2"; then echo "$2: a TODO is left"; exit 1; fi
-         echo "$2: ok"; exit 0;;
-  *) echo "mytool: unknown command '$1'" >&2; exit 2;;
-esac
-"""
-HIDDEN = "import sys\nsys.path.insert(0, 'app')\nfrom main import handler\nassert handler(1) == 2, f'handler(1) = {handler(1)}'\n"
 EXPECTATIONS: tuple[dict[str, Any], ...] = (
     {"id": "used-tool", "trace": {"command": "mytool"}},
     {
@@ -53,20 +42,9 @@ EXPECTATIONS: tuple[dict[str, Any], ...] = (
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    files = {
-        "tools/bin/mytool": TOOL,
-        "scenarios/demo/seed/app/main.py": SEED,
-        "scenarios/demo/grader/hidden_test.py": HIDDEN,
-        "scenarios/demo/grader/mytool_check.sh": TOOL,
-    }
-    for rel, text in files.items():
-        (root / rel).parent.mkdir(parents=True, exist_ok=True)
-        (root / rel).write_text(text)
-    tool = root / "tools/bin/mytool"
-    tool.chmod(tool.stat().st_mode | stat.S_IXUSR)
-    return root
+def project_source() -> Path:
+    """The `project` fixture copies tests/fixtures/grade/scripted: scenario `demo`, mytool, hidden tests."""
+    return FIXTURES / "grade" / "scripted"
 
 
 def _job(name: str, steps: list[dict[str, Any]]) -> Job:

@@ -18,7 +18,7 @@ from tests.grade.helpers import (
     call,
     check,
     command,
-    make_job,
+    demo_job,
     make_project,
     make_run,
     scenario,
@@ -45,7 +45,7 @@ def test_snapshots_valid_then_invalid(tmp_path: Path) -> None:
     ]
     scen = scenario([COMPILES, check("stays-valid", "snapshot", max_regressions=0)])
     run = make_run(
-        tmp_path / "run", make_job(scen), workspace={"app/main.py": BROKEN_PY}, snapshots=snaps, usage=usage
+        tmp_path / "run", demo_job(scen), workspace={"app/main.py": BROKEN_PY}, snapshots=snaps, usage=usage
     )
     g = grade_run(run, project=project)
     s = g.snapshots
@@ -61,7 +61,7 @@ def test_snapshot_without_writes_and_without_authority(tmp_path: Path) -> None:
     project = _project(tmp_path)
     scen = scenario([COMPILES, check("entry-ok", "snapshot")])
     g = grade_run(
-        make_run(tmp_path / "a", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+        make_run(tmp_path / "a", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
     )
     assert {c.id: c.outcome for c in g.checks}["entry-ok"] == "fail"  # never wrote the entry
     assert g.snapshots.count == 0 and g.snapshots.first_valid is None
@@ -69,7 +69,7 @@ def test_snapshot_without_writes_and_without_authority(tmp_path: Path) -> None:
     g2 = grade_run(
         make_run(
             tmp_path / "b",
-            make_job(plain),
+            demo_job(plain),
             workspace={"app/main.py": VALID_PY},
             snapshots=[(1, "app/main.py", VALID_PY)],
         ),
@@ -90,7 +90,7 @@ def test_usage_cost_from_pinned_prices_not_the_agent(tmp_path: Path) -> None:
     scen = scenario([COMPILES])
     run = make_run(
         tmp_path / "run",
-        make_job(scen, model="model-a-2026-01-01"),
+        demo_job(scen, model="model-a-2026-01-01"),
         workspace={"app/main.py": VALID_PY},
         usage=usage,
     )
@@ -100,12 +100,12 @@ def test_usage_cost_from_pinned_prices_not_the_agent(tmp_path: Path) -> None:
     assert u.cost_usd == round((3000 * 2.0 + 400 * 10.0 + 5000 * 0.5) / 1e6, 6)
     assert u.price_table == "test-1" and u.model == "model-a-2026-01-01"
     unpriced = make_run(
-        tmp_path / "r2", make_job(scen, model="other"), workspace={"app/main.py": VALID_PY}, usage=usage
+        tmp_path / "r2", demo_job(scen, model="other"), workspace={"app/main.py": VALID_PY}, usage=usage
     )
     u2 = grade_run(unpriced, project=project).usage
     assert u2.cost_usd is None and "not priced" in (u2.price_table or "")
     none = grade_run(
-        make_run(tmp_path / "r3", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+        make_run(tmp_path / "r3", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
     ).usage
     assert not none.present and none.turns is None  # no usage is not zero usage
 
@@ -116,17 +116,17 @@ def test_a_run_naming_no_model_is_priced_as_its_usage_rows_say(tmp_path: Path) -
     project = _project(tmp_path, prices)
     rows = [{"t": 1, "input": 1000, "output": 100, "model": "scripted"}, {"t": 2, "input": 500, "output": 50}]
     scen = scenario([COMPILES])
-    named = make_run(tmp_path / "a", make_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows[:1])
+    named = make_run(tmp_path / "a", demo_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows[:1])
     u = grade_run(named, project=project).usage
     assert u.cost_usd == round((1000 * 1.0 + 100 * 2.0) / 1e6, 6) and u.model == "scripted"
     # A row that names no model leaves the run unpriced rather than guessed at.
-    partly = make_run(tmp_path / "b", make_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows)
+    partly = make_run(tmp_path / "b", demo_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows)
     u2 = grade_run(partly, project=project).usage
     assert u2.cost_usd is None and "names no model" in (u2.price_table or "")
     # The run's own model wins over what the rows claim (the agent writes the rows).
     claimed = [{**rows[0], "model": "scripted"}]
     spec = make_run(
-        tmp_path / "c", make_job(scen, model="other"), workspace={"app/main.py": VALID_PY}, usage=claimed
+        tmp_path / "c", demo_job(scen, model="other"), workspace={"app/main.py": VALID_PY}, usage=claimed
     )
     u3 = grade_run(spec, project=project).usage
     assert u3.cost_usd is None and "model other is not priced" in (u3.price_table or "")
@@ -137,7 +137,7 @@ def test_unexpected_context_invalidates(tmp_path: Path) -> None:
     scen = scenario([COMPILES])
     ok = make_run(
         tmp_path / "a",
-        make_job(scen, skill="guides/x"),
+        demo_job(scen, skill="guides/x"),
         workspace={"app/main.py": VALID_PY},
         context=["/runs/t1/skill/GUIDE.md", "app/main.py"],
     )
@@ -145,7 +145,7 @@ def test_unexpected_context_invalidates(tmp_path: Path) -> None:
     assert g.context.present and g.context.unexpected == () and g.invalid is None
     bad = make_run(
         tmp_path / "b",
-        make_job(scen),
+        demo_job(scen),
         workspace={"app/main.py": VALID_PY},
         context=["/home/u/.claude/CLAUDE.md"],
     )
@@ -163,7 +163,7 @@ def test_two_authorities_disagree(tmp_path: Path) -> None:
     )
     scen = scenario([COMPILES, strict])
     g = grade_run(
-        make_run(tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+        make_run(tmp_path / "run", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
     )
     assert g.authorities["python"].status == "valid" and g.authorities["styler"].status == "invalid"
     (d,) = g.disagreement
@@ -177,7 +177,7 @@ def test_missing_authority_fails_explicitly(tmp_path: Path) -> None:
         [command("oracle", "no-such-oracle-binary app/main.py", authority="oracle", layer="engine")]
     )
     g = grade_run(
-        make_run(tmp_path / "run", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+        make_run(tmp_path / "run", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
     )
     (c,) = g.checks
     assert c.outcome == "fail" and c.message.startswith("authority oracle unavailable")
@@ -190,7 +190,7 @@ def test_lint_findings_make_a_pass_unusable(tmp_path: Path) -> None:
     emit = 'echo \'[{"code": "F401"}, {"code": "E501"}]\''
     lint = command("lint", emit, result={"count": {"json_path": "$", "max": 5}})
     g = grade_run(
-        make_run(tmp_path / "run", make_job(scenario([lint])), workspace={"app/main.py": VALID_PY}),
+        make_run(tmp_path / "run", demo_job(scenario([lint])), workspace={"app/main.py": VALID_PY}),
         project=project,
     )
     assert g.passed and not g.usable
@@ -205,7 +205,7 @@ def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
 
     def run(name: str, judge: Any) -> Any:
         r = make_run(
-            tmp_path / name, make_job(scen), workspace={"app/main.py": VALID_PY}, transcript=transcript
+            tmp_path / name, demo_job(scen), workspace={"app/main.py": VALID_PY}, transcript=transcript
         )
         return grade_run(r, project=project, judge=judge)
 
@@ -258,13 +258,13 @@ def test_events_metrics_and_check(tmp_path: Path) -> None:
     scen = scenario([COMPILES, check("recalled", "events", where={"type": "recall"}, min=2)])
     events = [{"type": "recall"}, {"type": "recall"}, {"type": "memory_write"}, {"type": "custom"}]
     g = grade_run(
-        make_run(tmp_path / "a", make_job(scen), workspace={"app/main.py": VALID_PY}, events=events),
+        make_run(tmp_path / "a", demo_job(scen), workspace={"app/main.py": VALID_PY}, events=events),
         project=project,
     )
     assert g.metrics["recalls"] == 2 and g.metrics["memory_writes"] == 1 and g.metrics["mishaps"] == 0
     assert g.metrics["events.custom"] == 1 and {c.id: c.outcome for c in g.checks}["recalled"] == "pass"
     g2 = grade_run(
-        make_run(tmp_path / "b", make_job(scen), workspace={"app/main.py": VALID_PY}), project=project
+        make_run(tmp_path / "b", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
     )
     assert "recalls" not in g2.metrics and {c.id: c.outcome for c in g2.checks}["recalled"] == "fail"
 
@@ -277,7 +277,7 @@ def test_trace_and_transcript_checks(tmp_path: Path) -> None:
     ]
     trace = [call(1, "mytool", "check"), call(9, "mytool", "check")]
     snaps = [(5, "app/main.py", VALID_PY)]
-    job = make_job(scenario(checks))
+    job = demo_job(scenario(checks))
     good = make_run(
         tmp_path / "a",
         job,
@@ -301,7 +301,7 @@ def test_multi_step_usage_and_transcript_span_every_session(tmp_path: Path) -> N
     scen = scenario([COMPILES], expectations=exps)
     run = make_run(
         tmp_path / "run",
-        make_job(scen),
+        demo_job(scen),
         workspace={"app/main.py": VALID_PY},
         usage=[{"t": 50, "input": 10, "output": 1}],
         transcript=[{"type": "message", "text": "done"}],
@@ -353,7 +353,7 @@ def test_malformed_serve_requests(tmp_path: Path) -> None:
         {**call(7, "mytool", "serve"), "session": "s1"},
         "not json at all",
     ]
-    run = make_run(tmp_path / "run", make_job(scenario([COMPILES])), workspace={"app/main.py": VALID_PY})
+    run = make_run(tmp_path / "run", demo_job(scenario([COMPILES])), workspace={"app/main.py": VALID_PY})
     (run / "trace.jsonl").write_text(
         "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in serve)
     )
@@ -369,7 +369,7 @@ def test_symlinked_artifacts_are_not_evidence(tmp_path: Path) -> None:
     forged.write_text(json.dumps(call(1, "mytool", "check")) + "\n")
     run = make_run(
         tmp_path / "run",
-        make_job(scenario([COMPILES])),
+        demo_job(scenario([COMPILES])),
         workspace={"app/main.py": VALID_PY},
         snapshots=[(1, "app/main.py", VALID_PY)],
     )

@@ -20,17 +20,25 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A project to import into: the seed 000 fixture's project spec and a matrix of its own."""
-    root = tmp_path / "project"
-    (root / "specs" / "matrices").mkdir(parents=True)
-    shutil.copy(ROOT / "tests" / "fixtures" / "seed000" / "specs" / "project.yaml", root / "specs")
-    (root / "specs" / "matrices" / "mine.yaml").write_text(
-        "kind: matrix\nid: mine\ndefault: true\nagents: [noop]\nscenarios: { tags: [mine] }\n",
-        encoding="utf-8",
-    )
-    (root / "specs" / "noop.yaml").write_text("kind: agent\nid: noop\nadapter: noop\n", encoding="utf-8")
-    return root
+def project_source() -> Path:
+    """A project to import into: the seed 000 fixture's project spec..."""
+    return ROOT / "tests" / "fixtures" / "seed000"
+
+
+@pytest.fixture
+def project_parts() -> tuple[str, ...]:
+    return ("specs/project.yaml",)
+
+
+@pytest.fixture
+def project_files() -> dict[str, str]:
+    """...and a matrix of its own."""
+    return {
+        "specs/matrices/mine.yaml": (
+            "kind: matrix\nid: mine\ndefault: true\nagents: [noop]\nscenarios: { tags: [mine] }\n"
+        ),
+        "specs/noop.yaml": "kind: agent\nid: noop\nadapter: noop\n",
+    }
 
 
 @pytest.fixture

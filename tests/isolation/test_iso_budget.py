@@ -17,8 +17,8 @@ from harness.gateway import read_log
 from harness.grade import grade_run
 from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
+from tests.helpers import FIXTURE, make_job
 from tests.isolation.conftest import require
-from tests.runner.conftest import FIXTURE, make_job
 
 pytestmark = pytest.mark.isolation
 

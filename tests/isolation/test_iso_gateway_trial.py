@@ -13,8 +13,8 @@ from compiler.contract import AgentSpec, Canaries, Cell, Limits, Options, Provis
 from harness.gateway import PLACEHOLDER_KEY, read_log
 from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
+from tests.helpers import FIXTURE, make_job
 from tests.isolation.conftest import require
-from tests.runner.conftest import FIXTURE, make_job
 
 pytestmark = pytest.mark.isolation
 

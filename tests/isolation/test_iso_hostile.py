@@ -26,7 +26,7 @@ pytestmark = pytest.mark.isolation
 
 
 @dataclass(frozen=True)
-class Project:
+class HostFiles:
     """What lies around a trial on the host: the scenario's secrets and the run's records."""
 
     reference: Path
@@ -38,11 +38,11 @@ class Project:
 
 
 @pytest.fixture
-def project(trial: Trial) -> Project:
+def host(trial: Trial) -> HostFiles:
     scen = trial.root / "project" / "scenarios" / "s1"
     for sub in ("reference", "grader", "negatives/n1"):
         (scen / sub).mkdir(parents=True)
-    p = Project(
+    p = HostFiles(
         reference=scen / "reference" / "solution.py",
         grader=scen / "grader" / "test_hidden.py",
         negative=scen / "negatives" / "n1" / "broken.py",
@@ -85,43 +85,41 @@ def _blocked(out_stdout: str) -> bool:
     return all(v.startswith("blocked") for v in json.loads(out_stdout).values())
 
 
-def test_attack_read_reference_negatives_grader_and_git(trial: Trial, project: Project) -> None:
-    out = trial.py(_try_all([project.reference, project.negative, project.grader, project.git], "read"))
+def test_attack_read_reference_negatives_grader_and_git(trial: Trial, host: HostFiles) -> None:
+    out = trial.py(_try_all([host.reference, host.negative, host.grader, host.git], "read"))
     assert out.returncode == 0, out.stderr
     assert _blocked(out.stdout), out.stdout
 
 
-def test_attack_read_run_and_grade_records(trial: Trial, project: Project) -> None:
-    out = trial.py(_try_all([project.run_json, project.grade_json], "read"))
+def test_attack_read_run_and_grade_records(trial: Trial, host: HostFiles) -> None:
+    out = trial.py(_try_all([host.run_json, host.grade_json], "read"))
     assert _blocked(out.stdout), out.stdout
 
 
-def test_attack_write_run_and_grade_records(trial: Trial, project: Project) -> None:
-    trial.py(_try_all([project.run_json, project.grade_json], "write"))
-    assert project.run_json.read_text() == '{"exit_code": 0}'
-    assert project.grade_json.read_text() == '{"passed": false}'
+def test_attack_write_run_and_grade_records(trial: Trial, host: HostFiles) -> None:
+    trial.py(_try_all([host.run_json, host.grade_json], "write"))
+    assert host.run_json.read_text() == '{"exit_code": 0}'
+    assert host.grade_json.read_text() == '{"passed": false}'
 
 
-def test_attack_edit_hidden_grader_files(trial: Trial, project: Project) -> None:
-    trial.py(_try_all([project.grader, project.reference], "write"))
-    assert project.grader.read_text() == "assert hidden"
-    assert project.reference.read_text() == "THE ANSWER"
+def test_attack_edit_hidden_grader_files(trial: Trial, host: HostFiles) -> None:
+    trial.py(_try_all([host.grader, host.reference], "write"))
+    assert host.grader.read_text() == "assert hidden"
+    assert host.reference.read_text() == "THE ANSWER"
 
 
-def test_attack_escape_writable_through_a_symlink(trial: Trial, project: Project) -> None:
+def test_attack_escape_writable_through_a_symlink(trial: Trial, host: HostFiles) -> None:
     links = {
-        "answer.json": project.reference,
-        "run_link": project.run_json,
+        "answer.json": host.reference,
+        "run_link": host.run_json,
         "shadow": Path("/etc/shadow"),
-        "grader_dir": project.grader.parent,
+        "grader_dir": host.grader.parent,
     }
     script = "; ".join(f"ln -s {target} {name}" for name, target in links.items())
     script += "; echo pwned > run_link; echo pwned > grader_dir/test_hidden.py; cat answer.json shadow; true"
     out = trial.run(trial.spec(["/bin/sh", "-c", script]))
     assert "THE ANSWER" not in out.stdout and "root:" not in out.stdout
-    assert (
-        project.run_json.read_text() == '{"exit_code": 0}' and project.grader.read_text() == "assert hidden"
-    )
+    assert host.run_json.read_text() == '{"exit_code": 0}' and host.grader.read_text() == "assert hidden"
     # After the agent: the harness's own copying and reading never follows those links.
     snapshot = trial.root / "run" / "snapshot"
     copy_tree(trial.workspace, snapshot)

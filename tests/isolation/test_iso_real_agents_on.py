@@ -21,9 +21,9 @@ from harness.gateway import read_log
 from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
 from tests.adapters.helpers import agent_cache, require_cli
+from tests.helpers import FIXTURE, make_job
 from tests.isolation.conftest import require
 from tests.isolation.test_iso_real_agents import AGENTS
-from tests.runner.conftest import FIXTURE, make_job
 
 pytestmark = [pytest.mark.isolation, pytest.mark.agents]
 

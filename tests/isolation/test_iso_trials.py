@@ -9,7 +9,6 @@ Tests named `test_attack_*` are counted by the suite's summary (tried / blocked)
 from __future__ import annotations
 
 import os
-import shutil
 import socket
 import subprocess
 import time
@@ -20,8 +19,8 @@ import pytest
 from compiler.contract import Canaries, Cell, Limits, Options, Provisions
 from harness.artifacts.records import RunRecord
 from harness.trial import run_trial
+from tests.helpers import command_agent, make_job
 from tests.isolation.conftest import require
-from tests.runner.conftest import FIXTURE, command_agent, make_job
 
 pytestmark = pytest.mark.isolation
 
@@ -34,16 +33,14 @@ def iso(request: pytest.FixtureRequest) -> str:
     return str(request.param)
 
 
-@pytest.fixture
-def project(tmp_path: Path) -> Path:
-    dest = tmp_path / "project"
-    shutil.copytree(FIXTURE, dest, symlinks=True)
-    (dest / "scenarios" / "fix" / "reference" / "SECRET.txt").write_text(SECRET)
-    (dest / "scenarios" / "fix" / "grader").mkdir()
-    (dest / "scenarios" / "fix" / "grader" / "test_hidden.py").write_text("assert hidden\n")
-    (dest / ".git").mkdir()
-    (dest / ".git" / "config").write_text(SECRET)
-    return dest
+@pytest.fixture(autouse=True)
+def secrets(project: Path) -> None:
+    """What a hostile agent must not read beside the fixture project: reference, grader, .git."""
+    (project / "scenarios" / "fix" / "reference" / "SECRET.txt").write_text(SECRET)
+    (project / "scenarios" / "fix" / "grader").mkdir()
+    (project / "scenarios" / "fix" / "grader" / "test_hidden.py").write_text("assert hidden\n")
+    (project / ".git").mkdir()
+    (project / ".git" / "config").write_text(SECRET)
 
 
 def trial(

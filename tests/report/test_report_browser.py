@@ -3,14 +3,14 @@
 from __future__ import annotations
 
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from cdp import Browser, find_chromium
 from report_tree import CONTROL
 from test_report_summary import build_tree
+
+from tests.helpers import assay
 
 pytestmark = pytest.mark.browser
 
@@ -33,12 +33,7 @@ def render(tmp_path: Path) -> Path:
     tree.mkdir()
     build_tree(tree)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "harness", "report", str(tree), "--format", "html", "--out", str(out)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    proc = assay("report", tree, "--format", "html", "--out", out)
     assert proc.returncode == 0, proc.stderr
     return out / "report.html"
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -12,14 +10,9 @@ from report_tree import CONTROL, add_run
 
 from harness.report import SUMMARY_SCHEMA, build_summary
 from harness.report.render_md import render_markdown
+from tests.helpers import assay
 
 BIN = "bin/none/off"
-
-
-def assay(*args: str | Path) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "harness", *map(str, args)], capture_output=True, text=True, timeout=120
-    )
 
 
 def small_tree(root: Path) -> Path:

@@ -8,9 +8,11 @@ from pathlib import Path
 
 import pytest
 
+from tests.helpers import BARE_ENV, assay
+
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
-from tests.grade.project import HIDDEN, SCENARIO, compile_project, run_assay
+from tests.grade.project import HIDDEN, SCENARIO, compile_project
 from tests.grade.project import PROJECT as BASE_PROJECT
 
 # The grader tests' small project with a second tool level, "hint", which the scripted agent reads.
@@ -50,9 +52,11 @@ def test_headline_in_money_and_the_oracle_as_a_sanity_bound(tmp_path: Path) -> N
         (root / rel).parent.mkdir(parents=True, exist_ok=True)
         (root / rel).write_text(text)
     compile_project(root)
-    ran = run_assay(root, "matrix", "default", "--runs", "runs", "--parallel", "2")
+    ran = assay(
+        "--project", root, "matrix", "default", "--runs", "runs", "--parallel", "2", cwd=root, env=BARE_ENV
+    )
     assert ran.returncode in (0, 1), ran.stderr  # 1: some trials failed their checks, as scripted
-    report = run_assay(root, "report", "runs", "--out", "out")
+    report = assay("--project", root, "report", "runs", "--out", "out", cwd=root, env=BARE_ENV)
     assert report.returncode == 0, report.stderr
     summary = json.loads((root / "out" / "summary.json").read_text())
     assert summary["header"]["sanity"] == {"oracle": "pass"}

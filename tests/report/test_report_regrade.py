@@ -3,15 +3,18 @@
 from __future__ import annotations
 
 import json
+from functools import partial
 from pathlib import Path
 
 import pytest
+
+from tests.helpers import BARE_ENV, assay
 
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
 from compiler.contract import iter_jobs
 from tests.grade.helpers import make_run
-from tests.grade.project import SCENARIO, compile_project, run_assay, write_project
+from tests.grade.project import SCENARIO, compile_project, write_project
 
 WORK = {
     1: "def handler(x):\n    return x + 1\n",  # passes while the hidden test expects 2
@@ -32,8 +35,10 @@ def test_report_regrade(tmp_path: Path) -> None:
     for job in iter_jobs(project / "generated"):
         make_run(runs / f"trial-{job.trial:02d}", job, workspace={"app/main.py": WORK[job.trial]})
 
+    report = partial(assay, "--project", project, "report", "runs", cwd=project, env=BARE_ENV)
+
     # No grade.json yet: the report grades what needs grading.
-    first = run_assay(project, "report", "runs", "--format", "json,md", "--out", "out1")
+    first = report("--format", "json,md", "--out", "out1")
     assert first.returncode == 0, first.stderr
     s1 = summary(project / "out1")
     cell = s1["cells"][0]  # type: ignore[index]
@@ -42,7 +47,7 @@ def test_report_regrade(tmp_path: Path) -> None:
     assert [g["key"] for g in s1["groups"] if g["by"] == "family"] == ["arith"]  # type: ignore[attr-defined, union-attr]
 
     # Regrading an unchanged tree changes nothing and flags nothing.
-    same = run_assay(project, "report", "runs", "--regrade", "--format", "json", "--out", "out2")
+    same = report("--regrade", "--format", "json", "--out", "out2")
     assert same.returncode == 0, same.stderr
     kinds = {d["kind"] for d in summary(project / "out2")["diagnostics"]}  # type: ignore[attr-defined, union-attr]
     assert not kinds & {"regrade", "flaky-check", "regrade-changed-grader"}
@@ -50,7 +55,7 @@ def test_report_regrade(tmp_path: Path) -> None:
     # The hidden check changes: a regrade flips trials 1 and 2, reported as a grader change, not as flakiness.
     (project / "scenarios" / "add-one" / "scenario.yaml").write_text(SCENARIO.format(expected=3))
     compile_project(project)
-    changed = run_assay(project, "report", "runs", "--regrade", "--format", "json,md", "--out", "out3")
+    changed = report("--regrade", "--format", "json,md", "--out", "out3")
     assert changed.returncode == 0, changed.stderr
     s3 = summary(project / "out3")
     assert s3["header"]["regraded"] is True  # type: ignore[index]

@@ -2,32 +2,17 @@
 
 from __future__ import annotations
 
-import os
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
+from tests.helpers import assay
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("specs", "scenarios", "tools", "guides", "wiki")
-
-
-def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(project), *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
 
 
 @pytest.fixture(scope="module")
@@ -38,15 +23,14 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     for part in PARTS:
         if (ROOT / part).exists():
             shutil.copytree(ROOT / part, project / part)
-    done = _assay(project, "compile")
+    done = assay("--project", project, "compile")
     assert done.returncode == 0, done.stderr
     return project
 
 
-@pytest.mark.slow
 def test_run_one_job_by_id_then_skip_it(suite: Path) -> None:
     job = "demo/none/none/off/oracle/triage-name-error/t01"
-    done = _assay(suite, "run", job)
+    done = assay("--project", suite, "run", job)
     assert done.returncode == 0, done.stderr
     runs = find_runs(suite / "runs")
     assert len(runs) == 1
@@ -54,13 +38,15 @@ def test_run_one_job_by_id_then_skip_it(suite: Path) -> None:
     assert record.job_id == job and record.exit_code == 0
     grade = read_grade(runs[0])
     assert grade is not None and grade.passed, grade
-    again = _assay(suite, "run", job)
+    again = assay("--project", suite, "run", job)
     assert again.returncode == 0 and "1 finished trial(s) skipped" in again.stderr
 
 
 @pytest.mark.slow
 def test_matrix_filters_and_progress(suite: Path) -> None:
-    done = _assay(suite, "matrix", "demo", "--agent", "noop", "--trials", "1", "--runs", str(suite / "r2"))
+    done = assay(
+        "--project", suite, "matrix", "demo", "--agent", "noop", "--trials", "1", "--runs", str(suite / "r2")
+    )
     assert done.returncode == 0, done.stderr
     records = [read_run(d) for d in find_runs(suite / "r2")]
     assert records and {r.agent for r in records} == {"noop"} and {r.trial for r in records} == {1}
@@ -68,21 +54,21 @@ def test_matrix_filters_and_progress(suite: Path) -> None:
 
 
 def test_nothing_selected_exits_3_and_lists_what_exists(suite: Path) -> None:
-    done = _assay(suite, "matrix", "demo", "--agent", "nobody")
+    done = assay("--project", suite, "matrix", "demo", "--agent", "nobody")
     assert done.returncode == 3, done.stderr
     assert (
         "--agent nobody: matrix 'demo' has agents noop, oracle, scripted-good, scripted-weak" in done.stderr
     )
-    default = _assay(suite, "matrix", "default", "--agent", "oracle", "--cell", "bin/nowhere/off")
+    default = assay("--project", suite, "matrix", "default", "--agent", "oracle", "--cell", "bin/nowhere/off")
     assert default.returncode == 3
     assert "--agent oracle: matrix 'default' has agents scripted-good, scripted-weak" in default.stderr
     assert "--cell bin/nowhere/off: matrix 'default' has cells none/none/off, " in default.stderr
     # Each exists, but the matrix's exclude leaves the pair out.
-    excluded = _assay(suite, "matrix", "demo", "--agent", "oracle", "--cell", "bin/none/off")
+    excluded = assay("--project", suite, "matrix", "demo", "--agent", "oracle", "--cell", "bin/none/off")
     assert excluded.returncode == 3
     assert "matrix 'demo' has no job that combines --agent oracle --cell bin/none/off" in excluded.stderr
-    unknown = _assay(suite, "matrix", "nosuch")
+    unknown = assay("--project", suite, "matrix", "nosuch")
     assert unknown.returncode == 2 and "unknown matrix 'nosuch'; compiled: default, demo" in unknown.stderr
     assert "Traceback" not in unknown.stderr
-    bad_id = _assay(suite, "run", "demo/none/none/off/oracle/nope/t01")
+    bad_id = assay("--project", suite, "run", "demo/none/none/off/oracle/nope/t01")
     assert bad_id.returncode == 2 and "matrix 'demo' has no scenario 'nope'" in bad_id.stderr

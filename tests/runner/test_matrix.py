@@ -15,7 +15,7 @@ import pytest
 
 from harness.artifacts.records import read_run
 from harness.artifacts.run_tree import find_runs
-from tests.runner.conftest import command_agent, make_job
+from tests.helpers import command_agent, make_job
 from tests.runner.test_proc import _wait_gone
 
 N = 8

@@ -19,8 +19,7 @@ from harness.artifacts import lock
 from harness.artifacts.names import GRADE_FILE, JOB_FILE, LOCK_FILE, RUN_FILE, SCRATCH_DIR
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs, read_job, run_dir_for
-from tests.helpers import assay
-from tests.runner.conftest import command_agent, make_job
+from tests.helpers import assay, command_agent, make_job
 
 ROOT = Path(__file__).resolve().parents[2]
 

@@ -15,7 +15,7 @@ import yaml
 from compiler.contract import AgentSpec
 from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
-from tests.runner.conftest import bin_cell, make_job, none_cell
+from tests.helpers import bin_cell, make_job, none_cell
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -50,6 +50,7 @@ def _agent(
     return done.returncode, done.stdout.decode() + done.stderr.decode()
 
 
+@pytest.mark.slow
 def test_seeded_choices_are_repeatable_and_vary_by_trial(tmp_path: Path) -> None:
     script = {"seed": 3, "steps": [{"when": {"chance": "$skill"}, "answer": {"ok": True}}]}
     outcomes = []

@@ -9,7 +9,7 @@ from compiler.contract import CheckSpec, Job, Step
 from harness.artifacts.records import RunStatus
 from harness.grade import grade_run
 from harness.trial import run_trial
-from tests.runner.conftest import command_agent, make_job, none_cell
+from tests.helpers import command_agent, make_job, none_cell
 
 LOG = "2026-11-30T03:12Z recycle instance-7\n2026-11-30T03:14Z 401 unknown refresh token\n"
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from compiler.contract import AgentSpec
 from harness.artifacts.records import read_run
 from harness.trial import run_trial
-from tests.runner.conftest import bin_cell, command_agent, make_job, none_cell
+from tests.helpers import bin_cell, command_agent, make_job, none_cell
 
 
 def test_noop_trial_writes_a_complete_run_dir(project: Path, tmp_path: Path) -> None:

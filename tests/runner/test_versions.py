@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import shutil
 import subprocess
 import sys
@@ -12,22 +11,10 @@ from pathlib import Path
 import pytest
 
 from harness.batch.versions import VersionError, pair
+from tests.helpers import assay
 
 ROOT = Path(__file__).resolve().parents[2]
 PARTS = ("specs", "scenarios", "tools", "guides", "wiki")
-
-
-def _assay(project: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "PYTHONPATH": str(ROOT)}
-    return subprocess.run(
-        [sys.executable, "-m", "harness", "--project", str(project), *args],
-        cwd=project,
-        env=env,
-        capture_output=True,
-        text=True,
-        check=False,
-        timeout=300,
-    )
 
 
 def test_pair_names_baseline_and_candidate() -> None:
@@ -45,7 +32,7 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
     project = tmp_path_factory.mktemp("suite")
     for part in PARTS:
         shutil.copytree(ROOT / part, project / part)
-    done = _assay(project, "compile")
+    done = assay("--project", project, "compile")
     assert done.returncode == 0, done.stderr
     return project
 
@@ -53,7 +40,8 @@ def suite(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.mark.slow
 def test_demo_versions_builds_nests_records_and_reports(suite: Path) -> None:
     runs = suite / "runs"
-    done = _assay(
+    done = assay(
+        "--project",
         suite,
         "matrix",
         "demo-versions",
@@ -80,7 +68,7 @@ def test_demo_versions_builds_nests_records_and_reports(suite: Path) -> None:
         rows = [json.loads(line) for line in (trial / "trace.jsonl").read_text().splitlines()]
         exits[label] = [r["exit"] for r in rows if r["argv"][:2] == ["memo", "search"]]
     assert exits == {"memo-2-0": [0], "memo-2-1": [1]}
-    done = _assay(suite, "report", str(tree), "--out", str(tree), "--format", "md")
+    done = assay("--project", suite, "report", str(tree), "--out", str(tree), "--format", "md")
     assert done.returncode in (0, 1), done.stderr
     assert "version comparison memo-2-0 -> memo-2-1" in done.stdout + done.stderr
     report = (tree / "report.md").read_text()
@@ -93,14 +81,16 @@ def test_a_failing_build_stops_the_matrix_before_any_trial(suite: Path, tmp_path
     original = spec.read_text()
     try:
         spec.write_text(original.replace("--version 2.1 --out", "--version 9.9 --out"))
-        assert _assay(suite, "compile").returncode == 0
-        done = _assay(suite, "matrix", "demo-versions", "--trials", "1", "--runs", str(tmp_path / "runs"))
+        assert assay("--project", suite, "compile").returncode == 0
+        done = assay(
+            "--project", suite, "matrix", "demo-versions", "--trials", "1", "--runs", str(tmp_path / "runs")
+        )
         assert done.returncode == 1
         assert "building version 'memo-2-1' failed" in done.stderr
         assert not list((tmp_path / "runs").rglob("run.json"))
     finally:
         spec.write_text(original)
-        _assay(suite, "compile")
+        assay("--project", suite, "compile")
 
 
 @pytest.mark.slow
@@ -123,7 +113,7 @@ def test_a_package_version_is_installed_and_put_on_path(suite: Path, tmp_path: P
                 candidate, '  candidate: { label: memo-2-1, package: "dist/memo_tool-2.1-py3-none-any.whl" }'
             )
         )
-        assert _assay(suite, "compile").returncode == 0
+        assert assay("--project", suite, "compile").returncode == 0
         runs = tmp_path / "runs"
         args = (
             "matrix",
@@ -137,7 +127,7 @@ def test_a_package_version_is_installed_and_put_on_path(suite: Path, tmp_path: P
             "--runs",
             str(runs),
         )
-        done = _assay(suite, *args)
+        done = assay("--project", suite, *args)
         assert done.returncode == 0, done.stderr
         installed = suite / ".cache" / "versions" / "memo-2-1"
         assert (installed / ".package").read_text() == "dist/memo_tool-2.1-py3-none-any.whl"
@@ -159,8 +149,8 @@ def test_a_package_version_is_installed_and_put_on_path(suite: Path, tmp_path: P
             1
         ]  # 2.1's search, in the sandbox
         mtime = (installed / ".package").stat().st_mtime_ns
-        assert _assay(suite, *args, "--force").returncode == 0
+        assert assay("--project", suite, *args, "--force").returncode == 0
         assert (installed / ".package").stat().st_mtime_ns == mtime  # installed once, reused
     finally:
         spec.write_text(original)
-        _assay(suite, "compile")
+        assay("--project", suite, "compile")

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import pty
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -13,19 +12,18 @@ import pytest
 import yaml
 
 from compiler.pipeline import build
-from tests.helpers import assay
-
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import EXAMPLE_PARTS, ROOT, assay
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    root = tmp_path / "project"
-    root.mkdir()
-    for folder in ("specs", "tools", "guides", "wiki"):
-        if (REPO / folder).is_dir():
-            shutil.copytree(REPO / folder, root / folder)
-    return root
+def project_source() -> Path:
+    """The `project` fixture copies the example project without its scenarios."""
+    return ROOT
+
+
+@pytest.fixture
+def project_parts() -> tuple[str, ...]:
+    return EXAMPLE_PARTS
 
 
 def test_scaffold_compiles_and_validates(project: Path) -> None:
@@ -97,7 +95,7 @@ def test_in_a_terminal_the_split_and_family_are_asked_for(project: Path) -> None
         stdin=follower,
         stdout=follower,
         stderr=follower,
-        cwd=REPO,
+        cwd=ROOT,
     )
     os.close(follower)
     os.write(leader, b"test\nchat\n")

@@ -1,20 +1,19 @@
 from __future__ import annotations
 
-import shutil
 from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+from tests.helpers import EXAMPLE_PARTS, ROOT
 
 
 @pytest.fixture
-def project(tmp_path: Path) -> Path:
-    """A copy of the example project holding only the fast triage scenario."""
-    root = tmp_path / "project"
-    root.mkdir()
-    for folder in ("specs", "tools", "guides", "wiki"):
-        if (REPO / folder).is_dir():
-            shutil.copytree(REPO / folder, root / folder)
-    shutil.copytree(REPO / "scenarios" / "triage-name-error", root / "scenarios" / "triage-name-error")
-    return root
+def project_source() -> Path:
+    """The `project` fixture copies this repository's example project..."""
+    return ROOT
+
+
+@pytest.fixture
+def project_parts() -> tuple[str, ...]:
+    """...holding only the fast triage scenario."""
+    return (*EXAMPLE_PARTS, "scenarios/triage-name-error")

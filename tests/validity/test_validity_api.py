@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+import pytest
+
 from compiler.contract import CheckSpec, Negative, ScenarioJob
 from harness.validity import validate
 
@@ -112,6 +114,7 @@ def test_status_line():
 """
 
 
+@pytest.mark.slow
 def test_negatives_name_single_tests(tmp_path: Path) -> None:
     """`<check>::<test id>` fails that test (and so its check) while the check's other tests pass."""
     tests = CheckSpec(

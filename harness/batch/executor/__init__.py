@@ -7,18 +7,18 @@ callback as it arrives. `select(name)` returns one by short name or `pkg.mod:Cla
 
 from __future__ import annotations
 
-import importlib
 import threading
 from collections.abc import Callable, Sequence
 from typing import Any, Protocol
 
 from harness.batch.executor.task import TrialOutcome, TrialTask
-from harness.errors import UsageError
+from harness.plugins import Plugins
 
 REGISTRY: dict[str, str] = {
     "local": "harness.batch.executor.local:LocalExecutor",
     "dask": "harness.batch.executor.dask:DaskExecutor",
 }
+EXECUTORS = Plugins("executor", REGISTRY, dotted="pkg.mod:Class")
 
 __all__ = ["REGISTRY", "Executor", "TrialOutcome", "TrialTask", "select"]
 
@@ -50,9 +50,5 @@ class Executor(Protocol):
 
 def select(name: str, **options: Any) -> Executor:
     """The executor called `name` (a registered short name or "pkg.mod:Class"), built with `options`."""
-    target = REGISTRY.get(name) or (name if ":" in name else None)
-    if target is None:
-        raise UsageError(f"unknown executor {name!r}; valid: {', '.join(sorted(REGISTRY))}, or pkg.mod:Class")
-    module_name, _, attr = target.partition(":")
-    instance: Executor = getattr(importlib.import_module(module_name), attr)(**options)
+    instance: Executor = EXECUTORS.load(name)(**options)
     return instance

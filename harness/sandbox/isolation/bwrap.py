@@ -83,6 +83,8 @@ class BwrapIsolation:
     """Namespaces, an empty root, the toolchain read-only, only the spec's mounts."""
 
     name = "bwrap"
+    ends_tree = True
+    """Its own pid, network and mount namespaces (`--die-with-parent` / `--kill-child`): see `confines`."""
 
     def probe(self) -> str | None:
         return _probe()

@@ -31,6 +31,9 @@ from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
 MIB = 1024 * 1024
+SETTLE_S = 0.002
+"""How often a finished command's cgroup is looked at again: its last processes (already killed
+with the sandbox's pid namespace) leave within microseconds, and a command costs each wait."""
 LIMIT_NAMES = ("memory", "pids", "file_size", "cpu", "workspace")
 """Names a hit is recorded under (RunRecord.limits_hit also has timeout and output, the runner's)."""
 
@@ -141,7 +144,7 @@ class Confinement:
             for pid in left:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
-            time.sleep(0.02)
+            time.sleep(SETTLE_S)
 
     def limits_hit(self, returncode: int | None) -> tuple[str, ...]:
         """The limits the command hit, in LIMIT_NAMES order."""
@@ -177,14 +180,14 @@ class Confinement:
         self._stop.set()
         self.kill()
         for path in self.cgroups.values():
-            for _ in range(50):
+            for _ in range(500):
                 try:
                     path.rmdir()
                     break
                 except FileNotFoundError:
                     break
                 except OSError:
-                    time.sleep(0.02)
+                    time.sleep(SETTLE_S)
 
 
 def _prefix(limits: SandboxLimits, cgroups: dict[str, Path], enforced: dict[str, str]) -> list[str]:

@@ -148,6 +148,8 @@ class UnshareIsolation:
     """Namespaces from util-linux unshare, a tmpfs root, capabilities dropped."""
 
     name = "unshare"
+    ends_tree = True
+    """Its own pid, network and mount namespaces (`--die-with-parent` / `--kill-child`): see `confines`."""
 
     def probe(self) -> str | None:
         return _probe()

@@ -1,0 +1,243 @@
+"""assay's own speed, from one run: trivial trials side by side with Inspect AI, the per-trial
+overhead by stage, grading throughput, and the README's demo and test command on fresh clones.
+
+1. Side by side: 200 trivial trials -- the noop agent, one `contains` check, the example
+   project's control cell (none/none/off) with its canaries -- as `assay matrix` from start to
+   the last grade, parallel 4; then Inspect AI's 200 local-sandbox samples (one exec and a
+   mock model each), `inspect eval` from start to end, 4 at once. Prints both and the ratio.
+2. Overhead: the same trial run serially in this process (isolation auto), run and grade;
+   the median per trial and its breakdown by stage (run.json `timings_s`, the record, the grade).
+3. Grading throughput: the example suite's runs graded by 2 workers (benchmarks/bench_grade.py).
+4. The README's demo line and its test command, each on a fresh clone of HEAD, installs
+   included (the package caches are warm after the first).
+
+The load average is printed beside each figure: the machine may be shared.
+
+    python benchmarks/bench_perf.py --inspect .nox/env-inspect/bin/python [--trials 200]
+        [--parallel 4] [--skip-demo] [--skip-tests] [--skip-grade]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
+
+from bench_runner import inspect_wall  # noqa: E402
+
+from compiler.contract import iter_jobs  # noqa: E402
+from harness.artifacts.records import read_run  # noqa: E402
+from harness.grade import grade_run  # noqa: E402
+from harness.trial import run_trial  # noqa: E402
+
+MATRIX = """\
+kind: matrix
+id: perf
+agents: [noop]
+factors: {{ tool: [none], knowledge: [none], network: [off] }}
+scenarios: [perf-trivial]
+trials: {trials}
+parallel: 4
+seed: 1
+"""
+SCENARIO = """\
+kind: scenario
+id: perf-trivial
+family: perf
+split: test
+entry: app/main.py
+writable: ["app/**"]
+prompt: prompt.md
+checks:
+  - { id: keeps-main, kind: contains, file: app/main.py, text: ["def main("] }
+"""
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load {one:.1f}/{five:.1f} on {os.cpu_count()} cores"
+
+
+def trivial_project(dest: Path, trials: int) -> Path:
+    """The example project's factors and control cell, one trivial scenario, a matrix of it."""
+    for folder in ("tools", "guides", "wiki"):
+        shutil.copytree(ROOT / folder, dest / folder, symlinks=True)
+    (dest / "specs" / "agents").mkdir(parents=True)
+    (dest / "specs" / "matrices").mkdir()
+    for rel in ("specs/project.yaml", "specs/prices.yaml", "specs/agents/noop.yaml"):
+        shutil.copy(ROOT / rel, dest / rel)
+    (dest / "specs" / "matrices" / "perf.yaml").write_text(MATRIX.format(trials=trials))
+    scenario = dest / "scenarios" / "perf-trivial"
+    (scenario / "seed" / "app").mkdir(parents=True)
+    (scenario / "scenario.yaml").write_text(SCENARIO)
+    (scenario / "prompt.md").write_text("Leave everything as it is.\n")
+    (scenario / "seed" / "app" / "main.py").write_text("def main() -> int:\n    return 0\n")
+    (scenario / "reference" / "app").mkdir(parents=True)
+    (scenario / "reference" / "app" / "main.py").write_text("def main() -> int:\n    return 1\n")
+    assay(dest, "compile")
+    return dest
+
+
+def assay(project: Path, *args: str) -> float:
+    """Seconds `python -m harness --project P args...` took; raises when it fails."""
+    start = time.perf_counter()
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "--project", str(project), *args],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    wall = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"assay {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
+    return wall
+
+
+def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None:
+    before = load()
+    wall = assay(project, "matrix", "perf", "--parallel", str(args.parallel))
+    print(
+        f"assay: {args.trials} trivial trials (noop, 1 contains check, control cell + canaries), "
+        f"assay matrix --parallel {args.parallel}, start to last grade: {wall:.1f} s "
+        f"({1000 * wall / args.trials:.0f} ms/trial; {before})"
+    )
+    if not args.inspect:
+        print("Inspect AI: not measured (--inspect PY)")
+        return
+    walls: dict[int, float] = {}
+    for width in (args.parallel, args.trials):  # as assay, and all at once (Inspect's best here)
+        before = load()
+        walls[width] = inspect_wall(args.inspect, args.trials, ["true"], scratch, parallel=width)
+        print(
+            f"Inspect AI: {args.trials} local-sandbox samples (one exec, mock model), inspect eval, "
+            f"{width} at once: {walls[width]:.1f} s ({before})"
+        )
+    best = min(walls.values())
+    print(f"ratio assay/Inspect (Inspect's faster setting): {wall / best:.2f} (goal <= 0.5)")
+
+
+def overhead(project: Path, n: int, scratch: Path) -> None:
+    job = next(iter(iter_jobs(project / "generated", matrix="perf")))
+    stages: dict[str, list[float]] = {}
+    totals: list[float] = []
+    before = load()
+    for i in range(n + 1):
+        run_dir = scratch / "overhead" / f"t{i:03d}"
+        start = time.perf_counter()
+        run_trial(job, project=project, run_dir=run_dir)
+        ran = time.perf_counter()
+        grade = grade_run(run_dir, project=project)
+        end = time.perf_counter()
+        record = read_run(run_dir)
+        if record.error or record.invalid or not grade.passed:
+            raise SystemExit(f"overhead trial {i}: {record.error or record.invalid or grade.checks}")
+        if not i:
+            continue  # the first trial warms caches (imports, probes)
+        timings = dict(record.extra.get("timings_s", {}))
+        timings["record"] = (ran - start) - sum(timings.values())
+        timings["grade"] = end - ran
+        for stage, seconds in timings.items():
+            stages.setdefault(stage, []).append(seconds)
+        totals.append(end - start)
+    parts = ", ".join(f"{k} {1000 * statistics.median(v):.1f}" for k, v in stages.items())
+    print(
+        f"overhead per trial (noop, control cell + canaries, 1 contains check, isolation {record.isolation}), "
+        f"run + grade, serial: median {1000 * statistics.median(totals):.0f} ms (goal <= 40), "
+        f"p95 {1000 * sorted(totals)[int(0.95 * (len(totals) - 1))]:.0f} ms over {n} ({before})"
+    )
+    print(f"  by stage, median ms: {parts}")
+
+
+def grading(parallel: int) -> None:
+    before = load()
+    done = subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "benchmarks" / "bench_grade.py"),
+            "--parallel",
+            str(parallel),
+            "--runs",
+            "30",
+        ],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    if done.returncode != 0:
+        raise SystemExit(f"bench_grade failed:\n{done.stderr[-3000:]}")
+    rate = re.search(rf"parallel {parallel}:.*?([\d.]+) runs/s", done.stdout)
+    serial = re.search(r"serial:.*?([\d.]+) runs/s", done.stdout)
+    print(
+        f"grading the example suite: {rate.group(1) if rate else '?'} runs/s with {parallel} workers "
+        f"(goal >= 5), {serial.group(1) if serial else '?'} serial ({before})"
+    )
+
+
+def readme_line(session: str) -> str:
+    """The README's quickstart line that ends in `nox -s <session>`."""
+    for line in (ROOT / "README.md").read_text(encoding="utf-8").splitlines():
+        command = line.split("#", 1)[0].strip()
+        if command.endswith(f"nox -s {session}"):
+            return command
+    raise SystemExit(f"README.md has no line ending in `nox -s {session}`")
+
+
+def fresh_clone(session: str, scratch: Path, goal_s: float) -> None:
+    """The README's line for `session`, timed on a fresh clone of HEAD (installs included)."""
+    command = readme_line(session)
+    clone = scratch / f"clone-{session}"
+    subprocess.run(["git", "clone", "-q", str(ROOT), str(clone)], check=True)
+    env = {k: v for k, v in os.environ.items() if k not in ("VIRTUAL_ENV", "PYTHONPATH")}
+    own = str(Path(sys.executable).parent)
+    env["PATH"] = os.pathsep.join(p for p in env.get("PATH", "").split(os.pathsep) if p != own)
+    before = load()
+    start = time.perf_counter()
+    done = subprocess.run(["sh", "-c", command], cwd=clone, env=env, capture_output=True, text=True)
+    wall = time.perf_counter() - start
+    status = "ok" if done.returncode == 0 else f"FAILED (exit {done.returncode})"
+    print(f"README `{command}` on a fresh clone: {wall:.0f} s (goal <= {goal_s:.0f}), {status} ({before})")
+    if done.returncode != 0:
+        print(done.stdout[-2000:] + done.stderr[-2000:])
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--trials", type=int, default=200)
+    parser.add_argument("--parallel", type=int, default=4)
+    parser.add_argument("--overhead-trials", type=int, default=30)
+    parser.add_argument("--inspect", default=None, help="python of a venv with inspect-ai")
+    parser.add_argument("--skip-demo", action="store_true")
+    parser.add_argument("--skip-tests", action="store_true")
+    parser.add_argument("--skip-grade", action="store_true")
+    args = parser.parse_args()
+    scratch = Path(tempfile.mkdtemp(prefix="assay-bench-perf-"))
+    try:
+        project = trivial_project(scratch / "project", args.trials)
+        side_by_side(project, args, scratch)
+        overhead(project, args.overhead_trials, scratch)
+        if not args.skip_grade:
+            grading(2)
+        if not args.skip_demo:
+            fresh_clone("demo", scratch, 60)
+        if not args.skip_tests:
+            fresh_clone("tests", scratch, 120)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,145 @@
+"""The snapshot watcher on real files: settled versions only, dated by when they were written."""
+
+from __future__ import annotations
+
+import json
+import os
+import time
+from pathlib import Path
+
+import pytest
+
+from harness.artifacts.names import SNAPSHOT_INDEX
+from harness.trial.inotify import Inotify
+from harness.trial.snapshots import Watcher
+
+needs_inotify = pytest.mark.skipif(Inotify.open() is None, reason="no inotify on this machine")
+
+
+def _rows(out: Path) -> list[dict[str, object]]:
+    index = out / SNAPSHOT_INDEX
+    return [json.loads(line) for line in index.read_text().splitlines()] if index.is_file() else []
+
+
+def _texts(out: Path) -> list[str | None]:
+    return [None if r.get("deleted") else (out / str(r["snapshot"])).read_text() for r in _rows(out)]
+
+
+@needs_inotify
+def test_a_file_being_written_is_never_taken(tmp_path: Path) -> None:
+    """open(..., "w") empties the file before the new text lands: no look in between may take it."""
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out) as watcher:
+        with (ws / "app.py").open("w") as fh:
+            watcher.poll()  # emptied, still open for writing
+            fh.write("a = ")
+            fh.flush()
+            watcher.poll()  # half written
+            fh.write("2\n")
+        watcher.poll()
+        assert watcher.count == 1  # taken when the write ended, before the agent is over
+    assert _texts(out) == ["a = 2\n"]
+
+
+@needs_inotify
+def test_a_write_that_begins_during_a_look_is_not_taken_half_done(tmp_path: Path) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out) as watcher:
+        (ws / "app.py").write_text("a = 2\n")
+        fh = (ws / "app.py").open("w")  # the next write starts before the watcher looks
+        watcher.poll()
+        fh.write("a = 3\n")
+        fh.close()
+    # A watcher thread under load may take the settled "a = 2" before the next write opens the file;
+    # what must never be taken is the half-done one (empty, truncated): every copy is a whole write.
+    texts = _texts(out)
+    assert texts[-1] == "a = 3\n" and set(texts) <= {"a = 2\n", "a = 3\n"}, texts
+
+
+@needs_inotify
+def test_a_file_in_a_folder_made_later_and_its_removal_are_seen(tmp_path: Path) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    with Watcher(ws, ["pkg/sub/mod.py"], out) as watcher:
+        (ws / "pkg" / "sub").mkdir(parents=True)
+        (ws / "pkg" / "sub" / "mod.py").write_text("x = 1\n")
+        watcher.poll()
+        assert watcher.count == 1
+        os.rename(ws / "pkg", ws / "old")
+        watcher.poll()
+        assert watcher.count == 2
+        (ws / "pkg" / "sub").mkdir(parents=True)
+        tmp = ws / "pkg" / "sub" / ".mod.py.tmp"
+        tmp.write_text("x = 2\n")
+        os.replace(tmp, ws / "pkg" / "sub" / "mod.py")  # renamed into place: settled at once
+        watcher.poll()
+        assert watcher.count == 3
+    assert _texts(out) == ["x = 1\n", None, "x = 2\n"]
+
+
+@needs_inotify
+def test_a_write_through_a_hard_link_elsewhere_is_seen(tmp_path: Path) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    (ws / "app").mkdir(parents=True)
+    (ws / "app" / "main.py").write_text("v = 1\n")
+    os.link(ws / "app" / "main.py", ws / "alias.py")
+    with Watcher(ws, ["app/main.py"], out) as watcher:
+        (ws / "alias.py").write_text("v = 2\n")
+        watcher.poll()
+        assert watcher.count == 1
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_a_file_open_for_writing_is_never_taken(tmp_path: Path, events: bool) -> None:
+    """The read lease: whatever wakes the watcher, a file someone holds open for writing waits."""
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=events) as watcher:
+        with (ws / "app.py").open("w") as fh:
+            fh.write("a = ")
+            fh.flush()
+            watcher.poll()
+            watcher.poll()
+            fh.write("2\n")
+        watcher.poll()
+        assert watcher.count == 1
+    assert _texts(out) == ["a = 2\n"]
+
+
+def test_without_leases_or_inotify_two_looks_must_agree(tmp_path: Path) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=False, leases=False) as watcher:
+        (ws / "app.py").write_text("")
+        watcher.poll()  # seen once: it may be a write under way
+        (ws / "app.py").write_text("a = 2\n")
+        watcher.poll()
+        watcher.poll()
+        assert watcher.count == 1
+        (ws / "app.py").write_text("a = 3\n")
+    assert _texts(out) == ["a = 2\n", "a = 3\n"]  # the last version is taken when the agent is over
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_snapshot_time_is_when_the_write_happened_not_when_it_was_seen(tmp_path: Path, events: bool) -> None:
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=events) as watcher:
+        (ws / "app.py").write_text("a = 2\n")
+        written = (ws / "app.py").stat().st_mtime
+        time.sleep(0.3)
+        watcher.poll()  # seen 0.3 s late (the poller: seen once)
+        watcher.poll()
+        (ws / "app.py").write_text("a = 3\n")
+        os.utime(ws / "app.py", (0, 0))  # a forged date lands at the start of the window, not in 1970
+        watcher.poll()
+    rows = _rows(out)
+    assert rows[0]["t"] == written
+    assert float(str(rows[1]["t"])) >= written + 0.3
