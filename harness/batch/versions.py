@@ -14,6 +14,7 @@ version label: `<runs>/<matrix>/<label>/<scenario>/<agent>/<cell>/trial-NN/`.
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import os
 import shutil
@@ -74,18 +75,7 @@ def install(project: Path, label: str, spec: Mapping[str, Any], *, log: Path) ->
         return
     shutil.rmtree(folder, ignore_errors=True)
     log.parent.mkdir(parents=True, exist_ok=True)
-    argv = [
-        sys.executable,
-        "-m",
-        "pip",
-        "install",
-        "--quiet",
-        "--no-input",
-        "--disable-pip-version-check",
-        "--target",
-        str(site),
-        package,
-    ]
+    argv = [*_installer(label), "--target", str(site), package]
     done = proc.run(argv, cwd=project, env=_build_env(), timeout_s=BUILD_TIMEOUT_S, log=log)
     if done.exit_code != 0 or done.timed_out:
         raise VersionError(
@@ -126,6 +116,27 @@ def build(project: Path, label: str, spec: Mapping[str, Any], *, log: Path) -> N
     path = spec.get("path")
     if path and not (project / str(path)).is_dir():
         raise VersionError(f"building version {label!r} did not produce its path {path!r}: {command}")
+
+
+def _installer(label: str) -> list[str]:
+    """The command that pip-installs into a folder: this interpreter's pip, else uv's (uv makes venvs without pip)."""
+    if importlib.util.find_spec("pip") is not None:
+        return [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "--quiet",
+            "--no-input",
+            "--disable-pip-version-check",
+        ]
+    uv = shutil.which("uv") or shutil.which("uv", path=str(Path(sys.executable).parent))
+    if uv is not None:
+        return [uv, "pip", "install", "--quiet", "--python", sys.executable]
+    raise VersionError(
+        f"installing version {label!r} needs pip or uv: this interpreter ({sys.executable}) has no pip"
+        " module and no uv is on PATH (install either)"
+    )
 
 
 def _build_env() -> dict[str, str]:
