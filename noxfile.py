@@ -494,14 +494,23 @@ def demo(session: nox.Session) -> None:
     """The embedded demo, offline, no API keys: compile, run the demo matrix (scripted agents x
     none/none/off, bin/none/off and none/memory/off x the held-out example scenarios, the two-session
     handoff included), write runs/demo/report.{md,html} and summary.json. After
-    `nox -s demo --install-only`, `nox -R -s demo` needs no network."""
+    `nox -s demo --install-only`, `nox -R -s demo` needs no network.
+
+    `nox -s demo -- --until decided` runs the same comparisons until decided instead (matrix
+    demo-decided: up to 20 trials per cell, in rounds; a comparison or scenario stops once decided)
+    into runs/demo-decided, whose report says what stopped when and the tokens it saved."""
     py = _install(session)
     session.run(py, "-m", "harness", "compile")
-    # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
-    session.run(py, "-m", "harness", "matrix", "demo", "--parallel", "4", *session.posargs)
-    session.run(
-        py, "-m", "harness", "report", str(ROOT / "runs" / "demo"), "--out", str(ROOT / "runs" / "demo")
+    args = list(session.posargs)
+    decided = any(
+        a == "--until=decided" or (a == "--until" and args[i + 1 : i + 2] == ["decided"])
+        for i, a in enumerate(args)
     )
+    matrix = "demo-decided" if decided else "demo"
+    # Trials wait on processes far more than they compute: 4 at once is faster on 2 cores.
+    session.run(py, "-m", "harness", "matrix", matrix, "--parallel", "4", *args)
+    out = str(ROOT / "runs" / matrix)
+    session.run(py, "-m", "harness", "report", out, "--out", out)
 
 
 @nox.session(name="demo-versions")

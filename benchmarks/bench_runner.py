@@ -140,7 +140,7 @@ def inspect_wall(
     env = {**os.environ, "INSPECT_LOG_DIR": str(scratch / "inspect-logs")}
     if tiktoken_cache:
         env["TIKTOKEN_CACHE_DIR"] = tiktoken_cache
-    inspect = str(Path(python).parent / "inspect")
+    inspect = str(Path(python).absolute().parent / "inspect")  # absolute: eval runs in scratch
     width = str(parallel or n)
     argv_eval = [inspect, "eval", task.name, "--model", "mockllm/model", "--display", "none"]
     argv_eval += ["--max-samples", width, "--max-sandboxes", width, "--max-subprocesses", width]

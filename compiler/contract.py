@@ -18,7 +18,7 @@ import json
 from collections.abc import Iterable, Iterator
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, ClassVar, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, SerializerFunctionWrapHandler, model_serializer
 
@@ -30,6 +30,21 @@ class Frozen(BaseModel):
     """Base of every contract model: immutable, unknown keys refused."""
 
     model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class OmitUnset(Frozen):
+    """A contract model whose optional features stay out of its JSON while unset (None): a spec that
+    does not use them keeps its job hashes and its byte-identical generated/."""
+
+    _omit_unset: ClassVar[tuple[str, ...]] = ()
+
+    @model_serializer(mode="wrap")
+    def _without_unset(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
+        data: dict[str, Any] = handler(self)
+        for name in self._omit_unset:
+            if data.get(name) is None:
+                data.pop(name, None)
+        return data
 
 
 class Canaries(Frozen):
@@ -45,6 +60,10 @@ class Canaries(Frozen):
     must_pass: tuple[str, ...] = Field(
         default=(),
         description="Shell commands that must exit zero in the agent's environment (e.g. the tool answers --version).",
+    )
+    network: Literal["off", "on"] | None = Field(
+        default=None,
+        description="Prove the network against a listener the harness opens on the host's loopback: `off`, nothing reaches it; `on`, it answers (through the sandbox's way out).",
     )
 
 
@@ -334,18 +353,50 @@ class ScenarioJob(Frozen):
     )
 
 
-class Limits(Frozen):
-    """Per-trial resource limits."""
+LIMITS_OFF = "none"
+"""What a spec writes to turn one of the limits below off (YAML null means "not set here")."""
+
+BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
+"""The limits that are budgets of model spend (the model gateway enforces them)."""
+
+
+class Limits(OmitUnset):
+    """Per-trial resource limits. Every resource limit is on by default; a spec turns one off only by
+    writing `none` (a limit left out keeps its default), and run.json says which applied and which
+    were hit. The budgets of model spend (BUDGETS) are off unless set."""
 
     timeout_s: float = Field(default=600.0, gt=0, description="Agent wall-clock limit per session.")
-    output_bytes: int = Field(
-        default=10_000_000, ge=0, description="Cap on the agent's captured stdout+stderr."
+    output_bytes: int | None = Field(
+        default=10_000_000,
+        ge=0,
+        description="Cap on the agent's captured stdout+stderr; None (`none`): no cap.",
     )
-    memory_mb: int | None = Field(default=None, ge=1, description="Memory limit of the agent's process tree.")
-    cpus: float | None = Field(default=None, gt=0, description="CPUs the agent's process tree may use.")
-    pids: int | None = Field(default=None, ge=1, description="Process-count limit.")
-    file_size_mb: int | None = Field(default=None, ge=0, description="Largest file the agent may write.")
-    workspace_mb: int | None = Field(default=None, ge=0, description="Total workspace size limit.")
+    memory_mb: int | None = Field(
+        default=4096, ge=1, description="Memory limit of the agent's process tree; None (`none`): unlimited."
+    )
+    pids: int | None = Field(
+        default=1024,
+        ge=1,
+        description="Processes (and threads) the agent may have at once; None (`none`): unlimited.",
+    )
+    file_size_mb: int | None = Field(
+        default=1024, ge=0, description="Largest file the agent may write; None (`none`): unlimited."
+    )
+    workspace_mb: int | None = Field(
+        default=1024,
+        ge=0,
+        description="Total size of the agent's writable folders (workspace, HOME, TMPDIR, state); None (`none`): unlimited.",
+    )
+    outbox_mb: int | None = Field(
+        default=256,
+        ge=0,
+        description="Total size of what one command writes into the run directory (usage, transcript, logs); None (`none`): unlimited.",
+    )
+    cpus: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPUs the agent's process tree may use; None: as many as the machine has.",
+    )
     check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
     # Budgets: what the agent may spend on its model in one trial, counted by the model gateway as
     # requests pass; None: no budget. Kept out of the JSON when unset, so a spec without budgets
@@ -362,21 +413,11 @@ class Limits(Frozen):
         default=None, gt=0, description="Budget in USD, priced from specs/prices.yaml."
     )
 
-    @model_serializer(mode="wrap")
-    def _omit_unset_budgets(self, handler: SerializerFunctionWrapHandler) -> dict[str, Any]:
-        data: dict[str, Any] = handler(self)
-        for name in BUDGETS:
-            if data.get(name) is None:
-                data.pop(name, None)
-        return data
+    _omit_unset: ClassVar[tuple[str, ...]] = BUDGETS
 
     def budgets(self) -> dict[str, float]:
         """The budgets that are set, by name."""
         return {name: value for name in BUDGETS if (value := getattr(self, name)) is not None}
-
-
-BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
-"""The limits that are budgets of model spend (the model gateway enforces them)."""
 
 
 class Options(Frozen):
@@ -562,7 +603,30 @@ class ScenarioEntry(Frozen):
     language: str | None = Field(default=None, description="Language.")
 
 
-class MatrixEntry(Frozen):
+class RoundsPlan(Frozen):
+    """How a matrix asks to run in rounds: until its comparisons are decided, or within a budget."""
+
+    until: Literal["planned", "decided"] = Field(
+        default="planned",
+        description="decided: round by round, each comparison stops once its uplift is decided; planned: every trial.",
+    )
+    min_uplift: float = Field(
+        default=0.0,
+        ge=0.0,
+        le=1.0,
+        description="The smallest uplift that matters (0: only 'differs from 0').",
+    )
+    budget_tokens: int | None = Field(
+        default=None, ge=1, description="Matrix budget in tokens: no round is scheduled past it."
+    )
+    budget_cost_usd: float | None = Field(
+        default=None,
+        gt=0,
+        description="Matrix budget in USD (specs/prices.yaml): no round is scheduled past it.",
+    )
+
+
+class MatrixEntry(OmitUnset):
     """A matrix as listed in the manifest, with its job index."""
 
     id: str = Field(
@@ -588,6 +652,11 @@ class MatrixEntry(Frozen):
         default_factory=dict, description="Version comparison: name -> {label, path, package, build}."
     )
     files: dict[str, str] = Field(description="Scenario id -> job file, relative to generated/.")
+    rounds: RoundsPlan | None = Field(
+        default=None, description="Run in rounds (until decided, a budget); None: every trial at once."
+    )
+
+    _omit_unset: ClassVar[tuple[str, ...]] = ("rounds",)
 
 
 class Session(Frozen):

@@ -28,6 +28,7 @@ from compiler.contract import (
     Limits,
     Manifest,
     MatrixEntry,
+    RoundsPlan,
     ScenarioEntry,
     ScenarioLimits,
     Session,
@@ -201,6 +202,20 @@ def _entry(mp: MatrixPlan, default: bool) -> MatrixEntry:
         fail_fast=bool(spec.fail_fast),
         versions={k: _version(mp, k, ver) for k, ver in (spec.versions or {}).items()},
         files={sid: f"{JOBS_DIR}/{mp.id}/{sid}.json" for sid in sorted(mp.runs)},
+        rounds=_rounds(spec),
+    )
+
+
+def _rounds(spec: Any) -> RoundsPlan | None:
+    """The matrix's rounds plan (until, min_uplift, budget), None when it sets none of them."""
+    budget = spec.budget
+    if spec.until is None and spec.min_uplift is None and budget is None:
+        return None
+    return RoundsPlan(
+        until=spec.until or "planned",
+        min_uplift=spec.min_uplift or 0.0,
+        budget_tokens=budget.tokens if budget else None,
+        budget_cost_usd=budget.cost_usd if budget else None,
     )
 
 

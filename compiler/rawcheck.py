@@ -64,12 +64,14 @@ def _name(model: type[BaseModel]) -> str:
 
 
 def _bounds(rule: dict[str, Any], metadata: list[Any]) -> dict[str, Any]:
-    """A field's numeric minimum (pydantic `ge`/`gt`) as cerberus `min`/`gt`."""
+    """A field's numeric bounds (pydantic `ge`/`gt`/`le`) as cerberus `min`/`gt`/`max`."""
     for m in metadata:
         if getattr(m, "ge", None) is not None:
             rule["min"] = m.ge
         if getattr(m, "gt", None) is not None:
             rule["gt"] = m.gt
+        if getattr(m, "le", None) is not None:
+            rule["max"] = m.le
     return rule
 
 
@@ -291,6 +293,15 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                     where,
                     "E104",
                     f"{_describe(err.value)} is less than the minimum {err.constraint}",
+                )
+            )
+        elif code == cerberus.errors.MAX_VALUE.code:
+            out.append(
+                SpecError.at(
+                    doc.loc(path),
+                    where,
+                    "E104",
+                    f"{_describe(err.value)} is more than the maximum {err.constraint}",
                 )
             )
         elif code == cerberus.errors.CUSTOM.code and err.info:

@@ -29,6 +29,13 @@ class VersionDoc(SpecModel):
     build: str | None = Field(default=None, description="Command that builds it.")
 
 
+class BudgetDoc(SpecModel):
+    """A budget for the whole matrix: no round is scheduled whose projected spend would pass it."""
+
+    tokens: int | None = Field(default=None, ge=1, description="Tokens (input + output + cache).")
+    cost_usd: float | None = Field(default=None, gt=0, description="USD, priced by specs/prices.yaml.")
+
+
 class MatrixDoc(SpecModel):
     """`specs/matrices/<id>.yaml`."""
 
@@ -68,6 +75,17 @@ class MatrixDoc(SpecModel):
     versions: dict[str, VersionDoc] | None = Field(
         default=None, description="Version comparison: name -> version."
     )
+    until: Literal["planned", "decided"] | None = Field(
+        default=None,
+        description="decided: run in rounds and stop each comparison once its uplift is decided (default planned).",
+    )
+    min_uplift: float | None = Field(
+        default=None,
+        ge=0.0,
+        le=1.0,
+        description="The smallest uplift that matters: under until: decided, a comparison whose interval lies below it stops.",
+    )
+    budget: BudgetDoc | None = Field(default=None, description="A budget for the whole matrix.")
     limits: LimitsDoc | None = Field(default=None, description="Per-trial limits.")  # type: ignore[valid-type]
     options: OptionsDoc | None = Field(default=None, description="Run options.")  # type: ignore[valid-type]
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")

@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from compiler.contract import Limits, Options
+from compiler.contract import LIMITS_OFF, Limits, Options
 from compiler.specs.base import SpecModel, partial
 
-LimitsDoc = partial(Limits, "LimitsDoc")
+LimitsDoc = partial(Limits, "LimitsDoc", off=LIMITS_OFF)
 OptionsDoc = partial(Options, "OptionsDoc")
 
 
@@ -24,6 +24,10 @@ class CanariesDoc(SpecModel):
     )
     must_pass: list[str] = Field(
         default_factory=list, description="Shell commands that must exit zero in the agent's environment."
+    )
+    network: Literal["off", "on"] | None = Field(
+        default=None,
+        description="`off`: nothing may reach a listener the harness opens on the host's loopback; `on`: it must answer.",
     )
 
 

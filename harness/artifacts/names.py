@@ -16,6 +16,8 @@ JOB_FILE = "job.json"
 """The job the run was started from, written first (what a regrade elsewhere needs)."""
 VERSIONS_FILE = "versions.json"
 """At a runs root of a version comparison: which label is which build."""
+ROUNDS_FILE = "rounds.json"
+"""At a matrix's runs root, when it ran in rounds (`--until decided`, a budget): verdicts, stops, spend."""
 
 # At a runs root, written by the runner that holds the tree.
 LOCK_FILE = ".assay.lock"
@@ -69,6 +71,7 @@ RESERVED = frozenset(
         GRADE_FILE,
         JOB_FILE,
         VERSIONS_FILE,
+        ROUNDS_FILE,
         DIFF_FILE,
         AGENT_LOG,
         SETUP_LOG,

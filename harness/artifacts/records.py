@@ -28,6 +28,7 @@ from harness.artifacts.grade_sections import (
     Usage,
 )
 from harness.artifacts.names import GRADE_FILE, RUN_FILE
+from harness.artifacts.sandbox_sections import Protections, TreeReport
 from harness.artifacts.store import FutureSchemaError, read_record
 
 RUN_SCHEMA = 1
@@ -113,7 +114,12 @@ class RunRecord(Record):
     )
     timed_out: bool = Field(default=False, description="The agent hit its wall-clock limit.")
     limits_hit: tuple[str, ...] = Field(
-        default=(), description="Limits that were hit (timeout, output, memory, pids, file_size, workspace)."
+        default=(),
+        description="Limits that were hit (timeout, output, memory, pids, file_size, cpu, workspace, outbox).",
+    )
+    limits_applied: dict[str, str] = Field(
+        default_factory=dict,
+        description='Each limit as it applied: "4096 MB (cgroup)", "off" (the spec wrote none), or "... (not enforced here)".',
     )
     started_at: float = Field(description="Epoch seconds.")
     ended_at: float = Field(description="Epoch seconds.")
@@ -140,6 +146,14 @@ class RunRecord(Record):
         default_factory=RunnerMetrics, description="The runner's half of the metrics."
     )
     steps: tuple[StepRecord, ...] = Field(default=(), description="Per-step records of a multi-step run.")
+    protections: Protections | None = Field(
+        default=None,
+        description="Which sandbox protections held (measured on this machine); None: the trial never started one.",
+    )
+    sandbox_trees: dict[str, TreeReport] = Field(
+        default_factory=dict,
+        description="Per writable folder (workspace, home, tmp, state, outbox): unsafe mode bits stripped and odd files found.",
+    )
     extra: dict[str, Any] = Field(
         default_factory=dict, description="Free-form runner details (paths of optional artifacts, notes)."
     )

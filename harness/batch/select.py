@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from compiler import contract
-from compiler.contract import Job
+from compiler.contract import Job, RoundsPlan
 from harness.errors import NothingSelected, UsageError
 
 GENERATED = "generated"
@@ -125,14 +125,16 @@ class MatrixSettings(NamedTuple):
     seed: int
     parallel: int | None
     fail_fast: bool
+    rounds: RoundsPlan | None = None
+    """In rounds: until decided, or within a budget (`--until`, `--budget-*` override it)."""
 
 
 def matrix_settings(project: Path, matrix: str | None) -> MatrixSettings:
-    """Seed, parallel and fail_fast of a matrix from the manifest (defaults when it does not say)."""
+    """Seed, parallel, fail_fast and rounds of a matrix from the manifest (defaults when it does not say)."""
     load_manifest = getattr(contract, "load_manifest", None)
     if load_manifest is None or matrix is None or not (project / GENERATED / "manifest.json").is_file():
         return MatrixSettings(0, None, False)
     entry = load_manifest(project / GENERATED).matrices.get(matrix)
     if entry is None:
         return MatrixSettings(0, None, False)
-    return MatrixSettings(int(entry.seed or 0), entry.parallel, bool(entry.fail_fast))
+    return MatrixSettings(int(entry.seed or 0), entry.parallel, bool(entry.fail_fast), entry.rounds)

@@ -5,15 +5,17 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.contract import Job
+from compiler.contract import Job, RoundsPlan
 from harness import batch
 from harness.artifacts import lock
 from harness.batch import versions
 from harness.batch.executor.task import IO_ERROR, io_detail
 from harness.batch.select import from_files, matrix_settings, select
+from harness.commands import _rounds
 from harness.errors import TreeBusy, TreeUnwritable, UsageError
 from harness.sandbox import isolation, scenario
 
@@ -57,6 +59,7 @@ def add_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--fail-fast", action="store_true", help="stop at the first failed trial (default: the matrix's)"
     )
+    _rounds.add_options(parser)
     parser.add_argument("--cell", action="append", default=[], help="only this cell (repeatable)")
     parser.add_argument("--agent", action="append", default=[], help="only this agent (repeatable)")
     parser.add_argument("--scenario", action="append", default=[], help="only this scenario (repeatable)")
@@ -119,6 +122,18 @@ def _check_judges(jobs: list[Job]) -> None:
         raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
 
 
+def _warn_unprotected(jobs: list[Job]) -> None:
+    """Say on stderr, before any trial, each sandbox protection that will not hold on this machine
+    (run.json `protections` and the report say it per run)."""
+    from harness.sandbox.isolation import select
+    from harness.sandbox.protections import measure
+
+    for name in sorted({job.options.isolation for job in jobs}):
+        held = measure(select(name), neutralised=True)
+        for why in held.failed:
+            print(f"assay: WARNING: isolation {held.isolation}: {why}", file=sys.stderr)
+
+
 def run_jobs(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -126,6 +141,7 @@ def run_jobs(
     seed: int,
     parallel: int | None = None,
     fail_fast: bool = False,
+    rounds: RoundsPlan | None = None,
 ) -> int:
     """Run the selected jobs; 0 when every trial ran (whatever the agents did), 1 when any errored."""
     project = Path(args.project).resolve()
@@ -140,75 +156,92 @@ def run_jobs(
     else:
         args.parallel = args.parallel or parallel or 1
     runs_root = Path(args.runs).resolve() if args.runs else project / "runs"
-    retry = _retry(args.retry)
+    run = Batch(args, project, runs_root, seed, _retry(args.retry), fail_fast, options)
     try:
         with lock.hold(runs_root, wait=args.wait):
-            return _run_held(
-                jobs,
-                args,
-                project=project,
-                runs_root=runs_root,
-                seed=seed,
-                retry=retry,
-                fail_fast=fail_fast,
-                options=options,
-            )
+            return _run_held(jobs, run, rounds)
     except lock.TreeBusy as exc:
         raise TreeBusy(str(exc)) from None
     except OSError as exc:
         raise TreeUnwritable(f"{io_detail(exc, runs_root)}; nothing was run") from None
 
 
-def _run_held(
-    jobs: list[Job],
-    args: argparse.Namespace,
-    *,
-    project: Path,
-    runs_root: Path,
-    seed: int,
-    retry: tuple[str, ...],
-    fail_fast: bool,
-    options: dict[str, Any],
-) -> int:
-    """The batch, with the run tree held by this process."""
-    versions.prepare(project, jobs, runs_root)  # builds compared versions, writes versions.json
-    if args.executor != "dask":  # a cluster's workers build environments where they run
-        scenario.prepare(((j.scenario, isolation.select(j.options.isolation).name) for j in jobs), project)
-    plan = batch.plan(
-        jobs,
-        project=project,
-        runs_root=runs_root,
-        seed=seed,
-        force=args.force,
-        concurrent=args.parallel != 1,
-        retry=retry,
-    )
-    err = sys.stderr
-    if plan.skipped:
-        batch.say(err, f"assay: {len(plan.skipped)} finished trial(s) skipped")
-    if plan.retried:
-        batch.say(
-            err, f"assay: {len(plan.retried)} trial(s) that failed on the harness's side run again (--retry)"
+def _run_held(jobs: list[Job], run: Batch, rounds: RoundsPlan | None) -> int:
+    """The batch (or its rounds), with the run tree held by this process."""
+    versions.prepare(run.project, jobs, run.runs_root)  # builds compared versions, writes versions.json
+    if run.args.executor != "dask":  # a cluster's workers build environments where they run
+        scenario.prepare(
+            ((j.scenario, isolation.select(j.options.isolation).name) for j in jobs), run.project
         )
-    if plan.regraded:
-        batch.say(err, f"assay: {len(plan.regraded)} finished trial(s) without a grade are graded")
-    if not plan.tasks:
-        batch.say(err, "assay: nothing to run")
-        return 0
-    outcomes = batch.execute(
-        plan.tasks,
-        parallel=args.parallel,
-        executor=args.executor,
-        fail_fast=args.fail_fast or fail_fast,
-        options=options,
-    )
-    counts = batch.summary(outcomes)
-    batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
-    io = [o for o in outcomes if o.status == IO_ERROR]
-    if io:
-        finished = sum(1 for o in outcomes if o.status not in (IO_ERROR, "skipped"))
-        raise TreeUnwritable(f"{io[0].detail}; the matrix stopped after {finished} trial(s); rerun to resume")
-    return 1 if counts.get("error") else 0
+    if rounds is None:
+        run(jobs)
+    else:
+        _rounds.run_in_rounds(
+            jobs, rounds, run=run, runs_root=run.runs_root, project=run.project, err=sys.stderr
+        )
+    return 1 if run.errors else 0
+
+
+@dataclass
+class Batch:
+    """Runs a batch of jobs (all of them, or one round) with the invocation's settings."""
+
+    args: argparse.Namespace
+    project: Path
+    runs_root: Path
+    seed: int
+    retry: tuple[str, ...]
+    fail_fast: bool
+    options: dict[str, Any]
+    errors: int = 0
+    """Trials that errored on the harness's side, over every batch run so far."""
+    warned: bool = False
+    """The protections that will not hold were said on stderr (once per invocation, not per round)."""
+
+    def __call__(self, jobs: list[Job]) -> bool:
+        """Plan and execute the jobs; False when fail-fast stopped them (nothing more should run)."""
+        args, err = self.args, sys.stderr
+        plan = batch.plan(
+            jobs,
+            project=self.project,
+            runs_root=self.runs_root,
+            seed=self.seed,
+            force=args.force,
+            concurrent=args.parallel != 1,
+            retry=self.retry,
+        )
+        if plan.skipped:
+            batch.say(err, f"assay: {len(plan.skipped)} finished trial(s) skipped")
+        if plan.retried:
+            batch.say(
+                err,
+                f"assay: {len(plan.retried)} trial(s) that failed on the harness's side run again (--retry)",
+            )
+        if plan.regraded:
+            batch.say(err, f"assay: {len(plan.regraded)} finished trial(s) without a grade are graded")
+        if not plan.tasks:
+            batch.say(err, "assay: nothing to run")
+            return True
+        if not self.warned:
+            _warn_unprotected(jobs)
+            self.warned = True
+        fail_fast = args.fail_fast or self.fail_fast
+        outcomes = batch.execute(
+            plan.tasks,
+            parallel=args.parallel,
+            executor=args.executor,
+            fail_fast=fail_fast,
+            options=self.options,
+        )
+        counts = batch.summary(outcomes)
+        batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
+        io = [o for o in outcomes if o.status == IO_ERROR]
+        if io:
+            raise TreeUnwritable(
+                f"{io[0].detail}; the matrix stopped after {len(outcomes) - len(io)} trial(s); rerun to resume"
+            )
+        self.errors += counts.get("error", 0)
+        return not (fail_fast and (counts.get("error") or counts.get("failed")))
 
 
 def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: list[str] | None = None) -> int:
@@ -232,4 +265,11 @@ def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: lis
     names = {j.matrix for j in selected}
     settings = matrix_settings(project, matrix or (names.pop() if len(names) == 1 else None))
     seed = args.seed if args.seed is not None else settings.seed
-    return run_jobs(selected, args, seed=seed, parallel=settings.parallel, fail_fast=settings.fail_fast)
+    return run_jobs(
+        selected,
+        args,
+        seed=seed,
+        parallel=settings.parallel,
+        fail_fast=settings.fail_fast,
+        rounds=_rounds.plan(args, settings.rounds),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from compiler.contract import BUDGETS
 from harness.report.collect import RunFacts
 from harness.report.stats import Moments, wilson
 from harness.report.summary import Cost, Counts, Group, MetricStat, Rate
@@ -32,6 +33,7 @@ class GroupAcc:
     ungradeable: int = 0
     invalid: int = 0
     ungraded: int = 0
+    budget_stops: int = 0
     passed: int = 0
     usable: int = 0
     tokens: Moments = field(default_factory=Moments)
@@ -41,6 +43,7 @@ class GroupAcc:
 
     def add(self, run: RunFacts) -> None:
         self.runs += 1
+        self.budget_stops += any(limit in BUDGETS for limit in run.limits_hit)
         status = run.status
         if status != "graded":
             if status == "failed_to_run":
@@ -76,6 +79,7 @@ class GroupAcc:
             "ungradeable",
             "invalid",
             "ungraded",
+            "budget_stops",
             "passed",
             "usable",
         ):
@@ -97,6 +101,7 @@ class GroupAcc:
             ungradeable=self.ungradeable,
             invalid=self.invalid,
             ungraded=self.ungraded,
+            budget_stops=self.budget_stops,
         )
 
     def cost_model(self) -> Cost:

@@ -11,6 +11,8 @@ from pathlib import Path
 from typing import Any, NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
+from harness.artifacts.rounds import RoundsRecord, read_rounds
+from harness.artifacts.store import FutureSchemaError
 from harness.report import completeness
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
@@ -65,6 +67,22 @@ def read_manifest_hints(project: Path | None) -> ManifestHints:
         if isinstance(spec, dict) and spec.get("sanity") in ("pass", "fail")
     }
     return ManifestHints(order, sanity)
+
+
+def read_all_rounds(root: Path) -> list[RoundsRecord]:
+    """rounds.json of the tree's matrix (root) or of each matrix under it; an unreadable one is skipped,
+    one from a newer assay stops the report (as every record does)."""
+    found = []
+    for folder in [root, *sorted(p for p in root.iterdir() if p.is_dir())] if root.is_dir() else []:
+        try:
+            record = read_rounds(folder)
+        except FutureSchemaError:
+            raise
+        except (OSError, ValueError):
+            continue
+        if record is not None:
+            found.append(record)
+    return found
 
 
 def read_versions(root: Path) -> tuple[str | None, str | None]:
@@ -298,6 +316,7 @@ class Aggregator:
             + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
             runs=self.run_entries(),
+            rounds=read_all_rounds(root),
         )
 
 

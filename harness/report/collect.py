@@ -92,6 +92,10 @@ class RunFacts:
     """`pass` / `fail` when the agent is a sanity bound (run.json `sanity`), else None."""
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
+    limits_hit: tuple[str, ...] = ()
+    """Resource limits the run hit (run.json `limits_hit`)."""
+    unprotected: tuple[str, ...] = ()
+    """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -389,4 +393,6 @@ def collect(
             regrade=change,
             concurrent=run.concurrent,
             sanity=run.sanity,
+            limits_hit=run.limits_hit,
+            unprotected=run.protections.failed if run.protections is not None else (),
         )

@@ -2,7 +2,9 @@
 
 A report over part of a matrix must say so: the planned trials come from the project's
 `generated/` (the same jobs `assay matrix` would run), and each is `done` (run.json, not
-interrupted, graded), `unfinished` (its folder exists but it is not) or `not run` (no folder).
+interrupted, graded), `unfinished` (its folder exists but it is not) or `not run` (no folder); a trial the matrix's rounds
+chose not to run (rounds.json: its comparison was decided, or the budget stopped scheduling) is
+`skipped`, planned but not missing.
 A comparison whose treatment or control cell lacks trials is flagged: its uplift rests on
 incomplete pairs.
 """
@@ -15,6 +17,7 @@ from pathlib import Path
 from compiler import contract
 from harness.artifacts.names import RUN_FILE
 from harness.artifacts.records import read_grade, read_run
+from harness.artifacts.rounds import read_rounds
 from harness.artifacts.run_tree import run_dir_for
 from harness.report.summary import CellCompleteness, Completeness, Diagnostic, Summary
 
@@ -31,6 +34,15 @@ def _state(run_dir: Path) -> str:
     except (OSError, ValueError):
         return "unfinished"
     return "done"
+
+
+def _skipped(root: Path) -> set[str]:
+    """Jobs a matrix run in rounds chose not to run (its rounds.json): planned, but not missing."""
+    try:
+        record = read_rounds(root)
+    except (OSError, ValueError):
+        return set()
+    return {s.job for s in record.skipped} if record is not None else set()
 
 
 def completeness(root: Path, project: Path | None) -> Completeness | None:
@@ -54,6 +66,7 @@ def completeness(root: Path, project: Path | None) -> Completeness | None:
     counts: Counter[tuple[str, str]] = Counter()
     done: Counter[tuple[str, str]] = Counter()
     for matrix in sorted(wanted):
+        skipped = _skipped(runs_root / matrix)
         for job in contract.iter_jobs(generated, matrix=matrix):
             key = (job.matrix, job.cell.name)
             counts[key] += 1
@@ -61,7 +74,7 @@ def completeness(root: Path, project: Path | None) -> Completeness | None:
             if state == "done":
                 done[key] += 1
             else:
-                missing[key][state].append(job.id)
+                missing[key]["skipped" if job.id in skipped and state == "not_run" else state].append(job.id)
     for key in sorted(counts):
         cells[key] = CellCompleteness(
             matrix=key[0],
@@ -70,6 +83,7 @@ def completeness(root: Path, project: Path | None) -> Completeness | None:
             done=done[key],
             not_run=missing[key]["not_run"],
             unfinished=missing[key]["unfinished"],
+            skipped=missing[key]["skipped"],
         )
     return Completeness(planned=sum(counts.values()), done=sum(done.values()), cells=list(cells.values()))
 
@@ -77,7 +91,7 @@ def completeness(root: Path, project: Path | None) -> Completeness | None:
 def diagnostics(found: Completeness, summary: Summary) -> list[Diagnostic]:
     """A warning per incomplete cell naming what is missing, and one per uplift resting on it."""
     out: list[Diagnostic] = []
-    short = {c.cell: c for c in found.cells if c.done < c.planned}
+    short = {c.cell: c for c in found.cells if c.not_run or c.unfinished}
     for c in short.values():
         ids = [*c.not_run, *c.unfinished]
         named = ", ".join(ids[:SHOWN]) + (f" and {len(ids) - SHOWN} more" if len(ids) > SHOWN else "")
@@ -86,7 +100,9 @@ def diagnostics(found: Completeness, summary: Summary) -> list[Diagnostic]:
                 kind="incomplete",
                 severity="warning",
                 message=f"{c.matrix} {c.cell}: {c.done} of {c.planned} planned trials done "
-                f"({len(c.not_run)} never ran, {len(c.unfinished)} never finished): {named}",
+                f"({len(c.not_run)} never ran, {len(c.unfinished)} never finished"
+                + (f", {len(c.skipped)} skipped by its rounds" if c.skipped else "")
+                + f"): {named}",
                 evidence=ids,
             )
         )

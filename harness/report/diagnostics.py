@@ -7,8 +7,9 @@ Everything here is accumulated while streaming, with evidence capped per item (t
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
@@ -62,6 +63,10 @@ class DiagAcc:
         self.unreadable = Evidence()
         self.unreadable_reasons: dict[str, str] = {}
         self.regrade_changed_grader = Evidence()
+        self.limits: dict[str, Evidence] = defaultdict(Evidence)
+        """Limit name -> runs that hit it."""
+        self.unprotected: dict[str, Evidence] = defaultdict(Evidence)
+        """A sandbox protection that did not hold -> runs it concerns."""
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.checks: dict[tuple[str, str], list[int]] = {}
         self.findings: dict[tuple[str, FindingKind, str], Evidence] = defaultdict(Evidence)
@@ -81,6 +86,10 @@ class DiagAcc:
             self.flaky[check_key].merge(ev)
         for finding_key, ev in other.findings.items():
             self.findings[finding_key].merge(ev)
+        for limit, ev in other.limits.items():
+            self.limits[limit].merge(ev)
+        for why, ev in other.unprotected.items():
+            self.unprotected[why].merge(ev)
         self.infra.merge(other.infra)
         self.unreadable.merge(other.unreadable)
         for run_dir, reason in other.unreadable_reasons.items():
@@ -101,6 +110,10 @@ class DiagAcc:
             self.by_status[(run.status, run.reason or "(no reason recorded)")].add(run.dir)
         if run.infra_retries or run.exit_code == 75:
             self.infra.add(run.dir)
+        for limit in run.limits_hit:
+            self.limits[limit].add(run.dir)
+        for why in run.unprotected:
+            self.unprotected[why].add(run.dir)
         if run.exit_code not in (None, 0, 75):
             self.exits[run.exit_code].add(run.dir)
         if run.regrade is not None:
@@ -258,15 +271,26 @@ class DiagAcc:
                     evidence=self.infra.listing(),
                 )
             )
-        for code, ev in sorted(self.exits.items()):
-            out.append(
-                Diagnostic(
-                    kind="agent-exit",
-                    severity="warning",
-                    message=f"{ev.count} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
-                    evidence=ev.listing(),
-                )
-            )
+        out += _each(
+            "sandbox",
+            "error",
+            self.unprotected,
+            lambda why, n: f"{n} run(s) ran without a sandbox protection: {why}",
+        )
+        out += _each(
+            "limit",
+            "warning",
+            self.limits,
+            lambda limit, n: (
+                f"{n} run(s) hit the {limit} limit (stopped by the harness; see limits_hit in run.json)"
+            ),
+        )
+        out += _each(
+            "agent-exit",
+            "warning",
+            self.exits,
+            lambda code, n: f"{n} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
+        )
         labels = {
             "invalid": "invalid runs (excluded from rates)",
             "failed_to_run": "failed to run (no evidence; not counted as failures)",
@@ -337,3 +361,19 @@ class DiagAcc:
         out.extend(no_discrimination([c for c in cells if c.agent not in sanity]))
         out.extend(power(uplifts))
         return out
+
+
+K = TypeVar("K", str, int)
+
+
+def _each(
+    kind: str,
+    severity: Literal["info", "warning", "error"],
+    table: dict[K, Evidence],
+    message: Callable[[K, int], str],
+) -> list[Diagnostic]:
+    """One diagnostic per key of a table of evidence, in key order."""
+    return [
+        Diagnostic(kind=kind, severity=severity, message=message(key, ev.count), evidence=ev.listing())
+        for key, ev in sorted(table.items())
+    ]

@@ -9,6 +9,7 @@ from typing import Any
 
 import jinja2
 
+from harness.report import spend
 from harness.report.fmt import FILTERS, money, num
 from harness.report.summary import SectionRow, Summary, Uplift
 
@@ -80,6 +81,8 @@ def context(summary: Summary) -> dict[str, Any]:
             (u.version, u.agent, u.condition, u.scenario): u for u in summary.uplifts if u.scenario
         },
         "conditions": [g for g in summary.groups if g.by == "condition"],
+        "budget_shown": any(g.counts.budget_stops for g in summary.groups if g.by == "condition"),
+        "spend_views": [spend.view(r) for r in summary.rounds],
         "section_tables": [
             ("Tool use by subcommand", [r for r in tool if not _is_output(r)]),
             ("Output size per tool command", [r for r in tool if _is_output(r)]),

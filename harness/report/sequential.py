@@ -41,6 +41,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Literal
 
+from harness.artifacts import rounds
+from harness.artifacts.rounds import Comparisons, Seen
 from harness.report.inference import ALPHA, ClusterSums, paired_uplift
 
 METHOD = (
@@ -263,6 +265,56 @@ def replay(
 
 
 _OPEN = Verdict(("", "", ""), None, "open", None, 0, None, -1.0, 1.0)
+
+
+def design(comps: Comparisons, rounds_planned: int, *, min_uplift: float = 0.0) -> Design:
+    """The design of a plan's comparisons (fixed before any trial runs)."""
+    return Design(
+        rounds=rounds_planned,
+        comparisons=sum(1 for _, scenarios in comps.values() if len(scenarios) >= 2),
+        scenario_comparisons=sum(len(scenarios) for _, scenarios in comps.values()),
+        min_uplift=min_uplift,
+    )
+
+
+def judge(seen: Sequence[Seen], looks: int, comps: Comparisons, plan: Design) -> list[rounds.Verdict]:
+    """Every verdict after `looks` rounds of the runs seen, as rounds.json records them.
+
+    A pair is a graded, valid treatment run and the control run of the same version, agent,
+    scenario and trial (the report's pairing); sanity agents are in no comparison.
+    """
+    passed = {run.key(): run.passed for run in seen if run.graded}
+    data: dict[Key, dict[str, dict[int, int]]] = {}
+    for key, (control, scenarios) in comps.items():
+        version, agent, cell = key
+        data[key] = {}
+        for scenario in scenarios:
+            diffs: dict[int, int] = {}
+            for (v, a, c, s, trial), won in passed.items():
+                other = passed.get((v, a, control, s, trial))
+                if (v, a, c, s) == (version, agent, cell, scenario) and other is not None:
+                    diffs[trial] = int(won) - int(other)
+            data[key][scenario] = diffs
+    found = replay(data, plan, looks)
+    return [
+        rounds.Verdict(
+            version=key[0],
+            agent=key[1],
+            condition=key[2],
+            control=comps[key][0],
+            scenario=scenario,
+            status=v.status,
+            round=v.round,
+            pairs=v.pairs,
+            value=v.value,
+            low=v.low,
+            high=v.high,
+            p=v.p,
+            level=v.level,
+            e_value=v.e_value,
+        )
+        for (key, scenario), v in sorted(found.items(), key=lambda item: str(item[0]))
+    ]
 
 
 def is_open(verdicts: Mapping[tuple[Key, str | None], Verdict], key: Key, scenario: str) -> bool:

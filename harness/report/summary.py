@@ -14,6 +14,7 @@ from typing import Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from harness.artifacts.rounds import RoundsRecord
 from harness.artifacts.store import FutureSchemaError, write_atomic
 from harness.errors import UsageError
 
@@ -72,6 +73,10 @@ class Counts(Model):
     ungraded: int = Field(description="No grade.json yet and no grader available.")
     unreadable: int = Field(
         default=0, description="run.json could not be read (corrupt or not a run record)."
+    )
+    budget_stops: int = Field(
+        default=0,
+        description="Runs a per-trial budget stopped (a budget in run.json limits_hit); graded on what they left.",
     )
 
 
@@ -204,7 +209,7 @@ class Diagnostic(Model):
     """Something a reader must know before trusting a number, with the evidence."""
 
     kind: str = Field(
-        description="headroom, infra, invalid, failed_to_run, ungradeable, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
+        description="headroom, infra, sandbox, limit, invalid, failed_to_run, ungradeable, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
     )
     severity: Literal["info", "warning", "error"]
     message: str
@@ -306,6 +311,10 @@ class CellCompleteness(Model):
     planned: int
     done: int
     not_run: list[str] = Field(default_factory=list, description="Job ids with no run directory.")
+    skipped: list[str] = Field(
+        default_factory=list,
+        description="Job ids the matrix's rounds chose not to run (rounds.json: decided, or the budget).",
+    )
     unfinished: list[str] = Field(
         default_factory=list, description="Job ids started but not finished and graded (killed, interrupted)."
     )
@@ -342,6 +351,10 @@ class Summary(Model):
     runs: list[RunEntry]
     completeness: Completeness | None = Field(
         default=None, description="Planned vs done, when the project's generated/ plans the tree's matrices."
+    )
+    rounds: list[RoundsRecord] = Field(
+        default_factory=list,
+        description="rounds.json of each matrix of the tree run in rounds (until decided, a budget): verdicts, stops, spend.",
     )
 
 

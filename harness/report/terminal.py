@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from harness.report.fmt import num, signed
+from harness.report.spend import terminal_lines
 from harness.report.summary import Summary
 
 REPORTED_METRICS = ("turns", "input_tokens", "output_tokens", "cost_usd", "tool_invocations")
@@ -59,6 +60,14 @@ def render_terminal(summary: Summary) -> str:
     for r in rows:
         lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths, strict=True)).rstrip())
     lines.extend(_version_lines(summary))
+    for record in summary.rounds:
+        lines.extend(terminal_lines(record))
+    budget = [g for g in summary.groups if g.by == "condition" and g.counts.budget_stops]
+    if budget:
+        lines.append(
+            "budget stops (graded on what they left): "
+            + ", ".join(f"{g.agent} {g.condition} {g.counts.budget_stops}" for g in budget)
+        )
     if any(u.survives for u in uplift.values()):
         lines.append("* survives the Holm correction across the uplift table")
     warnings = [d for d in summary.diagnostics if d.severity != "info"]

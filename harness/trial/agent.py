@@ -51,6 +51,11 @@ def _python_module(module: str) -> list[str]:
     return [sys.executable, "-S", "-c", _RUN_MODULE, str(CODE_ROOT), sites, module]
 
 
+NOOP = ("sh", "-c", "exec cat >/dev/null")
+"""The noop adapter (`adapters/noop.py`: read the prompt, change nothing, write nothing) without an
+interpreter: it is every matrix's negative control, and a Python start was most of its cost."""
+
+
 def command(job: Job) -> list[str]:
     """The argv that runs the job's adapter."""
     agent = job.agent
@@ -58,6 +63,8 @@ def command(job: Job) -> list[str]:
         if not agent.command:
             raise UsageError(f"agent {agent.id!r}: adapter 'command' needs a command")
         return ["sh", "-c", agent.command]
+    if agent.adapter == "noop":
+        return list(NOOP)
     try:
         module = ADAPTERS.target(agent.adapter)
     except UsageError as exc:

@@ -207,6 +207,7 @@ def launcher(
             pids=lim.pids,
             file_size_mb=lim.file_size_mb,
             workspace_mb=lim.workspace_mb,
+            outbox_mb=lim.outbox_mb,
         ),
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),

@@ -26,6 +26,7 @@ from harness.artifacts.prices import load_prices
 from harness.gateway import Meter, model_route
 from harness.sandbox import pathsafe, proc
 from harness.sandbox.gate import Gate
+from harness.sandbox.identity import hand_over
 from harness.sandbox.isolation import Isolation, Mount
 from harness.sandbox.launch import Launcher
 from harness.sandbox.scenario import (
@@ -132,12 +133,18 @@ def provide(trial: Trial, out: Outcome) -> Ready:
         prefix=tuple(gw.wrap([])) if gw and carried else (),
         seen=seen,
     )
+    if out.iso.name != "none":  # the sandbox's uid owns its folders; without one, commands run as we do
+        for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
+            hand_over(folder)  # before the baseline: handing over later would change every ctime
     setup(job, launcher, paths)
     seed_state(job, launcher, paths)
     commit_baseline(trial.ws)
     out.lap("setup_baseline")
     out.fields["invalid"] = canaries.unenforceable(job, out.iso)
-    first = _first_phase(job, canaries.phase(job.cell.provisions.canaries), launcher, paths, out)
+    found = canaries.phase(job.cell.provisions.canaries)
+    if found is not None:
+        out.closing.callback(found.close)  # its loopback listener, whatever becomes of the trial
+    first = _first_phase(job, found, launcher, paths, out)
     return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first)
 
 

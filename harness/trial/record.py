@@ -19,8 +19,8 @@ from compiler.contract import Job
 from harness.artifacts.names import AGENT_INFO
 from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, StepRecord
 from harness.artifacts.run_tree import identity
-from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation
+from harness.sandbox import proc, protections
+from harness.sandbox.isolation import Isolation, limits
 from harness.sandbox.launch import Launcher
 from harness.trial import agent
 from harness.trial.environment import ancestor_instruction_files
@@ -98,6 +98,9 @@ def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRec
         concurrent=concurrent,
         metrics=_sum_metrics(out.steps) if out.steps else RunnerMetrics(),
         steps=tuple(out.steps) if job.scenario.steps else (),
+        protections=protections.measure(out.iso, neutralised=True) if out.launcher is not None else None,
+        sandbox_trees=dict(sorted(out.launcher.trees.items())) if out.launcher is not None else {},
+        limits_applied=_limits_applied(job, out.launcher),
         extra=extra | {"timings_s": out.timings},
         **out.fields,
     )
@@ -119,6 +122,16 @@ def _environment(iso: Isolation, job: Job, provided: Provided | None) -> dict[st
     if provided is not None:
         env["knowledge_links"] = provided.link_mode
     return env
+
+
+def _limits_applied(job: Job, launcher: Launcher | None) -> dict[str, str]:
+    """Every limit of the trial as it applied: the runner's own, then the sandbox's."""
+    lim = job.limits
+    runner = {
+        "timeout": f"{lim.timeout_s:g} s (runner)",
+        "output": "off" if lim.output_bytes is None else f"{lim.output_bytes} bytes (runner)",
+    }
+    return runner | (limits.applied(launcher.limits, launcher.enforced) if launcher is not None else {})
 
 
 def _assay_version() -> str:

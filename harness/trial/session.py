@@ -68,6 +68,16 @@ class Either(threading.Event):
     def is_set(self) -> bool:
         return any(e.is_set() for e in self._events)
 
+    def wait(self, timeout: float | None = None) -> bool:
+        """Until one of the events is set (or timeout); polled, since they are separate events."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.is_set():
+            left = None if deadline is None else deadline - time.monotonic()
+            if left is not None and left <= 0:
+                return False
+            time.sleep(min(0.05, left) if left is not None else 0.05)
+        return True
+
 
 def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Event | None) -> None:
     """Every session of the trial in order; stops at the first that ends the run (`failure`)."""

@@ -20,10 +20,14 @@ created later is seen too. Without it the watcher polls. Either way the last loo
 agent's process tree is gone, takes the files as they ended. Versions that follow each other
 faster than the watcher looks show as one.
 
-`t` is when the write happened, not when the watcher noticed it: the file's mtime, clamped
-into the window since the file was last seen unchanged (an agent cannot date a write outside
-the window in which it must have happened). Look times alone made "ran the check after the
-last write" flip with machine load.
+`t` is when the write happened, not when the watcher noticed it: the mtime of the version read
+(stated through the descriptor it was read from: by the time it is recorded, the path may hold
+a later write), clamped into the window since the file was last known unchanged (an agent
+cannot date a write outside the window in which it must have happened). That window opens at a
+time taken before the look that proved the file unchanged, never after it: a write landing
+between the look and a later clock reading would be dated after itself, and after the agent's
+next turn (tokens to the first valid version then flipped with machine load). Look times alone
+made "ran the check after the last write" flip with machine load.
 """
 
 from __future__ import annotations
@@ -62,6 +66,8 @@ class _Look(NamedTuple):
     """True when a read lease proved that nobody was writing it."""
     busy: bool = False
     """True when a process holds the file open for writing (nothing was read)."""
+    mtime: float | None = None
+    """The modification time of the version read (not of whatever the file holds later)."""
 
 
 _BUSY = _Look(None, busy=True)
@@ -170,14 +176,16 @@ class Watcher:
             self._drain()
             ready = sorted(self._due - self._writing)
             self._due.difference_update(ready)
+            looked = time.time()
             looks = {name: _read(self._ws, name, lease=self._leases) for name in ready}
             self._drain(looking=looks)  # no lease: a write that began as we read made it half-written
             self._record(
                 {
-                    name: look.data
+                    name: look
                     for name, look in looks.items()
                     if not look.busy and (look.proven or name not in self._writing)
-                }
+                },
+                looked=looked,
             )
 
     # -- inotify ---------------------------------------------------------------------------
@@ -197,6 +205,9 @@ class Watcher:
     def _drain(self, *, looking: Iterable[str] = ()) -> None:
         """Take the queued events: which files are being written, which are due a look."""
         assert self._notify is not None
+        # Before the read: a file with no event in it was unchanged up to the read, not up to
+        # whenever this thread runs again (a write in between would be dated after itself).
+        now = time.time()
         events = list(self._notify.read())
         touched: set[str] = set()
         for event in events:
@@ -230,7 +241,6 @@ class Watcher:
                 if event.mask & (inotify.CREATE | inotify.MOVED_TO):
                     self._watch_folders()  # the new folder and any below it; then look: a file
                     # may have been written there before the watch was in place
-        now = time.time()
         busy = touched | self._writing | self._due | set(looking)
         for name in self._files:
             if name not in busy:  # unchanged up to now: a later write is dated after this
@@ -253,7 +263,7 @@ class Watcher:
     def _look(self, names: Iterable[str], *, settled: bool) -> None:
         """Look at files now: a new version is kept when settled, leased, or seen twice in a row."""
         now = time.time()
-        kept: dict[str, bytes | None] = {}
+        kept: dict[str, _Look] = {}
         for name in names:
             look = _read(self._ws, name, lease=self._leases and not settled)
             if look.busy:
@@ -263,21 +273,23 @@ class Watcher:
                 self._candidate.pop(name, None)
                 self._quiet[name] = now
             elif settled or look.proven or self._candidate.get(name, "") == digest:
-                kept[name] = look.data
+                kept[name] = look
             else:
                 self._candidate[name] = digest
-        self._record(kept)
+        self._record(kept, looked=now)
 
-    def _record(self, versions: dict[str, bytes | None]) -> None:
+    def _record(self, versions: dict[str, _Look], *, looked: float) -> None:
+        """Keep the new versions read at `looked` (the time before the reads began)."""
         now = time.time()
-        for name, data in versions.items():
+        for name, look in versions.items():
+            data = look.data
             digest = self._digest(data)
             self._candidate.pop(name, None)
             if digest == self._seen.get(name):
                 continue
             self._seen[name] = digest
             self._count += 1
-            row: dict[str, object] = {"t": self._written(name, now), "index": self._count, "file": name}
+            row: dict[str, object] = {"t": self._written(name, look, now), "index": self._count, "file": name}
             if data is None:
                 row["deleted"] = True
             else:
@@ -286,7 +298,7 @@ class Watcher:
                 row.update({"snapshot": snap, "bytes": len(data), "sha256": digest})
             with (self._out / SNAPSHOT_INDEX).open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
-            self._quiet[name] = now
+            self._quiet[name] = looked  # the version read then: a later write is dated after it
             if data is not None:
                 self._watch_file(name)
 
@@ -297,13 +309,11 @@ class Watcher:
             if wd is not None and wd not in self._folders:
                 self._watched_files[wd] = name
 
-    def _written(self, name: str, now: float) -> float:
+    def _written(self, name: str, look: _Look, now: float) -> float:
         since = self._quiet.get(name, now)
-        try:
-            mtime = (self._ws / name).lstat().st_mtime
-        except OSError:
+        if look.mtime is None:
             return now  # deleted: it went some time in the window; say when it was seen gone
-        return min(max(mtime, since), now)
+        return min(max(look.mtime, since), now)
 
 
 def _read(workspace: Path, name: str, *, lease: bool = True) -> _Look:
@@ -328,7 +338,9 @@ def _read(workspace: Path, name: str, *, lease: bool = True) -> _Look:
             # no leases here (filesystem, owner): the caller settles another way
         try:
             with os.fdopen(fd, "rb", closefd=False) as fh:
-                return _Look(fh.read(), proven=leased)
+                data = fh.read()
+            # the version read, stated through its descriptor: a path may hold a later one by now
+            return _Look(data, proven=leased, mtime=os.fstat(fd).st_mtime)
         finally:
             if leased:
                 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)

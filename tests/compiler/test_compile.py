@@ -166,3 +166,34 @@ def test_version_comparison_jobs(valid_project: Path, tmp_path: Path) -> None:
     assert [j.id for j in iter_jobs(gen, matrix="compare@v2", cells=["none/none/off"])] == [
         "compare@v2/none/none/off/scripted-good/sum-answer/t01"
     ]
+
+
+def test_rounds_and_budgets_reach_the_manifest_and_jobs_and_leave_hashes_alone(
+    valid_project: Path, tmp_path: Path
+) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    compile_project(proj)
+    jid = "smoke/none/none/off/scripted-good/sum-answer/t01"
+    before = load_job(proj / "generated", jid)
+    assert load_manifest(proj / "generated").matrices["smoke"].rounds is None
+    assert "rounds" not in (proj / "generated/manifest.json").read_text()
+    spec = proj / "specs/matrices/smoke.yaml"
+    spec.write_text(
+        spec.read_text()
+        + "until: decided\nmin_uplift: 0.1\nbudget: { tokens: 50000 }\nlimits: { total_tokens: 9000, cost_usd: 0.5 }\n"
+    )
+    compile_project(proj)
+    entry = load_manifest(proj / "generated").matrices["smoke"]
+    assert entry.rounds is not None
+    assert (entry.rounds.until, entry.rounds.min_uplift, entry.rounds.budget_tokens) == (
+        "decided",
+        0.1,
+        50000,
+    )
+    after = load_job(proj / "generated", jid)
+    assert after.limits.budgets() == {"total_tokens": 9000, "cost_usd": 0.5}
+    assert after.hash != before.hash  # budgets change what runs; the rounds plan does not
+    spec.write_text(spec.read_text().replace("limits: { total_tokens: 9000, cost_usd: 0.5 }\n", ""))
+    compile_project(proj)
+    assert load_job(proj / "generated", jid).hash == before.hash

@@ -81,12 +81,15 @@ def test_no_limits_no_hits(trial: Trial) -> None:
     assert out.limits_hit == ()
 
 
+@needs_cgroup
 def test_cgroups_are_removed_after_the_run(trial: Trial) -> None:
-    trial.py("print(1)", limits=SandboxLimits(memory_mb=256, pids=64))
-    for controller in ("memory", "pids"):
-        assay = Path("/sys/fs/cgroup") / controller / "assay"
-        if assay.exists():
-            assert not [p for p in assay.iterdir() if p.is_dir() and p.name.startswith("test-")]
+    """This run's own cgroups: other runs on the machine (parallel tests, other checkouts) have
+    theirs under the same parent while they last."""
+    out = trial.py("print(1)", limits=SandboxLimits(memory_mb=256, pids=64))
+    if not out.cgroups:
+        pytest.skip("no cgroups made here (they are made as root only)")
+    assert {p.parent.parent.name for p in out.cgroups} == {"memory", "pids"}
+    assert [p for p in out.cgroups if p.exists()] == []
 
 
 @pytest.mark.skipif(

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import os
+import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -143,3 +145,39 @@ def test_snapshot_time_is_when_the_write_happened_not_when_it_was_seen(tmp_path:
     rows = _rows(out)
     assert rows[0]["t"] == written
     assert float(str(rows[1]["t"])) >= written + 0.3
+
+
+WRITER = """
+import json, sys, time
+path, returned = sys.argv[1], []
+for i in range(300):
+    with open(path, "w") as fh:
+        fh.write(f"v = {i}\\n")
+    returned.append(time.time())
+    for _ in range(i % 7 * 3000):  # the watcher's looks land at every point of the next write
+        pass
+print(json.dumps(returned))
+"""
+
+
+@needs_inotify
+def test_no_version_is_dated_after_its_write_returned(tmp_path: Path) -> None:
+    """A version is dated by the mtime of the version read (its own descriptor, not the path, which
+    may hold a later write by then), in a window that starts before the watcher read its events
+    (not after: a write in between would be dated after itself, and after the agent's next turn)."""
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("v = -1\n")
+    with Watcher(ws, ["app.py"], out):
+        done = subprocess.run(
+            [sys.executable, "-c", WRITER, str(ws / "app.py")], capture_output=True, text=True, check=True
+        )
+    returned = json.loads(done.stdout)
+    rows = [r for r in _rows(out) if "snapshot" in r]
+    assert rows, "the writes were seen"
+    late = []
+    for row in rows:
+        version = int((out / str(row["snapshot"])).read_text().split("= ")[1])
+        if float(str(row["t"])) > returned[version]:
+            late.append((row["t"], returned[version]))
+    assert not late, f"{len(late)} of {len(rows)} versions dated after their write returned: {late[:3]}"

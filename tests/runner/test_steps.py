@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import threading
 from pathlib import Path
 
 from compiler.contract import CheckSpec, Job, Step
 from harness.artifacts.records import RunStatus
 from harness.grade import grade_run
 from harness.trial import run_trial
+from harness.trial.session import Either
 from tests.helpers import command_agent, make_job, none_cell
 
 LOG = "2026-11-30T03:12Z recycle instance-7\n2026-11-30T03:14Z 401 unknown refresh token\n"
@@ -170,3 +172,11 @@ def test_events_checks_read_the_preserved_state(project: Path, tmp_path: Path) -
     # the control's step-one events exist (steps/step-01/state) but never reached the run's state
     assert verdicts == {"treated": "pass", "control": "fail"}
     assert (tmp_path / "control" / "steps" / "step-01" / "state" / "events.jsonl").is_file()
+
+
+def test_either_is_set_when_any_of_its_events_is() -> None:
+    user, budget = threading.Event(), threading.Event()
+    either = Either(user, None, budget)
+    assert not either.is_set() and not either.wait(0.01)
+    budget.set()
+    assert either.is_set() and either.wait(0.01) and either.wait()
