@@ -47,8 +47,7 @@ class Integrity:
         if run.status in EXCLUDED:
             self.excluded[cond][f"{run.status}: {run.reason or '(no reason recorded)'}"] += 1
             self.evidence[cond].add(run.dir)
-        differs = run.grade.usage.adapter_differs if run.grade is not None else ()
-        if differs:
+        if run.usage_differs:
             self.usage[run.agent].add(run.dir)
 
     def merge(self, other: Integrity) -> None:
