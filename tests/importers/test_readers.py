@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from harness.importers import dockerfile, harbor, terminal_bench
@@ -109,6 +110,23 @@ def test_terminal_bench_task_reads_and_refusals() -> None:
     }
     assert terminal_bench.dataset_tasks(TB) == [
         TB / n for n in ("csv-summary", "generates-data", "needs-server", "no-solution")
+    ]
+
+
+def test_heavy_packages_are_refused_never_installed(tmp_path: Path) -> None:
+    """A task that installs or imports a machine-learning framework is refused with what names it."""
+    named = tmp_path / "named"
+    shutil.copytree(TB / "csv-summary", named)
+    docker = named / "Dockerfile"
+    docker.write_text(docker.read_text() + "RUN pip install numpy torch==2.7.1\n")
+    imported = tmp_path / "imported"
+    shutil.copytree(TB / "csv-summary", imported)
+    (imported / "tests" / "test_model.py").write_text("import os\nfrom transformers import AutoModel\n")
+    assert terminal_bench.read(named, task_id="named").refusals == [
+        "the image installs torch==2.7.1: heavy packages are never installed by an import"
+    ]
+    assert terminal_bench.read(imported, task_id="imported").refusals == [
+        "tests/test_model.py imports transformers: heavy packages are never installed by an import"
     ]
 
 
