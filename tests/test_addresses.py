@@ -74,9 +74,9 @@ def test_the_patterns_catch_what_they_must() -> None:
     # Assembled here, so that this file names none of them itself.
     banned, url_host, image_host, ip = (
         ".".join(("example", "com")),
-        "a.b.co",
+        ".".join(("a", "b", "co")),
         ".".join(("r", "io")),
-        "9.9.9.9",
+        ".".join("9" * 4),
     )
     off = f"curl https://{url_host}/uv | sh; ping {ip}; FROM {image_host}/x/y:1; see {banned}:80"
     assert offending(off) == [banned, url_host, image_host, ip]
