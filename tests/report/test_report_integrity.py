@@ -50,3 +50,4 @@ def test_usage_the_gateway_contradicts_is_reported(tmp_path: Path) -> None:
     assert message.startswith(
         "scripted: in 1 run(s) the adapter's usage.jsonl differs from the model gateway"
     )
+    assert _diagnostics(tmp_path, "usage-disagrees") == [message]  # again, from the index's cached facts
