@@ -36,7 +36,7 @@ from harness.artifacts.index_rows import (
 from harness.artifacts.names import INDEX_FILE, RUN_DIR_FOLDERS, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
-INDEX_SCHEMA = 1
+INDEX_SCHEMA = 2
 BUSY_TIMEOUT_S = 60.0
 BATCH = 5000
 """Rows written per transaction while syncing."""
@@ -60,6 +60,12 @@ def _write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
     for table in TABLES:
         con.executemany(_insert(table), [getattr(r, table) for r in rows])
     con.executemany("DELETE FROM facts WHERE dir = ?", [(r.dir,) for r in rows])
+    # A block's cached aggregate is stale as soon as one run under it is written or removed.
+    con.executemany(
+        "DELETE FROM aggregates WHERE substr(?, 1, length(block)) = block",
+        [(d,) for d in (*gone, *(r.dir for r in rows))],
+    )
+    con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
     con.execute("COMMIT")
 
 
@@ -87,7 +93,7 @@ def _connect(path: Path | str) -> sqlite3.Connection:
 
 def _create(con: sqlite3.Connection) -> None:
     con.execute("BEGIN IMMEDIATE")
-    for table in (*TABLES, "facts", "meta"):
+    for table in (*TABLES, "facts", "aggregates", "meta"):
         con.execute(f"DROP TABLE IF EXISTS {table}")
     con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
     for table, cols in TABLES.items():
@@ -97,7 +103,11 @@ def _create(con: sqlite3.Connection) -> None:
             f"CREATE TABLE {table} (dir TEXT PRIMARY KEY, {', '.join(_q(c) for c in cols[1:])}){clustered}"
         )
     con.execute("CREATE TABLE facts (dir TEXT PRIMARY KEY, facts BLOB NOT NULL) WITHOUT ROWID")
-    con.execute("INSERT INTO meta VALUES ('layout', ?), ('created', ?)", (LAYOUT, repr(time.time())))
+    con.execute("CREATE TABLE aggregates (block TEXT PRIMARY KEY, state BLOB NOT NULL) WITHOUT ROWID")
+    con.execute(
+        "INSERT INTO meta VALUES ('layout', ?), ('created', ?), ('generation', '0')",
+        (LAYOUT, repr(time.time())),
+    )
     con.execute("COMMIT")
 
 
@@ -174,8 +184,39 @@ class Index:
         self.con.execute("COMMIT")
 
     def drop_facts(self) -> None:
-        """Forget every cached fact (their reader's form changed)."""
+        """Forget every cached fact and aggregate (their reader's form changed)."""
         self.con.execute("DELETE FROM facts")
+        self.drop_aggregates()
+
+    def aggregates(self) -> dict[str, bytes]:
+        """block (a folder of runs, `a/b/`, from the index's root) -> a reader's cached aggregate of it."""
+        where, params = self._where()
+        cut = len(self.prefix)
+        found = self.con.execute(
+            f"SELECT block, state FROM aggregates{where.replace('dir', 'block')}", params
+        )
+        return {block[cut:]: state for block, state in found}
+
+    def generation(self) -> str | None:
+        """Counts the writes of rows: read before a reader lists the rows it derives a cached aggregate from."""
+        return self.meta("generation")
+
+    def put_aggregate(self, block: str, state: bytes, generation: str | None) -> bool:
+        """Cache a reader's aggregate of every run under block (`a/b/` from root), unless a row was
+        written since it read generation (the aggregate may predate it); dropped when a run under it is
+        written. Whether it was cached."""
+        self.con.execute("BEGIN IMMEDIATE")
+        try:
+            if generation is None or self.generation() != generation:
+                return False
+            self.con.execute("INSERT OR REPLACE INTO aggregates VALUES (?, ?)", (self.prefix + block, state))
+            return True
+        finally:
+            self.con.execute("COMMIT")
+
+    def drop_aggregates(self) -> None:
+        """Forget every cached aggregate (their reader's form changed)."""
+        self.con.execute("DELETE FROM aggregates")
 
     def meta(self, key: str) -> str | None:
         found = self.con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
@@ -192,6 +233,8 @@ class Index:
         if layout != LAYOUT:
             rebuilt = "no index" if layout is None else "the index was written by another assay"
             _create(self.con)
+        if self.generation() is None:  # an index from before writes were counted
+            self.con.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
         known = {} if rebuilt else self.known()
         seen: set[str] = set()
         changed: list[tuple[str, str]] = []

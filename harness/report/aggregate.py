@@ -13,13 +13,14 @@ from typing import Any, NamedTuple
 from harness.artifacts.names import VERSIONS_FILE
 from harness.artifacts.rounds import RoundsRecord, read_rounds
 from harness.artifacts.store import FutureSchemaError
-from harness.report import completeness
+from harness.report import cached, completeness
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
-from harness.report.diagnostics import DiagAcc
+from harness.report.diagnostics import DiagAcc, Evidence
 from harness.report.headline import headlines
-from harness.report.indexed import collect_indexed
+from harness.report.indexed import opened
 from harness.report.integrity import Integrity
+from harness.report.stats import Moments
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
@@ -326,6 +327,10 @@ class Aggregator:
         )
 
 
+CACHED = (Aggregator, GroupAcc, Moments, DiagAcc, Evidence, Pairs, Integrity, WallClock)
+"""The classes a cached block aggregate (`report.cached`) is made of."""
+
+
 def summarize(runs: Iterable[RunFacts | Unreadable], root: Path, *, regraded: bool = False) -> Summary:
     """Aggregate a stream of runs."""
     agg = Aggregator()
@@ -355,8 +360,8 @@ def build_summary(
     agg = Aggregator()
     parts = partition(root, jobs) if regrade else []
     if not regrade:
-        for run in collect_indexed(root, project=project):
-            agg.add(run)
+        with opened(root, project=project) as listing:
+            agg = cached.aggregate(listing, Aggregator, CACHED)
     elif len(parts) <= 1:
         for run in collect(root, regrade=regrade, project=project):
             agg.add(run)

@@ -12,6 +12,7 @@ import dataclasses
 import json
 import zlib
 from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -171,22 +172,39 @@ def _grade_missing(index: Index, project: Path | None) -> dict[str, str]:
     return failed
 
 
-def _cached(index: Index) -> Iterator[tuple[str, bytes | None]]:
-    """(dir, cached facts or None) of every run under the index's root, in path order."""
-    where, params = index._where()
+def _dirs(index: Index) -> list[str]:
+    """Every run under the index's root, in path order."""
+    return [rel for (rel,) in index.rows("tree", ())]
+
+
+def _blobs(index: Index, dirs: list[str]) -> dict[str, bytes]:
+    """The cached facts of the runs named that have them."""
     cut = len(index.prefix)
-    for rel, blob in index.con.execute(
-        f"SELECT t.dir, f.facts FROM tree t LEFT JOIN facts f ON f.dir = t.dir"
-        f"{where.replace('dir', 't.dir')} ORDER BY t.dir",
-        params,
-    ):
-        yield rel[cut:], blob
+    found = index.con.execute(
+        f"SELECT dir, facts FROM facts WHERE dir IN ({', '.join('?' for _ in dirs)})",
+        [index.prefix + d for d in dirs],
+    )
+    return {d[cut:]: blob for d, blob in found}
 
 
-def collect_indexed(
+@dataclasses.dataclass(frozen=True)
+class Listing:
+    """An open, synced index ready to be read for a report: its runs in path order and the runs whose
+    grading failed just now (dir -> why)."""
+
+    index: Index
+    generation: str | None
+    """The index's write count when the runs were listed (`Index.put_aggregate`)."""
+    runs: list[str]
+    """Each run's dir relative to root."""
+    failed: dict[str, str]
+
+
+@contextmanager
+def opened(
     root: Path, *, project: Path | None = None, stats: list[SyncStats] | None = None
-) -> Iterator[RunFacts | Unreadable]:
-    """Yield one RunFacts (or Unreadable) per run under root, in path order, through the index."""
+) -> Iterator[Listing]:
+    """The index serving root, synced, its runs graded where they lack a grade, listed in path order."""
     index, synced = open_index(root)
     with index:
         if stats is not None and synced is not None:
@@ -197,23 +215,39 @@ def collect_indexed(
             index.set_meta("facts_version", FACTS_VERSION)
             index.con.execute("COMMIT")
         failed = _grade_missing(index, project)
-        listing = list(_cached(index))
-        for start in range(0, len(listing), CHUNK):
-            chunk = listing[start : start + CHUNK]
-            derived = _derive_missing(index, [rel for rel, blob in chunk if blob is None or rel in failed])
-            index.put_facts([(rel, pack(f)) for rel, f in derived.items() if rel not in failed])
-            for rel, blob in chunk:
-                if rel in failed:
-                    fact = derived[rel]
-                    yield (
-                        run_facts_with(fact, status="ungradeable", reason=failed[rel])
-                        if isinstance(fact, RunFacts)
-                        else fact
-                    )
-                elif blob is None:
-                    yield derived[rel]
-                else:
-                    yield unpack(rel, blob)
+        generation = index.generation()
+        yield Listing(index, generation, _dirs(index), failed)
+
+
+def facts(listing: Listing, runs: list[str]) -> Iterator[RunFacts | Unreadable]:
+    """The facts of some of listing's runs, in their order: cached ones unpacked, the others derived
+    from their records (CHUNK at a time) and cached."""
+    index, failed = listing.index, listing.failed
+    for start in range(0, len(runs), CHUNK):
+        chunk = runs[start : start + CHUNK]
+        blobs = _blobs(index, chunk)
+        derived = _derive_missing(index, [rel for rel in chunk if rel not in blobs or rel in failed])
+        index.put_facts([(rel, pack(f)) for rel, f in derived.items() if rel not in failed])
+        for rel in chunk:
+            if rel in failed:
+                fact = derived[rel]
+                yield (
+                    run_facts_with(fact, status="ungradeable", reason=failed[rel])
+                    if isinstance(fact, RunFacts)
+                    else fact
+                )
+            elif rel in derived:
+                yield derived[rel]
+            else:
+                yield unpack(rel, blobs[rel])
+
+
+def collect_indexed(
+    root: Path, *, project: Path | None = None, stats: list[SyncStats] | None = None
+) -> Iterator[RunFacts | Unreadable]:
+    """Yield one RunFacts (or Unreadable) per run under root, in path order, through the index."""
+    with opened(root, project=project, stats=stats) as listing:
+        yield from facts(listing, listing.runs)
 
 
 CHUNK = 2000
