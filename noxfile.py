@@ -431,7 +431,8 @@ def browser(session: nox.Session) -> None:
 
 @nox.session(name="perf-report")
 def perf_report(session: nox.Session) -> None:
-    """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
+    """Report benchmark: 100,000 graded runs through the results index, first (index built), warm and
+    cold page cache (root drops caches), the index share; under 20 s and 1 GB (-- --runs N --before DIR)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
 

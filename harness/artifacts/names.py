@@ -16,6 +16,10 @@ JOB_FILE = "job.json"
 """The job the run was started from, written first (what a regrade elsewhere needs)."""
 VERSIONS_FILE = "versions.json"
 """At a runs root of a version comparison: which label is which build."""
+INDEX_FILE = ".assay-index.sqlite"
+"""At a tree's root: the results index, one row per run (`harness.artifacts.index`)."""
+VIEW_FILE = "view.html"
+"""The run's own page (prompt, transcript, trace, snapshots, diff, checks), written after grading."""
 ROUNDS_FILE = "rounds.json"
 """At a matrix's runs root, when it ran in rounds (`--until decided`, a budget): verdicts, stops, spend."""
 
@@ -71,6 +75,7 @@ RESERVED = frozenset(
         GRADE_FILE,
         JOB_FILE,
         VERSIONS_FILE,
+        VIEW_FILE,
         ROUNDS_FILE,
         DIFF_FILE,
         AGENT_LOG,

@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from compiler.contract import Job
+from harness.artifacts import index
 from harness.artifacts.names import RUN_FILE
 from harness.artifacts.store import write_atomic
 
@@ -338,3 +339,4 @@ def install_run(data: bytes, dest: Path) -> None:
     incoming.rename(dest)
     write_atomic(dest / RUN_FILE, record)
     remove_tree(old)
+    index.record(dest)  # the grade came with the run: the tree's index learns it here

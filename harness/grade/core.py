@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 from compiler.contract import BUDGETS
+from harness.artifacts import index
 from harness.artifacts.grade_sections import Snapshots
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import Grade, RunRecord, RunStatus, read_grade, read_run
@@ -187,6 +188,7 @@ def grade_run(
             return existing
     grade = _grade(run_dir, proj.as_project(project), judge)
     write_record(run_dir / GRADE_FILE, grade)
+    index.record(run_dir)
     return grade
 
 

@@ -14,11 +14,10 @@ from typing import Literal, TypeVar
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
 from harness.report.design import EVIDENCE_CAP, no_discrimination, power, sanity_bounds
-from harness.report.sections import disagreements, expectation_verdicts, flatten, notable_exits
+from harness.report.sections import digest
 from harness.report.summary import CaseRow, Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
 
 HEADROOM = 0.95
-NUMERIC_SECTIONS = ("tool_use", "friction")
 
 CondKey = tuple[str | None, str, str]
 FindingKind = Literal["failed-layer", "disagreement", "notable-exit"]
@@ -123,14 +122,14 @@ class DiagAcc:
             if not run.regrade.grader_changed:
                 for flipped in run.regrade.flipped_checks:
                     self.flaky[(run.scenario, flipped)].add(run.dir)
-        if run.status != "graded" or run.grade is None:
+        if run.status != "graded":
             return
-        for check in run.grade.checks:
-            for case in check.tests:
+        for check in run.checks:
+            for case_id, case_outcome in check.tests:
                 row = self.tests.setdefault(
-                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case.id}"), [0, 0]
+                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case_id}"), [0, 0]
                 )
-                row[0] += case.outcome != "fail"
+                row[0] += case_outcome != "fail"
                 row[1] += 1
             tally = self.checks.setdefault((run.scenario, check.id), [0, 0])
             tally[0] += 1
@@ -144,23 +143,21 @@ class DiagAcc:
                             f"{run.scenario}: check {check.id} ({check.kind}) {check.outcome}",
                         )
                     ].add(run.dir)
-        for layer in run.grade.failed_layers:
-            if layer != "agent" and not any(c.layer == layer for c in run.grade.checks):
+        for layer in run.failed_layers:
+            if layer != "agent" and not any(c.layer == layer for c in run.checks):
                 self.findings[(layer, "failed-layer", f"{run.scenario}: layer failed")].add(run.dir)
-        for detail in disagreements(run.sections.get("disagreement")):
+        d = run.digest if run.digest is not None else digest(run.sections)
+        for detail in d.disagreements:
             self.findings[("authorities", "disagreement", f"{run.scenario}: {detail}")].add(run.dir)
-        for exit_detail in notable_exits(run.sections.get("tool_use")):
+        for exit_detail in d.notable_exits:
             self.findings[("tool", "notable-exit", f"{run.scenario}: {exit_detail}")].add(run.dir)
         cond: CondKey = (run.version, run.agent, run.condition)
-        for section in NUMERIC_SECTIONS:
-            value = run.sections.get(section)
-            if value is None:
-                continue
+        for section, leaves in d.numeric:
             self.section_runs[(*cond, section)] += 1
-            for path, number in flatten(value):
+            for path, number in leaves:
                 acc = self.sections.setdefault((*cond, section, path), [0.0])
                 acc[0] += number
-        for exp_id, verdict in expectation_verdicts(run.sections.get("expectations")):
+        for exp_id, verdict in d.expectations:
             acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
             acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
 

@@ -6,7 +6,7 @@ import os
 from pathlib import Path
 
 import pytest
-from cdp import Browser, find_chromium
+from cdp import ARTIFACTS, Browser
 from report_tree import CONTROL
 from test_report_summary import build_tree
 
@@ -15,17 +15,6 @@ from tests.helpers import assay
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
-ARTIFACTS = Path(os.environ.get("ASSAY_TEST_ARTIFACTS", REPO / "build" / "test-artifacts"))
-
-
-@pytest.fixture(scope="module")
-def browser(tmp_path_factory: pytest.TempPathFactory) -> Browser:
-    binary = find_chromium()
-    if binary is None:
-        pytest.skip("chromium is not installed (apt-get install chromium); the browser test did not run")
-    b = Browser(binary, tmp_path_factory.mktemp("profile"))
-    yield b  # type: ignore[misc]
-    b.stop()
 
 
 def render(tmp_path: Path) -> Path:
