@@ -432,7 +432,8 @@ def browser(session: nox.Session) -> None:
 
 @nox.session(name="perf-report")
 def perf_report(session: nox.Session) -> None:
-    """Report benchmark: 100,000 graded runs, under 20 s and 1 GB peak; prints figures (-- --runs N)."""
+    """Report benchmark: 100,000 graded runs through the results index, first (index built), warm and
+    cold page cache (root drops caches), the index share; under 20 s and 1 GB (-- --runs N --before DIR)."""
     py = _install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
 
@@ -480,6 +481,13 @@ def perf_validate(session: nox.Session) -> None:
     """Validity benchmark: assay validate on the example suite, per scenario and whole; prints figures."""
     py = _install(session)
     session.run(py, "benchmarks/bench_validate.py", *session.posargs)
+
+
+@nox.session(name="perf-capture")
+def perf_capture(session: nox.Session) -> None:
+    """Capture benchmark: diff.patch and unsafe edits of 60,000 new files (goal <= 5 s); wall and CPU."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_capture.py", *session.posargs)
 
 
 @nox.session(name="perf-isolation")

@@ -33,7 +33,7 @@ factors:
     wiki: { links: { wiki: wiki } }
     web: { adapter: { web: true } }
   network:
-    off: { network: false, canaries: { must_fail: ["curl -sS https://example.com"] } }
+    off: { network: false, canaries: { network: off } }
     on: { network: true }
 constraints:
   - { when: { knowledge: web }, require: { network: on }, message: web needs the network }

@@ -61,6 +61,10 @@ class Canaries(Frozen):
         default=(),
         description="Shell commands that must exit zero in the agent's environment (e.g. the tool answers --version).",
     )
+    network: Literal["off", "on"] | None = Field(
+        default=None,
+        description="Prove the network against a listener the harness opens on the host's loopback: `off`, nothing reaches it; `on`, it answers (through the sandbox's way out).",
+    )
 
 
 class McpServer(Frozen):
@@ -349,22 +353,50 @@ class ScenarioJob(Frozen):
     )
 
 
+LIMITS_OFF = "none"
+"""What a spec writes to turn one of the limits below off (YAML null means "not set here")."""
+
 BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
 """The limits that are budgets of model spend (the model gateway enforces them)."""
 
 
 class Limits(OmitUnset):
-    """Per-trial resource limits."""
+    """Per-trial resource limits. Every resource limit is on by default; a spec turns one off only by
+    writing `none` (a limit left out keeps its default), and run.json says which applied and which
+    were hit. The budgets of model spend (BUDGETS) are off unless set."""
 
     timeout_s: float = Field(default=600.0, gt=0, description="Agent wall-clock limit per session.")
-    output_bytes: int = Field(
-        default=10_000_000, ge=0, description="Cap on the agent's captured stdout+stderr."
+    output_bytes: int | None = Field(
+        default=10_000_000,
+        ge=0,
+        description="Cap on the agent's captured stdout+stderr; None (`none`): no cap.",
     )
-    memory_mb: int | None = Field(default=None, ge=1, description="Memory limit of the agent's process tree.")
-    cpus: float | None = Field(default=None, gt=0, description="CPUs the agent's process tree may use.")
-    pids: int | None = Field(default=None, ge=1, description="Process-count limit.")
-    file_size_mb: int | None = Field(default=None, ge=0, description="Largest file the agent may write.")
-    workspace_mb: int | None = Field(default=None, ge=0, description="Total workspace size limit.")
+    memory_mb: int | None = Field(
+        default=4096, ge=1, description="Memory limit of the agent's process tree; None (`none`): unlimited."
+    )
+    pids: int | None = Field(
+        default=1024,
+        ge=1,
+        description="Processes (and threads) the agent may have at once; None (`none`): unlimited.",
+    )
+    file_size_mb: int | None = Field(
+        default=1024, ge=0, description="Largest file the agent may write; None (`none`): unlimited."
+    )
+    workspace_mb: int | None = Field(
+        default=1024,
+        ge=0,
+        description="Total size of the agent's writable folders (workspace, HOME, TMPDIR, state); None (`none`): unlimited.",
+    )
+    outbox_mb: int | None = Field(
+        default=256,
+        ge=0,
+        description="Total size of what one command writes into the run directory (usage, transcript, logs); None (`none`): unlimited.",
+    )
+    cpus: float | None = Field(
+        default=None,
+        gt=0,
+        description="CPUs the agent's process tree may use; None: as many as the machine has.",
+    )
     check_timeout_s: float = Field(default=60.0, gt=0, description="Default per-check wall-clock limit.")
     # Budgets: what the agent may spend on its model in one trial, counted by the model gateway as
     # requests pass; None: no budget. Kept out of the JSON when unset, so a spec without budgets

@@ -11,7 +11,7 @@ import re
 from typing import Any
 
 from compiler import agentargs, rawcheck, rules, scenarios
-from compiler.contract import AgentSpec, Limits, Options
+from compiler.contract import LIMITS_OFF, AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
 from compiler.expectations import library as expectation_library
 from compiler.hostfiles import named_host_files
@@ -306,7 +306,8 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         spec = model_of(c, merged, MatrixDoc)
         if spec is None:
             continue
-        limits = Limits(**(spec.limits.model_dump(exclude_none=True) if spec.limits else {}))
+        named = spec.limits.model_dump(exclude_none=True) if spec.limits else {}
+        limits = Limits(**{k: None if v == LIMITS_OFF else v for k, v in named.items()})
         options = Options(**(spec.options.model_dump(exclude_none=True) if spec.options else {}))
         matrices[ident] = MatrixIn(spec, merged, limits, options)
 

@@ -6,6 +6,7 @@ The public API, each name imported on first use so that `assay --help` loads non
     grade_run(run_dir, project=...) -> Grade                  the grader's verdict on one run
     grade_tree(root, project=...) -> list[TreeEntry]          every run under a folder
     summarize(root, project=...) -> Summary                   a run tree into summary.json's model
+    results(tree) -> pandas.DataFrame                          every run with every grade field (index)
     validate_scenarios(scenarios, project) -> ValidityReport  do the checks tell done from not done?
     read_run(run_dir) / read_grade(run_dir)                   run.json / grade.json, schema-checked
     find_runs(root) -> list[Path]                             run directories, found by run.json
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from harness.artifacts.run_tree import find_runs
     from harness.grade import grade_run, grade_tree
     from harness.report.aggregate import build_summary as summarize
+    from harness.report.results import results
     from harness.trial import run_trial
     from harness.validity import validate as validate_scenarios
 
@@ -32,6 +34,7 @@ _PUBLIC = {
     "grade_tree": ("harness.grade", "grade_tree"),
     "read_grade": ("harness.artifacts.records", "read_grade"),
     "read_run": ("harness.artifacts.records", "read_run"),
+    "results": ("harness.report.results", "results"),
     "run_trial": ("harness.trial", "run_trial"),
     "summarize": ("harness.report.aggregate", "build_summary"),
     "validate_scenarios": ("harness.validity", "validate"),
@@ -45,6 +48,7 @@ __all__ = [
     "grade_tree",
     "read_grade",
     "read_run",
+    "results",
     "run_trial",
     "summarize",
     "validate_scenarios",

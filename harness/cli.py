@@ -34,6 +34,8 @@ COMMANDS = (
     "matrix",
     "grade",
     "report",
+    "results",
+    "view",
     "plan",
     "import",
 )

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import typing
-from typing import Annotated, Any, Optional
+from typing import Annotated, Any, Literal, Optional
 
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
@@ -24,17 +24,25 @@ def _lists(tp: Any) -> Any:
     return tp
 
 
-def partial(model: type[BaseModel], name: str) -> type[SpecModel]:
+def partial(model: type[BaseModel], name: str, *, off: str | None = None) -> type[SpecModel]:
     """A spec model with the fields of a contract model, each optional with default None.
 
     Matrix `limits:`/`options:` and project `defaults:` override only what they name, and
     their fields must be the contract's own, so they are derived from it, never retyped.
+    With `off`, a field the contract allows to be None also takes that word (the spec's way
+    to say None: YAML null already means "not set here").
     """
     fields: dict[str, Any] = {}
     for fname, info in model.model_fields.items():
-        tp: Any = Optional[_lists(info.annotation)]  # noqa: UP045  (a runtime type, not an annotation)
+        tp: Any = _lists(info.annotation)
+        switchable = off is not None and type(None) in typing.get_args(info.annotation)
+        if switchable:  # int | None becomes int | "none", the contract's minimums on the number
+            tp = next(a for a in typing.get_args(info.annotation) if a is not type(None))
         if info.metadata:  # the contract's minimums too
             tp = Annotated.__class_getitem__((tp, *info.metadata))  # type: ignore[attr-defined]
+        if switchable:
+            tp = tp | Literal[off]
+        tp = Optional[tp]  # noqa: UP045  (a runtime type, not an annotation)
         fields[fname] = (tp, Field(default=None, description=info.description))
     made: type[SpecModel] = create_model(
         name, __base__=SpecModel, __doc__=f"Overrides of {model.__name__}.", **fields

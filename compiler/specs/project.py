@@ -6,10 +6,10 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-from compiler.contract import Limits, Options
+from compiler.contract import LIMITS_OFF, Limits, Options
 from compiler.specs.base import SpecModel, partial
 
-LimitsDoc = partial(Limits, "LimitsDoc")
+LimitsDoc = partial(Limits, "LimitsDoc", off=LIMITS_OFF)
 OptionsDoc = partial(Options, "OptionsDoc")
 
 
@@ -24,6 +24,10 @@ class CanariesDoc(SpecModel):
     )
     must_pass: list[str] = Field(
         default_factory=list, description="Shell commands that must exit zero in the agent's environment."
+    )
+    network: Literal["off", "on"] | None = Field(
+        default=None,
+        description="`off`: nothing may reach a listener the harness opens on the host's loopback; `on`: it must answer.",
     )
 
 
@@ -113,8 +117,8 @@ class JudgeDoc(SpecModel):
         description="Wire protocol: Anthropic Messages or OpenAI-compatible Chat Completions."
     )
     model: str = Field(description="Model id sent to the provider.")
-    base_url: str | None = Field(
-        default=None, description="Endpoint base URL; default: the provider's public API."
+    base_url: str = Field(
+        description="Endpoint base URL of the provider (required: assay names no address off this machine)."
     )
     api_key_env: str | None = Field(
         default=None,

@@ -16,6 +16,10 @@ JOB_FILE = "job.json"
 """The job the run was started from, written first (what a regrade elsewhere needs)."""
 VERSIONS_FILE = "versions.json"
 """At a runs root of a version comparison: which label is which build."""
+INDEX_FILE = ".assay-index.sqlite"
+"""At a tree's root: the results index, one row per run (`harness.artifacts.index`)."""
+VIEW_FILE = "view.html"
+"""The run's own page (prompt, transcript, trace, snapshots, diff, checks), written after grading."""
 ROUNDS_FILE = "rounds.json"
 """At a matrix's runs root, when it ran in rounds (`--until decided`, a budget): verdicts, stops, spend."""
 
@@ -33,8 +37,10 @@ AGENT_INFO = "agent.json"
 SETUP_LOG = "setup.log"
 GATEWAY_LOG = "gateway.jsonl"
 
-# Written by the agent's side (adapter, tracing shim): untrusted input.
 TRACE_FILE = "trace.jsonl"
+"""Tool use, written by the harness from the collector's rows (harness.trial.tracing), never by the agent."""
+
+# Written by the agent's side (adapter): untrusted input.
 USAGE_FILE = "usage.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
 CONTEXT_FILE = "context.json"
@@ -71,11 +77,13 @@ RESERVED = frozenset(
         GRADE_FILE,
         JOB_FILE,
         VERSIONS_FILE,
+        VIEW_FILE,
         ROUNDS_FILE,
         DIFF_FILE,
         AGENT_LOG,
         SETUP_LOG,
         GATEWAY_LOG,
+        TRACE_FILE,
         STEPS_DIR,
         RETRIES_DIR,
         SNAPSHOTS_DIR,

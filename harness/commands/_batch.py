@@ -11,7 +11,7 @@ from typing import Any
 
 from compiler.contract import Job, RoundsPlan
 from harness import batch
-from harness.artifacts import lock
+from harness.artifacts import index, lock
 from harness.batch import versions
 from harness.batch.executor.task import IO_ERROR, io_detail
 from harness.batch.select import from_files, matrix_settings, select
@@ -122,6 +122,31 @@ def _check_judges(jobs: list[Job]) -> None:
         raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
 
 
+def write_pages(outcomes: list[Any]) -> None:
+    """Each finished trial's page (view.html), written where the run landed (local or shipped back)."""
+    from harness.report.viewer import refresh_page
+
+    for outcome in outcomes:
+        run_dir = Path(outcome.run_dir)
+        if outcome.status not in ("skipped", "interrupted") and (run_dir / "run.json").is_file():
+            try:
+                refresh_page(run_dir, force=True)
+            except Exception as exc:  # a page is derived data: `assay view` rewrites it; the matrix is done
+                batch.say(sys.stderr, f"assay: warning: no page for {run_dir}: {type(exc).__name__}: {exc}")
+
+
+def _warn_unprotected(jobs: list[Job]) -> None:
+    """Say on stderr, before any trial, each sandbox protection that will not hold on this machine
+    (run.json `protections` and the report say it per run)."""
+    from harness.sandbox.isolation import select
+    from harness.sandbox.protections import measure
+
+    for name in sorted({job.options.isolation for job in jobs}):
+        held = measure(select(name), neutralised=True)
+        for why in held.failed:
+            print(f"assay: WARNING: isolation {held.isolation}: {why}", file=sys.stderr)
+
+
 def run_jobs(
     jobs: list[Job],
     args: argparse.Namespace,
@@ -183,6 +208,8 @@ class Batch:
     options: dict[str, Any]
     errors: int = 0
     """Trials that errored on the harness's side, over every batch run so far."""
+    warned: bool = False
+    """The protections that will not hold were said on stderr (once per invocation, not per round)."""
 
     def __call__(self, jobs: list[Job]) -> bool:
         """Plan and execute the jobs; False when fail-fast stopped them (nothing more should run)."""
@@ -208,7 +235,12 @@ class Batch:
         if not plan.tasks:
             batch.say(err, "assay: nothing to run")
             return True
+        if not self.warned:
+            _warn_unprotected(jobs)
+            self.warned = True
         fail_fast = args.fail_fast or self.fail_fast
+        for matrix in sorted({j.matrix for j in jobs}):
+            index.ensure(self.runs_root / matrix)  # graders record each grade into it from the first trial on
         outcomes = batch.execute(
             plan.tasks,
             parallel=args.parallel,
@@ -216,6 +248,7 @@ class Batch:
             fail_fast=fail_fast,
             options=self.options,
         )
+        write_pages(outcomes)
         counts = batch.summary(outcomes)
         batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         io = [o for o in outcomes if o.status == IO_ERROR]

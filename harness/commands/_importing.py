@@ -12,6 +12,7 @@ and never edits another spec; agents named `oracle` / `noop` are written only wh
 
 from __future__ import annotations
 
+import functools
 import json
 import shutil
 import subprocess
@@ -57,7 +58,6 @@ class Importer:
     name: str
     force: bool = False
     jobs: int = 2
-    log: Callable[[str], None] = print
     outcomes: dict[str, Outcome] = field(default_factory=dict)
 
     @property
@@ -107,8 +107,9 @@ class Importer:
             return None
         return dest
 
-    @property
+    @functools.cached_property
     def commit(self) -> str | None:
+        """The dataset's git commit (its first 12 hex digits), when it is a git checkout."""
         try:
             done = subprocess.run(
                 ["git", "-C", str(self.source), "rev-parse", "HEAD"],

@@ -48,7 +48,10 @@ def execute(args: argparse.Namespace) -> int:
     if not target.exists():
         raise UsageError(f"{target} does not exist")
 
+    from harness.report.viewer import refresh_page
+
     def progress(n: int, total: int, entry: TreeEntry) -> None:
+        refresh_page(entry.run_dir, force=entry.action in ("graded", "regraded"))
         if args.quiet:
             return
         g = entry.grade

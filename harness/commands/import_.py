@@ -94,7 +94,7 @@ def execute(args: argparse.Namespace) -> int:
         )
     name = slug(args.name) if args.name else default_name(args.format, source)
     started = time.time()
-    imp = Importer(project, args.format, source, name, force=args.force, jobs=args.jobs, log=stderr)
+    imp = Importer(project, args.format, source, name, force=args.force, jobs=args.jobs)
     tasks = imp.read()
     if not tasks:
         raise NothingSelected(f"no {args.format} task under {args.path}")

@@ -110,6 +110,9 @@ class Gateway:
     def start(self) -> Gateway:
         """Create the folder (socket + forwarder only) and serve in a background thread."""
         self.folder.mkdir(parents=True, exist_ok=True)
+        self.folder.chmod(
+            0o755
+        )  # a mkdtemp folder is 0700; the sandbox's uid is not ours under a root harness
         if any(p.name not in (SOCKET_NAME, FORWARDER_NAME) for p in self.folder.iterdir()):
             raise ValueError(
                 f"{self.folder}: the gateway folder is bound into the sandbox and must hold nothing else"

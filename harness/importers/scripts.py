@@ -25,6 +25,8 @@ TEST_DIR = "/tests"
 QUIET_OPTIONS = re.compile(r"^(-r\w*|-v+|-q+|-s|--tb(=.*)?|--color(=.*)?|--no-header|-W.*)$")
 """pytest options that change only its terminal output."""
 VALUE_OPTIONS = frozenset({"--ctrf", "--junitxml", "--junit-xml", "--json-report-file", "--tb", "--color"})
+UV_INSTALLER = re.compile(r"^https?://[^/\s]+/uv/(?:[^/\s]+/)?install\.sh$")
+"""The URL of uv's install script (any host: assay names none), which both formats pipe to sh."""
 BOILERPLATE = frozenset(
     {
         "source",
@@ -144,7 +146,7 @@ def read_tests(text: str) -> TestPlan:
                 key, value = assignment.split("=", 1)
                 plan.env[key] = value
             continue
-        if name == "curl" and any("astral.sh/uv" in w for w in cmd):
+        if name == "curl" and any(UV_INSTALLER.search(w) for w in cmd):
             continue  # installs uv, which the environment replaces
         if name in BOILERPLATE or (name == "uv" and cmd[1:2] in (["venv"], ["init"])):
             continue

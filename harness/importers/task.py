@@ -20,6 +20,25 @@ from harness.importers.dockerfile import Build
 from harness.importers.scripts import TEST_DIR, SolutionNeeds, TestPlan, read_solution, read_tests
 from harness.importers.shellsteps import package_name
 
+HEAVY = (
+    frozenset(
+        {"torch", "torchvision", "torchaudio", "tensorflow", "tensorflow-cpu", "keras", "jax", "jaxlib"}
+    )
+    | frozenset({"flax", "transformers", "accelerate", "sentence-transformers", "mteb", "onnx2torch", "timm"})
+    | frozenset({"lightning", "pytorch-lightning", "xformers", "vllm", "diffusers", "deepspeed", "triton"})
+    | frozenset({"bitsandbytes", "peft", "trl", "spacy", "ultralytics", "segment-anything", "pystan"})
+    | frozenset({"cmdstanpy"})
+)
+"""Packages an import never installs: a machine-learning framework (gigabytes; installing one can
+take a shared machine down), a package that pulls one in, or one that compiles a toolchain."""
+HEAVY_IMPORT = re.compile(
+    r"^\s*(?:import|from)\s+(torch|torchvision|torchaudio|tensorflow|keras|jax|flax|transformers"
+    r"|accelerate|sentence_transformers|mteb|timm|lightning|pytorch_lightning|diffusers|spacy|stan)\b",
+    re.MULTILINE,
+)
+SCANNED = (".py", ".sh", ".ipynb")
+"""Files of a task whose imports are read (the tests, the solution, the image's files)."""
+
 
 def slug(text: str) -> str:
     """A scenario id from a task's name: lowercase, runs of other characters as one '-'."""
@@ -90,6 +109,28 @@ def requirements(task: Task) -> list[str]:
     if "pytest" not in seen:
         out.append("pytest")
     return out
+
+
+def check_heavy(task: Task) -> None:
+    """Refuse a task that names or imports a heavy package (HEAVY): it is never installed here."""
+    for source, reqs in (
+        ("the image", task.build.packages.pip),
+        ("the test script", task.tests.packages.pip),
+        ("the solution", task.solution_needs.pip),
+    ):
+        heavy = [r for r in reqs if package_name(r) in HEAVY]
+        if heavy:
+            task.refuse(
+                f"{source} installs {', '.join(heavy)}: heavy packages are never installed by an import"
+            )
+    for path in sorted(task.root.rglob("*")):
+        if path.suffix not in SCANNED or not path.is_file() or path.stat().st_size > 1_000_000:
+            continue
+        m = HEAVY_IMPORT.search(path.read_text(encoding="utf-8", errors="replace"))
+        if m:
+            rel = path.relative_to(task.root).as_posix()
+            task.refuse(f"{rel} imports {m.group(1)}: heavy packages are never installed by an import")
+            return
 
 
 @dataclass(frozen=True)

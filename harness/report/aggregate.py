@@ -18,6 +18,8 @@ from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.headline import headlines
+from harness.report.indexed import collect_indexed
+from harness.report.integrity import Integrity
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
@@ -112,6 +114,7 @@ class Aggregator:
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
         self.wallclock = WallClock()
+        self.integrity = Integrity()
 
     def add(self, run: RunFacts | Unreadable) -> None:
         if isinstance(run, Unreadable):
@@ -137,6 +140,7 @@ class Aggregator:
                 (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
             )
         self.diag.add(run)
+        self.integrity.add(run)
         self.wallclock.add(run.version, run.concurrent, run.dir)
         self.runs.append(
             (
@@ -166,6 +170,7 @@ class Aggregator:
                 self.scenario_tags[scenario] = tags
         self.pairs.merge(other.pairs)
         self.diag.merge(other.diag)
+        self.integrity.merge(other.integrity)
         self.wallclock.merge(other.wallclock)
         for cond, levels in other.levels.items():
             self.levels.setdefault(cond, levels)
@@ -313,6 +318,7 @@ class Aggregator:
                 condition_rows=condition_rows,
                 sanity=sanity,
             )
+            + self.integrity.diagnostics(skip=set(sanity))
             + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
             runs=self.run_entries(),
@@ -338,29 +344,32 @@ def _aggregate_part(root: Path, starts: list[str], regrade: bool, project: Path 
 def build_summary(
     root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
 ) -> Summary:
-    """Walk a run tree (grading what needs it, or everything with regrade) into a Summary.
+    """A run tree (grading what needs it, or everything with regrade) into a Summary.
 
-    jobs: worker processes; None picks 1 for small trees and up to the CPU count for large ones.
+    Without regrade the runs come through the tree's results index (`report.indexed`); a regrade
+    walks the tree, grading every run again (which rewrites their index rows).
+    jobs (regrade only): worker processes; None picks 1 for small trees and up to the CPU count for large ones.
     Each worker streams its share of the top-level subtrees and returns its counters, which merge
     exactly (pooled moments, capped sorted evidence), so the summary does not depend on jobs.
     """
-    parts = partition(root, jobs)
-    if len(parts) <= 1:
-        agg = Aggregator()
+    agg = Aggregator()
+    parts = partition(root, jobs) if regrade else []
+    if not regrade:
+        for run in collect_indexed(root, project=project):
+            agg.add(run)
+    elif len(parts) <= 1:
         for run in collect(root, regrade=regrade, project=project):
             agg.add(run)
-        return with_completeness(
-            agg.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
+    else:
+        ctx = (
+            multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
         )
-    ctx = multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-    with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
-        futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
-        results = [f.result() for f in futures]
-    total = results[0]
-    for other in results[1:]:
-        total.merge(other)
+        with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
+            futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
+            for future in futures:
+                agg.merge(future.result())
     return with_completeness(
-        total.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
+        agg.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
     )
 
 

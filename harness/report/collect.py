@@ -9,31 +9,32 @@ logs and workspaces are never opened: the report only links to them.
 from __future__ import annotations
 
 import importlib
-import json
 import os
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any, NamedTuple, TypeVar
 
 from pydantic import BaseModel, ValidationError
 
+from harness.artifacts.index_rows import Scenarios
 from harness.artifacts.names import (
     AGENT_LOG,
     DIFF_FILE,
     GRADE_FILE,
-    JOB_FILE,
     RUN_DIR_FOLDERS,
     RUN_FILE,
     TRANSCRIPT_FILE,
+    VIEW_FILE,
 )
 from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord, RunStatus, read_grade
 from harness.artifacts.store import FutureSchemaError, read_record
 from harness.errors import UsageError
+from harness.report.sections import SectionDigest, digest
 
 M = TypeVar("M", bound=BaseModel)
 
-ARTIFACTS = (DIFF_FILE, TRANSCRIPT_FILE, AGENT_LOG)
+ARTIFACTS = (VIEW_FILE, DIFF_FILE, TRANSCRIPT_FILE, AGENT_LOG)
 SECTIONS = ("tool_use", "friction", "expectations", "disagreement", "authorities")
 TOKEN_KINDS = ("input_tokens", "output_tokens", "cache_read_tokens", "cache_write_tokens")
 
@@ -63,6 +64,17 @@ class RegradeChange:
     grader_changed: bool
 
 
+class CheckFacts(NamedTuple):
+    """One check's verdict as the aggregates need it."""
+
+    id: str
+    kind: str
+    layer: str
+    outcome: str
+    tests: tuple[tuple[str, str], ...]
+    """(test id, outcome) per test of a check that runs a test suite."""
+
+
 @dataclass(frozen=True, slots=True)
 class RunFacts:
     """Everything the aggregator needs from one run directory."""
@@ -84,7 +96,9 @@ class RunFacts:
     exit_code: int | None
     infra_retries: int
     metrics: dict[str, float]
-    grade: Grade | None
+    checks: tuple[CheckFacts, ...]
+    """The grade's checks (empty when there is no grade)."""
+    failed_layers: tuple[str, ...]
     sections: dict[str, Any]
     artifacts: tuple[str, ...]
     regrade: RegradeChange | None
@@ -92,8 +106,14 @@ class RunFacts:
     """`pass` / `fail` when the agent is a sanity bound (run.json `sanity`), else None."""
     concurrent: bool = False
     """Ran alongside sibling trials (run.json `concurrent`): its wall-clock carries their contention."""
+    digest: SectionDigest | None = None
+    """The sections as the aggregates read them (computed once; a cached run carries only this)."""
     limits_hit: tuple[str, ...] = ()
     """Resource limits the run hit (run.json `limits_hit`)."""
+    unprotected: tuple[str, ...] = ()
+    """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
+    usage_differs: tuple[str, ...] = ()
+    """Totals on which the adapter's usage report differs from the gateway's (grade `usage.adapter_differs`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -219,6 +239,8 @@ def grade_section(grade: Grade, name: str) -> Any:
         return value.model_dump(mode="json")
     if isinstance(value, tuple):
         return [v.model_dump(mode="json") if isinstance(v, BaseModel) else v for v in value]
+    if isinstance(value, dict):
+        return {k: v.model_dump(mode="json") if isinstance(v, BaseModel) else v for k, v in value.items()}
     return value
 
 
@@ -270,27 +292,6 @@ def load_grader() -> Callable[..., object] | None:
     return fn if callable(fn) else None
 
 
-class ScenarioInfo:
-    """family / split per scenario, read from the first job.json seen for it."""
-
-    def __init__(self) -> None:
-        self._known: dict[str, tuple[str | None, str | None]] = {}
-
-    def lookup(self, scenario: str, run_dir: str, files: frozenset[str]) -> tuple[str | None, str | None]:
-        found = self._known.get(scenario)
-        if found is not None or JOB_FILE not in files:
-            return found or (None, None)
-        try:
-            job = json.loads(Path(run_dir, JOB_FILE).read_text(encoding="utf-8"))
-            spec = job.get("scenario", {}) if isinstance(job, dict) else {}
-            family, split = spec.get("family"), spec.get("split")
-            found = (family if isinstance(family, str) else None, split if isinstance(split, str) else None)
-        except (OSError, ValueError):
-            found = (None, None)
-        self._known[scenario] = found
-        return found
-
-
 def _status(run: RunRecord, grade: Grade | None) -> tuple[str, str | None]:
     invalid = run.invalid or (grade.invalid if grade else None)
     if invalid:
@@ -318,7 +319,7 @@ def collect(
     grader = load_grader()
     if regrade and grader is None:
         raise UsageError("--regrade needs the grader (harness.grade.grade_run), which is not installed")
-    info = ScenarioInfo()
+    info = Scenarios()
     prefix = len(str(root).rstrip(os.sep)) + 1
     for run_dir, files in walk_runs(root, starts):
         rel = run_dir[prefix:].replace(os.sep, "/")
@@ -358,38 +359,61 @@ def collect(
                     _flips(before, grade),
                     before.grader_hash != grade.grader_hash,
                 )
-        status, reason = ("ungradeable", grade_error) if grade_error else _status(run, grade)
         family, split = info.lookup(run.scenario, run_dir, files)
-        sections: dict[str, Any] = {}
-        if grade is not None:
-            for name in SECTIONS:
-                value = grade_section(grade, name)
-                if value:
-                    sections[name] = value
-        graded = status == "graded" and grade is not None
-        yield RunFacts(
-            dir=rel,
-            version=run.version,
-            scenario=run.scenario,
-            agent=run.agent,
-            condition=run.cell,
-            levels=tuple(run.levels.items()),
-            control=run.control,
-            trial=run.trial,
-            family=family,
-            split=split,
-            status=status,
-            passed=graded and grade.passed if grade else False,
-            usable=graded and grade.usable if grade else False,
-            reason=reason,
-            exit_code=run.exit_code,
-            infra_retries=max(run.infra_retries, grade.infra_retries if grade else 0),
-            metrics=run_metrics(run, grade),
-            grade=grade,
-            sections=sections,
-            artifacts=tuple(a for a in ARTIFACTS if a in files),
-            regrade=change,
-            concurrent=run.concurrent,
-            sanity=run.sanity,
-            limits_hit=run.limits_hit,
+        yield run_facts(
+            rel, run, grade, grade_error, family, split, tuple(a for a in ARTIFACTS if a in files), change
         )
+
+
+def run_facts(
+    rel: str,
+    run: RunRecord,
+    grade: Grade | None,
+    grade_error: str | None,
+    family: str | None,
+    split: str | None,
+    artifacts: tuple[str, ...],
+    change: RegradeChange | None = None,
+) -> RunFacts:
+    """What the aggregates take from one run's records, however they were read (walk or index)."""
+    status, reason = ("ungradeable", grade_error) if grade_error else _status(run, grade)
+    sections: dict[str, Any] = {}
+    if grade is not None:
+        for name in SECTIONS:
+            value = grade_section(grade, name)
+            if value:
+                sections[name] = value
+    graded = status == "graded" and grade is not None
+    return RunFacts(
+        dir=rel,
+        version=run.version,
+        scenario=run.scenario,
+        agent=run.agent,
+        condition=run.cell,
+        levels=tuple(run.levels.items()),
+        control=run.control,
+        trial=run.trial,
+        family=family,
+        split=split,
+        status=status,
+        passed=graded and grade.passed if grade else False,
+        usable=graded and grade.usable if grade else False,
+        reason=reason,
+        exit_code=run.exit_code,
+        infra_retries=max(run.infra_retries, grade.infra_retries if grade else 0),
+        metrics=run_metrics(run, grade),
+        checks=tuple(
+            CheckFacts(c.id, c.kind, c.layer, c.outcome, tuple((t.id, t.outcome) for t in c.tests))
+            for c in (grade.checks if grade is not None else ())
+        ),
+        failed_layers=grade.failed_layers if grade is not None else (),
+        sections=sections,
+        artifacts=artifacts,
+        regrade=change,
+        concurrent=run.concurrent,
+        sanity=run.sanity,
+        limits_hit=run.limits_hit,
+        unprotected=run.protections.failed if run.protections is not None else (),
+        usage_differs=grade.usage.adapter_differs if grade is not None else (),
+        digest=digest(sections),
+    )

@@ -7,17 +7,17 @@ Everything here is accumulated while streaming, with evidence capped per item (t
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, TypeVar
 
 from harness.report.accumulate import rate
 from harness.report.collect import RunFacts
 from harness.report.design import EVIDENCE_CAP, no_discrimination, power, sanity_bounds
-from harness.report.sections import disagreements, expectation_verdicts, flatten, notable_exits
+from harness.report.sections import digest
 from harness.report.summary import CaseRow, Diagnostic, ExpectationRow, Finding, Group, SectionRow, Uplift
 
 HEADROOM = 0.95
-NUMERIC_SECTIONS = ("tool_use", "friction")
 
 CondKey = tuple[str | None, str, str]
 FindingKind = Literal["failed-layer", "disagreement", "notable-exit"]
@@ -62,6 +62,10 @@ class DiagAcc:
         self.unreadable = Evidence()
         self.unreadable_reasons: dict[str, str] = {}
         self.regrade_changed_grader = Evidence()
+        self.limits: dict[str, Evidence] = defaultdict(Evidence)
+        """Limit name -> runs that hit it."""
+        self.unprotected: dict[str, Evidence] = defaultdict(Evidence)
+        """A sandbox protection that did not hold -> runs it concerns."""
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
         self.checks: dict[tuple[str, str], list[int]] = {}
         self.findings: dict[tuple[str, FindingKind, str], Evidence] = defaultdict(Evidence)
@@ -81,6 +85,10 @@ class DiagAcc:
             self.flaky[check_key].merge(ev)
         for finding_key, ev in other.findings.items():
             self.findings[finding_key].merge(ev)
+        for limit, ev in other.limits.items():
+            self.limits[limit].merge(ev)
+        for why, ev in other.unprotected.items():
+            self.unprotected[why].merge(ev)
         self.infra.merge(other.infra)
         self.unreadable.merge(other.unreadable)
         for run_dir, reason in other.unreadable_reasons.items():
@@ -101,6 +109,10 @@ class DiagAcc:
             self.by_status[(run.status, run.reason or "(no reason recorded)")].add(run.dir)
         if run.infra_retries or run.exit_code == 75:
             self.infra.add(run.dir)
+        for limit in run.limits_hit:
+            self.limits[limit].add(run.dir)
+        for why in run.unprotected:
+            self.unprotected[why].add(run.dir)
         if run.exit_code not in (None, 0, 75):
             self.exits[run.exit_code].add(run.dir)
         if run.regrade is not None:
@@ -110,14 +122,14 @@ class DiagAcc:
             if not run.regrade.grader_changed:
                 for flipped in run.regrade.flipped_checks:
                     self.flaky[(run.scenario, flipped)].add(run.dir)
-        if run.status != "graded" or run.grade is None:
+        if run.status != "graded":
             return
-        for check in run.grade.checks:
-            for case in check.tests:
+        for check in run.checks:
+            for case_id, case_outcome in check.tests:
                 row = self.tests.setdefault(
-                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case.id}"), [0, 0]
+                    (run.version, run.agent, run.condition, run.scenario, f"{check.id}::{case_id}"), [0, 0]
                 )
-                row[0] += case.outcome != "fail"
+                row[0] += case_outcome != "fail"
                 row[1] += 1
             tally = self.checks.setdefault((run.scenario, check.id), [0, 0])
             tally[0] += 1
@@ -131,23 +143,21 @@ class DiagAcc:
                             f"{run.scenario}: check {check.id} ({check.kind}) {check.outcome}",
                         )
                     ].add(run.dir)
-        for layer in run.grade.failed_layers:
-            if layer != "agent" and not any(c.layer == layer for c in run.grade.checks):
+        for layer in run.failed_layers:
+            if layer != "agent" and not any(c.layer == layer for c in run.checks):
                 self.findings[(layer, "failed-layer", f"{run.scenario}: layer failed")].add(run.dir)
-        for detail in disagreements(run.sections.get("disagreement")):
+        d = run.digest if run.digest is not None else digest(run.sections)
+        for detail in d.disagreements:
             self.findings[("authorities", "disagreement", f"{run.scenario}: {detail}")].add(run.dir)
-        for exit_detail in notable_exits(run.sections.get("tool_use")):
+        for exit_detail in d.notable_exits:
             self.findings[("tool", "notable-exit", f"{run.scenario}: {exit_detail}")].add(run.dir)
         cond: CondKey = (run.version, run.agent, run.condition)
-        for section in NUMERIC_SECTIONS:
-            value = run.sections.get(section)
-            if value is None:
-                continue
+        for section, leaves in d.numeric:
             self.section_runs[(*cond, section)] += 1
-            for path, number in flatten(value):
+            for path, number in leaves:
                 acc = self.sections.setdefault((*cond, section, path), [0.0])
                 acc[0] += number
-        for exp_id, verdict in expectation_verdicts(run.sections.get("expectations")):
+        for exp_id, verdict in d.expectations:
             acc3 = self.expectations.setdefault((*cond, exp_id), [0, 0, 0])
             acc3[0 if verdict == "pass" else 2 if verdict == "unavailable" else 1] += 1
 
@@ -258,15 +268,26 @@ class DiagAcc:
                     evidence=self.infra.listing(),
                 )
             )
-        for code, ev in sorted(self.exits.items()):
-            out.append(
-                Diagnostic(
-                    kind="agent-exit",
-                    severity="warning",
-                    message=f"{ev.count} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
-                    evidence=ev.listing(),
-                )
-            )
+        out += _each(
+            "sandbox",
+            "error",
+            self.unprotected,
+            lambda why, n: f"{n} run(s) ran without a sandbox protection: {why}",
+        )
+        out += _each(
+            "limit",
+            "warning",
+            self.limits,
+            lambda limit, n: (
+                f"{n} run(s) hit the {limit} limit (stopped by the harness; see limits_hit in run.json)"
+            ),
+        )
+        out += _each(
+            "agent-exit",
+            "warning",
+            self.exits,
+            lambda code, n: f"{n} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
+        )
         labels = {
             "invalid": "invalid runs (excluded from rates)",
             "failed_to_run": "failed to run (no evidence; not counted as failures)",
@@ -337,3 +358,19 @@ class DiagAcc:
         out.extend(no_discrimination([c for c in cells if c.agent not in sanity]))
         out.extend(power(uplifts))
         return out
+
+
+K = TypeVar("K", str, int)
+
+
+def _each(
+    kind: str,
+    severity: Literal["info", "warning", "error"],
+    table: dict[K, Evidence],
+    message: Callable[[K, int], str],
+) -> list[Diagnostic]:
+    """One diagnostic per key of a table of evidence, in key order."""
+    return [
+        Diagnostic(kind=kind, severity=severity, message=message(key, ev.count), evidence=ev.listing())
+        for key, ev in sorted(table.items())
+    ]

@@ -9,6 +9,7 @@ from typing import Any
 
 from plotly.offline import get_plotlyjs
 
+from harness.artifacts.names import VIEW_FILE
 from harness.report.charts import figure_div, heatmap_figure, tokens_figure, uplift_figure
 from harness.report.render_md import context, environment
 from harness.report.summary import RunEntry, Summary
@@ -27,11 +28,12 @@ def _run_links(
         key = (run.version, run.scenario, run.agent, run.condition)
         bucket = out[key]
         if len(bucket) < RUN_LINKS_CAP:
+            page = VIEW_FILE if VIEW_FILE in run.artifacts else None  # the run's own page, when written
             bucket.append(
                 {
                     "run": run,
-                    "href": _href(base, run),
-                    "artifacts": [(a, _href(base, run, a)) for a in run.artifacts],
+                    "href": _href(base, run, page),
+                    "artifacts": [(a, _href(base, run, a)) for a in run.artifacts if a != VIEW_FILE],
                 }
             )
     return out

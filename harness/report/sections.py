@@ -4,7 +4,10 @@ both go through the same functions, so a grader section added later still shows 
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, NamedTuple
+
+NUMERIC_SECTIONS = ("tool_use", "friction")
+"""Sections whose numeric leaves are summed per condition (the tool-use and friction tables)."""
 
 
 def flatten(value: Any, prefix: str = "") -> list[tuple[str, float]]:
@@ -72,3 +75,27 @@ def notable_exits(tool_use: Any) -> list[str]:
             elif isinstance(v, dict):
                 found.extend(notable_exits(v))
     return found
+
+
+class SectionDigest(NamedTuple):
+    """What the aggregates read from a run's sections, computed once per run (and cached with its facts)."""
+
+    disagreements: tuple[str, ...]
+    notable_exits: tuple[str, ...]
+    numeric: tuple[tuple[str, tuple[tuple[str, float], ...]], ...]
+    """(section, its numeric leaves) for each numeric section the run reported."""
+    expectations: tuple[tuple[str, str], ...]
+
+
+def digest(sections: dict[str, Any]) -> SectionDigest:
+    """A run's sections read once: disagreements, notable exits, numeric leaves, expectation verdicts."""
+    return SectionDigest(
+        tuple(disagreements(sections.get("disagreement"))),
+        tuple(notable_exits(sections.get("tool_use"))),
+        tuple(
+            (name, tuple(flatten(sections[name])))
+            for name in NUMERIC_SECTIONS
+            if sections.get(name) is not None
+        ),
+        tuple(expectation_verdicts(sections.get("expectations"))),
+    )

@@ -209,7 +209,7 @@ class Diagnostic(Model):
     """Something a reader must know before trusting a number, with the evidence."""
 
     kind: str = Field(
-        description="headroom, infra, invalid, failed_to_run, ungradeable, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
+        description="headroom, infra, sandbox, limit, invalid, failed_to_run, ungradeable, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
     )
     severity: Literal["info", "warning", "error"]
     message: str

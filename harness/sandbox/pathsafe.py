@@ -13,6 +13,7 @@ or a name like `../../run.json`, cannot leak a target or overwrite one.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fnmatch
 import functools
@@ -20,10 +21,13 @@ import os
 import re
 import shutil
 import stat
+import sys
 from collections.abc import Iterable, Iterator
 from pathlib import Path, PurePosixPath
 
 from harness.artifacts.names import RESERVED, TRACE_FILE
+from harness.artifacts.sandbox_sections import printable
+from harness.sandbox.neutralise import remove_tree, walk_tree
 
 
 class PathEscape(ValueError):
@@ -76,33 +80,40 @@ def resolve_inside(root: Path, rel: str | PurePosixPath, *, allow_final_symlink:
 
 
 def _open_nofollow(root: Path, rel: PurePosixPath) -> int:
-    """An fd for root/rel opened component by component with O_NOFOLLOW (no race with a swap)."""
+    """An fd for reading the regular file root/rel, opened component by component with
+    O_NOFOLLOW (no race with a swap). The last component is first opened O_PATH (which opens
+    nothing) and reopened for reading only when it is a regular file: a FIFO would block the
+    reader forever, a device could act on the open."""
     fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
     try:
         for part in rel.parts[:-1]:
             child = os.open(part, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW, dir_fd=fd)
             os.close(fd)
             fd = child
-        return os.open(rel.parts[-1], os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK, dir_fd=fd)
+        path_fd = os.open(rel.parts[-1], os.O_PATH | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=fd)
     except OSError as exc:
         if exc.errno in (errno.ELOOP, errno.ENOTDIR):  # a symlink where a file or folder was expected
             raise PathEscape(f"{rel}: a symlink on the way; refusing to follow it") from exc
         raise
     finally:
         os.close(fd)
+    try:
+        mode = os.fstat(path_fd).st_mode
+        if stat.S_ISLNK(mode):
+            raise PathEscape(f"{rel}: a symlink; refusing to follow it")
+        if not stat.S_ISREG(mode):
+            raise PathEscape(f"{rel} is not a regular file")
+        return os.open(f"/proc/self/fd/{path_fd}", os.O_RDONLY | os.O_CLOEXEC)
+    finally:
+        os.close(path_fd)
 
 
 def read_inside(root: Path, rel: str | PurePosixPath, *, max_bytes: int | None = None) -> bytes:
-    """The bytes of a regular file under root, following no symlink at all."""
+    """The bytes of a regular file under root, following no symlink at all (a FIFO, socket or
+    device is refused without being opened)."""
     clean = clean_relative(rel)
-    fd = _open_nofollow(root, clean)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise PathEscape(f"{clean} is not a regular file")
-        with os.fdopen(fd, "rb", closefd=False) as fh:
-            return fh.read() if max_bytes is None else fh.read(max_bytes)
-    finally:
-        os.close(fd)
+    with os.fdopen(_open_nofollow(root, clean), "rb") as fh:
+        return fh.read() if max_bytes is None else fh.read(max_bytes)
 
 
 def open_inside(root: Path, rel: str | PurePosixPath) -> int:
@@ -139,21 +150,33 @@ def clear_way(root: Path, rel: str | PurePosixPath) -> Path:
     if target.is_symlink() or target.is_file():
         target.unlink()
     elif target.is_dir():
-        shutil.rmtree(target)
+        remove_tree(target)  # any depth: shutil.rmtree recurses
     return target
 
 
-def walk(root: Path, _rel: PurePosixPath | None = None) -> Iterator[tuple[PurePosixPath, os.stat_result]]:
-    """Every entry under root, depth first in name order (lstat: symlinks reported, never followed)."""
-    _rel = _rel or PurePosixPath()
-    with os.scandir(root / _rel) as it:
-        entries = sorted(it, key=lambda e: e.name)
-    for entry in entries:
-        child = _rel / entry.name
+def walk(root: Path) -> Iterator[tuple[PurePosixPath, os.stat_result]]:
+    """Every entry under root, depth first in name order (lstat: symlinks reported, never followed).
+
+    Paths are joined under root, so an entry whose full path passes PATH_MAX raises; a tree the
+    agent wrote goes through `harness.sandbox.neutralise.walk_tree` (directory descriptors) first.
+    """
+    stack = [(PurePosixPath(), iter(_listing(root)))]
+    while stack:
+        rel, entries = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        child = rel / entry.name
         st = entry.stat(follow_symlinks=False)
         yield child, st
         if stat.S_ISDIR(st.st_mode):
-            yield from walk(root, child)
+            stack.append((child, iter(_listing(root / child))))
+
+
+def _listing(folder: Path) -> list[os.DirEntry[str]]:
+    with os.scandir(folder) as it:
+        return sorted(it, key=lambda e: e.name)
 
 
 def copy_tree(src: Path, dest: Path, *, skip: Iterable[str] = ()) -> list[str]:
@@ -212,7 +235,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return re.compile("".join(out) + r"\Z", re.DOTALL)  # a name may hold a newline
 
 
 def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
@@ -221,54 +244,106 @@ def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:
     return any(glob_regex(g).match(text) for g in globs)
 
 
-def collect(outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,)) -> list[str]:
+MAX_OUTBOX_DEPTH = 32
+"""Folders deeper than this in the outbox are not moved into the run directory (refused)."""
+
+
+def collect(
+    outbox: Path, dest: Path, *, append: Iterable[str] = (TRACE_FILE,), budget: int | None = None
+) -> list[str]:
     """Move what a sandboxed process wrote into its outbox over to `dest` (the run directory).
 
     The sandbox sees the outbox at the run directory's path, so adapters and shims write
     `usage.jsonl` & co. where their environment says, while the real run directory (records,
     snapshots, job file) stays invisible. Moved: regular files, and folders that do not
-    exist in `dest` yet. Refused, and returned: symlinks, devices, reserved names
-    (`RESERVED`), anything that would land on an existing folder of `dest`. Files named in
+    exist in `dest` yet. Refused, and returned (printable): symlinks, FIFOs, sockets, devices,
+    reserved names (`RESERVED`), anything that would land on an existing folder of `dest`,
+    anything deeper than `MAX_OUTBOX_DEPTH`, files past a `budget` of bytes (the outbox limit:
+    what fits is moved, in name order), and whatever could not be moved. Files named in
     `append` are appended to (the tracing shim writes across commands). Empty folders of
-    mount points that the sandbox created are dropped silently.
+    mount points that the sandbox created are dropped silently. Never raises for what the
+    agent left: the outbox is emptied either way. Moved files belong to the harness's uid.
     """
     refused: list[str] = []
     appended = frozenset(append)
+    left = [sys.maxsize if budget is None else budget]
     for entry in sorted(os.listdir(outbox)):
         src, target = outbox / entry, dest / entry
-        st = os.lstat(src)
-        if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
-            if any(
-                not stat.S_ISDIR(sub.st_mode) for _, sub in walk(src)
-            ):  # written under a mount point's shadow
-                refused.append(entry + "/")
-            shutil.rmtree(src)
-            continue
-        if (
-            entry in RESERVED
-            or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
-            or target.is_symlink()
-        ):
-            refused.append(entry)
-            if stat.S_ISDIR(st.st_mode):
-                shutil.rmtree(src)
-            else:
-                src.unlink()
-            continue
-        if stat.S_ISDIR(st.st_mode):
-            target.mkdir()
-            for rel, sub in walk(src):
-                if stat.S_ISDIR(sub.st_mode):
-                    (target / rel).mkdir()
-                elif stat.S_ISREG(sub.st_mode):
-                    os.replace(src / rel, target / rel)
-                else:  # no symlink may enter the run directory: the harness writes there as root
-                    refused.append(f"{entry}/{rel.as_posix()}")
-            shutil.rmtree(src)
-        elif entry in appended and target.is_file():
-            with open(target, "ab") as fout:
-                fout.write(read_inside(outbox, entry))
-            src.unlink()
-        else:
-            os.replace(src, target)
+        shown = printable(os.fsencode(entry))
+        try:
+            refused += _collect_one(outbox, entry, target, shown, appended, left)
+        except OSError as exc:
+            refused.append(f"{shown} ({exc.strerror or exc})")
+        finally:
+            with contextlib.suppress(OSError):
+                remove_tree(src)
     return refused
+
+
+def _collect_one(
+    outbox: Path, entry: str, target: Path, shown: str, appended: frozenset[str], left: list[int]
+) -> list[str]:
+    src = outbox / entry
+    st = os.lstat(src)
+    if stat.S_ISREG(st.st_mode) and not _spend(left, st):
+        return [f"{shown} (over the outbox limit)"]
+    if stat.S_ISDIR(st.st_mode) and target.is_dir() and not target.is_symlink():
+        # written under a mount point's shadow: refused if anything but folders is there
+        return [shown + "/"] if any(e.kind != "dir" for e in walk_tree(src)) else []
+    if (
+        entry in RESERVED
+        or not (stat.S_ISREG(st.st_mode) or stat.S_ISDIR(st.st_mode))
+        or target.is_symlink()
+        or (target.exists() and not target.is_file())
+    ):
+        return [shown]
+    if stat.S_ISDIR(st.st_mode):
+        return _move_folder(src, target, shown, left)
+    if entry in appended and target.is_file():
+        with open(target, "ab") as fout:
+            fout.write(read_inside(outbox, entry))
+        return []
+    os.replace(src, target)
+    _own(target)
+    return []
+
+
+def _move_folder(src: Path, target: Path, shown: str, left: list[int]) -> list[str]:
+    refused: list[str] = []
+    target.mkdir()
+    _own(target)
+    for item in walk_tree(src):
+        where = f"{shown}/{item.shown}"
+        if item.depth > MAX_OUTBOX_DEPTH:
+            if item.depth == MAX_OUTBOX_DEPTH + 1:
+                refused.append(f"{where} (deeper than {MAX_OUTBOX_DEPTH} folders)")
+            continue
+        dest = target / os.fsdecode(item.rel)
+        if item.kind == "dir":
+            dest.mkdir()
+        elif item.kind == "file" and not _spend(left, item.st):
+            refused.append(f"{where} (over the outbox limit)")
+            continue
+        elif item.kind == "file":  # no symlink may enter the run directory: the harness writes there as root
+            os.rename(item.name, dest, src_dir_fd=item.dir_fd)
+        else:
+            refused.append(where)
+            continue
+        _own(dest)
+    return refused
+
+
+def _spend(left: list[int], st: os.stat_result) -> bool:
+    """Take a file's size off the budget; False (nothing taken) when it does not fit."""
+    size = max(st.st_size, st.st_blocks * 512)
+    if size > left[0]:
+        return False
+    left[0] -= size
+    return True
+
+
+def _own(path: Path) -> None:
+    """Nothing in the run directory stays the sandbox uid's (a moved file keeps its owner)."""
+    st = os.lstat(path)
+    if (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        os.chown(path, os.geteuid(), os.getegid(), follow_symlinks=False)

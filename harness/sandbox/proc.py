@@ -21,6 +21,7 @@ import select
 import shutil
 import signal
 import subprocess
+import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
@@ -29,6 +30,7 @@ from pathlib import Path
 from typing import IO
 
 from harness.sandbox.gate import Gate
+from harness.sandbox.identity import sandbox_ids
 
 CHUNK = 65536
 GRACE_S = 1.0
@@ -211,6 +213,17 @@ def _end_tree(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
+def _pipe(*, child_end: int) -> tuple[int, int]:
+    """A pipe whose child end (0: read, 1: write) belongs to the sandbox's uid when that is not
+    ours: a command that reopens its stdin or stdout (`> /dev/stdout`, pytest's
+    `--junitxml=/dev/fd/3`) is otherwise refused by a pipe that root made with mode 0600."""
+    ends = os.pipe()
+    ids = sandbox_ids()
+    if ids.switched:
+        os.fchown(ends[child_end], ids.uid, ids.gid)
+    return ends
+
+
 def run(
     argv: Sequence[str],
     *,
@@ -219,7 +232,7 @@ def run(
     stdin: bytes | None = None,
     timeout_s: float | None = None,
     log: Path | None = None,
-    output_cap: int = 10_000_000,
+    output_cap: int | None = 10_000_000,
     capture: bool = False,
     network: bool = True,
     ro_binds: Sequence[tuple[Path, Path]] = (),
@@ -236,7 +249,7 @@ def run(
         stdin: Bytes fed on stdin, then closed; None gives /dev/null.
         timeout_s: Wall-clock limit; the tree is killed when it passes.
         log: File receiving stdout+stderr (appended), at most `output_cap` bytes.
-        output_cap: Output past this many bytes ends the command.
+        output_cap: Output past this many bytes ends the command (None: no cap).
         capture: Also return the output in memory.
         network: False runs the command in an empty network namespace (when namespaces work).
         ro_binds: (source, target) folders bind-mounted read-only inside the command's namespace.
@@ -248,6 +261,7 @@ def run(
             on (`harness.sandbox.gate`).
     """
     full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds, namespaces=namespaces)
+    cap = sys.maxsize if output_cap is None else output_cap
     run_env = dict(env)
     if mode == "pidns" and not network:
         run_env["ASSAY_LO_UP"] = "1"
@@ -259,22 +273,28 @@ def run(
     if gate is not None:
         gate.began = start
     try:
-        proc = subprocess.Popen(
-            full,
-            cwd=cwd,
-            env=run_env,
-            stdin=subprocess.PIPE if stdin is not None or gate is not None else subprocess.DEVNULL,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,
-        )
-        assert proc.stdout is not None
-        reader = threading.Thread(
-            target=_pump, args=(proc.stdout, sink, keep, output_cap, state, gate), daemon=True
-        )
+        out_r, out_w = _pipe(child_end=1)
+        in_r, in_w = _pipe(child_end=0) if stdin is not None or gate is not None else (None, None)
+        try:
+            proc = subprocess.Popen(
+                full,
+                cwd=cwd,
+                env=run_env,
+                stdin=in_r if in_r is not None else subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,
+            )
+        finally:
+            os.close(out_w)
+            if in_r is not None:
+                os.close(in_r)
+        stdout = os.fdopen(out_r, "rb")
+        reader = threading.Thread(target=_pump, args=(stdout, sink, keep, cap, state, gate), daemon=True)
         reader.start()
-        if proc.stdin is not None:
-            threading.Thread(target=_feed, args=(proc.stdin, stdin or b"", gate), daemon=True).start()
+        if in_w is not None:
+            feed = os.fdopen(in_w, "wb")
+            threading.Thread(target=_feed, args=(feed, stdin or b"", gate), daemon=True).start()
         exited = _ExitWaiter(proc)
         while True:
             if exited(POLL_S):
@@ -290,7 +310,7 @@ def run(
             )
             if deadline is not None and time.monotonic() >= deadline:
                 timed_out = True
-            elif state["seen"] > output_cap:
+            elif state["seen"] > cap:
                 capped = True
             elif cancel is not None and cancel.is_set():
                 cancelled = True
@@ -308,7 +328,7 @@ def run(
         if not reader.is_alive():
             # A straggler that escaped killpg may still hold the pipe; closing it under the
             # blocked reader would deadlock, so the daemon reader is left to it.
-            proc.stdout.close()
+            stdout.close()
     finally:
         if sink is not None:
             sink.close()

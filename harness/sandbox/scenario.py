@@ -24,6 +24,7 @@ from pathlib import Path
 
 from compiler.contract import ScenarioJob, ScenarioMount
 from harness.sandbox.isolation import Mount
+from harness.sandbox.neutralise import remove_tree
 from harness.sandbox.scenario_env import CannotRunHere, ScenarioEnv, ensure
 
 MOUNTS_DIR = "mounts"
@@ -48,7 +49,7 @@ def copy_mounts(scenario: ScenarioJob, project: Path, root: Path, *, source: Pat
         src = mount_dir(source, m) if source is not None else project / m.source
         dest = mount_dir(root, m)
         if dest.exists():
-            shutil.rmtree(dest)
+            remove_tree(dest)  # an earlier attempt's copy: the agent's, so any depth
         shutil.copytree(src, dest, symlinks=True)
 
 

@@ -16,11 +16,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.contract import Job
-from harness.artifacts.names import AGENT_INFO
+from harness.artifacts.names import AGENT_INFO, TRACE_FILE
 from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, StepRecord
 from harness.artifacts.run_tree import identity
-from harness.sandbox import proc
-from harness.sandbox.isolation import Isolation
+from harness.sandbox import proc, protections
+from harness.sandbox.isolation import Isolation, limits
 from harness.sandbox.launch import Launcher
 from harness.trial import agent
 from harness.trial.environment import ancestor_instruction_files
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from harness.gateway.model_route import TrialGateway
     from harness.trial.provision import Provided
     from harness.trial.session import Session
+    from harness.trial.tracing import Collector
 
 
 @dataclass
@@ -49,12 +50,14 @@ class Outcome:
     steps: list[StepRecord] = field(default_factory=list)
     gateway: TrialGateway | None = None
     gateway_summary: dict[str, Any] | None = None
+    tracer: Collector | None = None
+    """The tool-use collector, when the cell traces a tool: it alone writes trace.jsonl."""
     meter: Meter | None = None
     """The trial's budgets, kept by the gateway; None when it has none or none could be enforced."""
     budget_note: str | None = None
     """Why the trial's budgets were not enforced."""
     closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    """What ends with the trial: the model gateway, when the agent has one."""
+    """What ends with the trial: the model gateway and the tool-use collector, when there are."""
     timings: dict[str, float] = field(default_factory=dict)
     _clock: float = field(default_factory=time.perf_counter)
     _carved: float = 0.0
@@ -70,8 +73,12 @@ class Outcome:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
         self._carved += seconds
 
-    def close(self) -> None:
-        """End what the trial started (the gateway), keeping the gateway's usage totals."""
+    def close(self, run_dir: Path) -> None:
+        """End what the trial started (the gateway, the collector), keeping the gateway's usage
+        totals and writing trace.jsonl from the collector's rows."""
+        if self.tracer is not None:
+            self.tracer.write(run_dir / TRACE_FILE)
+            self.fields["trace_channel"] = self.tracer.report()
         self.gateway_summary = self.gateway.summary() if self.gateway else None
         self.closing.close()
 
@@ -98,6 +105,9 @@ def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRec
         concurrent=concurrent,
         metrics=_sum_metrics(out.steps) if out.steps else RunnerMetrics(),
         steps=tuple(out.steps) if job.scenario.steps else (),
+        protections=protections.measure(out.iso, neutralised=True) if out.launcher is not None else None,
+        sandbox_trees=dict(sorted(out.launcher.trees.items())) if out.launcher is not None else {},
+        limits_applied=_limits_applied(job, out.launcher),
         extra=extra | {"timings_s": out.timings},
         **out.fields,
     )
@@ -119,6 +129,16 @@ def _environment(iso: Isolation, job: Job, provided: Provided | None) -> dict[st
     if provided is not None:
         env["knowledge_links"] = provided.link_mode
     return env
+
+
+def _limits_applied(job: Job, launcher: Launcher | None) -> dict[str, str]:
+    """Every limit of the trial as it applied: the runner's own, then the sandbox's."""
+    lim = job.limits
+    runner = {
+        "timeout": f"{lim.timeout_s:g} s (runner)",
+        "output": "off" if lim.output_bytes is None else f"{lim.output_bytes} bytes (runner)",
+    }
+    return runner | (limits.applied(launcher.limits, launcher.enforced) if launcher is not None else {})
 
 
 def _assay_version() -> str:

@@ -74,6 +74,17 @@ assert got == want, f"handler(1) returned {got}, expected {want}"
 """
 
 
+ADD_ONE_FILES = {
+    "scenarios/add-one/scenario.yaml": SCENARIO.format(expected=2),
+    "scenarios/add-one/prompt.md": "Make handler add one to its argument.\n",
+    "scenarios/add-one/seed/app/main.py": "def handler(x):\n    return x\n",
+    "scenarios/add-one/reference/app/main.py": "def handler(x):\n    return x + 1\n",
+    "scenarios/add-one/negatives/drops-handler/app/main.py": "def other(x):\n    return x + 1\n",
+    "scenarios/add-one/grader/hidden_test.py": HIDDEN,
+}
+"""The add-one scenario as a project's files (expected 2), for projects written file by file."""
+
+
 def write_project(root: Path, *, marker: Path, expected: int = 2, trials: int = 3) -> Path:
     """Write the project files and compile them."""
     files = {

@@ -9,6 +9,7 @@ from pathlib import Path
 import pytest
 
 from compiler.contract import iter_jobs
+from harness.artifacts.names import INDEX_FILE
 from harness.artifacts.run_tree import find_runs
 from tests.grade.helpers import make_run, strip_times
 from tests.grade.project import SCENARIO, compile_project, write_project
@@ -23,11 +24,12 @@ WORK = {
 
 
 def _tree_state(root: Path) -> dict[str, str]:
-    """sha256 of every file under the runs except grade.json."""
+    """sha256 of every file under the runs except grade.json and what is derived from it (the run's
+    page, view.html, and the tree's results index)."""
     return {
         str(p.relative_to(root)): hashlib.sha256(p.read_bytes()).hexdigest()
         for p in sorted(root.rglob("*"))
-        if p.is_file() and p.name != "grade.json"
+        if p.is_file() and p.name not in ("grade.json", "view.html") and not p.name.startswith(INDEX_FILE)
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from harness.importers import dockerfile, harbor, terminal_bench
@@ -26,7 +27,7 @@ def test_dockerfile_maps_to_seed_mounts_env_and_packages() -> None:
 
 def test_dockerfile_refusals_name_the_step() -> None:
     cases = {
-        "FROM ghcr.io/acme/custom:1\nWORKDIR /app\n": "a custom base image (ghcr.io/acme/custom:1): nothing here provides it",
+        "FROM registry.invalid/acme/custom:1\nWORKDIR /app\n": "a custom base image (registry.invalid/acme/custom:1): nothing here provides it",
         "FROM python:3.12\nWORKDIR /app\nRUN python gen.py > data.csv\n": "RUN step the importer cannot reproduce: python gen.py '>' data.csv",
         "FROM python:3.12 AS b\nFROM python:3.12\nWORKDIR /app\n": "a multi-stage build (second FROM python:3.12)",
         "FROM python:3.12\nWORKDIR /app\nCOPY --from=b /x /y\n": "COPY --from another build stage or image (--from=b /x /y)",
@@ -36,13 +37,15 @@ def test_dockerfile_refusals_name_the_step() -> None:
     for text, reason in cases.items():
         assert dockerfile.read(text).refusals[:1] == [reason], text
     ok = dockerfile.read(
-        "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
+        "FROM registry.invalid/laude-institute/t-bench/python-3-13:20250620\n"
         "RUN set -eux; export DEBIAN_FRONTEND=noninteractive; apt-get update && \\\n"
         "    apt-get install -y --no-install-recommends jq=1.6 && rm -rf /var/lib/apt/lists/*\n"
         "RUN pip install --no-cache-dir numpy==2.1.2 scipy\n"
     )
     assert (ok.python, ok.workdir, ok.refusals) == ("3.13", "/app", [])
     assert (ok.packages.apt, ok.packages.pip) == (["jq"], ["numpy==2.1.2", "scipy"])
+    mirrored = dockerfile.read("FROM registry.invalid:5000/library/python:3.12\nWORKDIR /app\n")
+    assert (mirrored.python, mirrored.refusals) == ("3.12", [])  # a known image from any registry
 
 
 def test_test_scripts_become_a_pytest_run() -> None:
@@ -107,6 +110,23 @@ def test_terminal_bench_task_reads_and_refusals() -> None:
     }
     assert terminal_bench.dataset_tasks(TB) == [
         TB / n for n in ("csv-summary", "generates-data", "needs-server", "no-solution")
+    ]
+
+
+def test_heavy_packages_are_refused_never_installed(tmp_path: Path) -> None:
+    """A task that installs or imports a machine-learning framework is refused with what names it."""
+    named = tmp_path / "named"
+    shutil.copytree(TB / "csv-summary", named)
+    docker = named / "Dockerfile"
+    docker.write_text(docker.read_text() + "RUN pip install numpy torch==2.7.1\n")
+    imported = tmp_path / "imported"
+    shutil.copytree(TB / "csv-summary", imported)
+    (imported / "tests" / "test_model.py").write_text("import os\nfrom transformers import AutoModel\n")
+    assert terminal_bench.read(named, task_id="named").refusals == [
+        "the image installs torch==2.7.1: heavy packages are never installed by an import"
+    ]
+    assert terminal_bench.read(imported, task_id="imported").refusals == [
+        "tests/test_model.py imports transformers: heavy packages are never installed by an import"
     ]
 
 

@@ -6,7 +6,9 @@ real subprocess with exactly the spec's environment, as the runner does.
 
 from __future__ import annotations
 
+import itertools
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -120,6 +122,13 @@ def trial(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Trial]:
     yield Trial(tmp_path, require(request.param))
 
 
+@pytest.fixture(params=ISOLATIONS)
+def iso(request: pytest.FixtureRequest) -> str:
+    """The name of each real isolation that works here (trials through the runner)."""
+    require(request.param)
+    return str(request.param)
+
+
 @pytest.fixture
 def bwrap_trial(tmp_path: Path) -> Trial:
     """A trial layout under bwrap only."""
@@ -129,24 +138,117 @@ def bwrap_trial(tmp_path: Path) -> Trial:
 TrialFactory = Callable[[str], Trial]
 
 
-_ATTACKS: dict[str, dict[str, int]] = {}
+@dataclass(frozen=True)
+class NetnsHost:
+    """A host in a network namespace the test made, wired to ours by a veth pair: an address on
+    this machine that is not loopback. It answers TCP (a line) and UDP (an echo)."""
+
+    address: str
+    tcp_port: int
+    udp_port: int
+
+
+_TEST_HOST_SERVER = r"""
+import socket, sys, threading
+addr = sys.argv[1]
+tcp = socket.create_server((addr, 0))
+udp = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); udp.bind((addr, 0))
+def answer():
+    while True:
+        conn, _ = tcp.accept(); conn.sendall(b"test-host\n"); conn.close()
+def echo():
+    while True:
+        data, peer = udp.recvfrom(512); udp.sendto(data, peer)
+threading.Thread(target=answer, daemon=True).start()
+threading.Thread(target=echo, daemon=True).start()
+print(tcp.getsockname()[1], udp.getsockname()[1], flush=True)
+sys.stdin.read()
+"""
+_HOSTS = itertools.count(1)
+
+
+@pytest.fixture
+def test_host() -> Iterator[NetnsHost]:
+    """A test host in a network namespace made for this test (skips visibly without root)."""
+    if os.geteuid() != 0 or shutil.which("ip") is None:
+        pytest.skip("a test host needs root and iproute2 (ip netns, veth)")
+    n = next(_HOSTS)
+    tag = f"{os.getpid() % 100000}x{n}"
+    ns, mine, theirs = f"assay-th-{tag}", f"ath{tag}a", f"ath{tag}b"
+    subnet = f"10.213.{(os.getpid() + n) % 250}"
+    setup = [
+        ["ip", "netns", "add", ns],
+        ["ip", "link", "add", mine, "type", "veth", "peer", "name", theirs],
+        ["ip", "link", "set", theirs, "netns", ns],
+        ["ip", "addr", "add", f"{subnet}.1/30", "dev", mine],
+        ["ip", "link", "set", mine, "up"],
+        ["ip", "netns", "exec", ns, "ip", "addr", "add", f"{subnet}.2/30", "dev", theirs],
+        ["ip", "netns", "exec", ns, "ip", "link", "set", theirs, "up"],
+        ["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"],
+    ]
+    server: subprocess.Popen[str] | None = None
+    try:
+        for cmd in setup:
+            done = subprocess.run(cmd, capture_output=True, text=True, check=False)
+            if done.returncode != 0:
+                pytest.skip(f"cannot make a test host ({' '.join(cmd)}): {done.stderr.strip()}")
+        server = subprocess.Popen(
+            ["ip", "netns", "exec", ns, sys.executable, "-c", _TEST_HOST_SERVER, f"{subnet}.2"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            text=True,
+        )
+        assert server.stdout is not None
+        tcp_port, udp_port = (int(x) for x in server.stdout.readline().split())
+        yield NetnsHost(f"{subnet}.2", tcp_port, udp_port)
+    finally:
+        if server is not None:
+            server.kill()
+            server.communicate()
+        subprocess.run(["ip", "link", "del", mine], capture_output=True, check=False)
+        subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
+
+
+@dataclass
+class _Tally:
+    """Hostile-agent tests of one isolation and way in."""
+
+    tried: int = 0
+    blocked: int = 0
+    skipped: int = 0
+    not_blocked: list[str] = field(default_factory=list)
+
+
+_ATTACKS: dict[str, _Tally] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Count the hostile-agent tests (test_attack_*) per isolation: tried, blocked."""
+    """Count the hostile-agent tests (test_attack_*) per isolation: tried, blocked, skipped. An
+    attack whose set-up errored counts as tried and not blocked: nothing showed it was."""
     name = report.nodeid.rsplit("::", 1)[-1]
-    if not name.startswith("test_attack_") or report.when != "call":
+    if not name.startswith("test_attack_"):
+        return
+    if report.when != "call" and not (report.when == "setup" and not report.passed):
         return
     iso = name.rsplit("[", 1)[-1].rstrip("]") if "[" in name else "?"
     iso += ", through the runner" if name.startswith("test_attack_e2e_") else ", direct"
-    counts = _ATTACKS.setdefault(iso, {"tried": 0, "blocked": 0})
-    counts["tried"] += 1
-    counts["blocked"] += int(report.passed)
+    tally = _ATTACKS.setdefault(iso, _Tally())
+    if report.skipped:
+        tally.skipped += 1
+        return
+    tally.tried += 1
+    if report.passed:
+        tally.blocked += 1
+    else:
+        tally.not_blocked.append(name.split("[", 1)[0])
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print attacks tried / blocked per isolation."""
-    for iso, counts in sorted(_ATTACKS.items()):
+    """Print attacks tried / blocked / skipped per isolation, and each one not blocked."""
+    for iso, tally in sorted(_ATTACKS.items()):
         terminalreporter.write_line(
-            f"hostile-agent suite [{iso}]: {counts['tried']} attacks tried, {counts['blocked']} blocked"
+            f"hostile-agent suite [{iso}]: {tally.tried} attacks tried, {tally.blocked} blocked"
+            + (f", {tally.skipped} skipped (could not run here)" if tally.skipped else "")
         )
+        for name in tally.not_blocked:
+            terminalreporter.write_line(f"  NOT BLOCKED: {name}")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import socket
 from pathlib import Path
 
 import pytest
@@ -26,6 +27,8 @@ def test_checks_run_confined(tmp_path: Path, name: str) -> None:
     (ws / "sub" / "marker").write_text("here")
     wrap = check_wrapper(iso, home=tmp_path / "scratch" / "home")
     assert wrap is not None
+    listener = socket.create_server(("127.0.0.1", 0))  # on the host's loopback: the check must not reach it
+    port = listener.getsockname()[1]
     checks = (
         CheckSpec(id="runs", kind="command", params={"run": "python3 app.py && touch made.txt"}),
         CheckSpec(id="subdir", kind="command", params={"run": "test -f marker", "cwd": "sub"}),
@@ -34,13 +37,16 @@ def test_checks_run_confined(tmp_path: Path, name: str) -> None:
             id="no_net",
             kind="command",
             params={
-                "run": "python3 -c \"import socket; socket.create_connection(('1.1.1.1', 80), 2)\"",
+                "run": f"python3 -c \"import socket; socket.create_connection(('127.0.0.1', {port}), 2)\"",
                 "exit": 1,
             },
         ),
         CheckSpec(id="home", kind="command", params={"run": f'test "$HOME" = "{tmp_path}/scratch/home"'}),
     )
-    outcomes = run_checks(checks, ws, CheckContext(env={"PATH": "/usr/bin:/bin"}, wrap=wrap))
+    try:
+        outcomes = run_checks(checks, ws, CheckContext(env={"PATH": "/usr/bin:/bin"}, wrap=wrap))
+    finally:
+        listener.close()
     assert {o.id: o.outcome for o in outcomes} == {k.id: "pass" for k in checks}, [
         o.message for o in outcomes
     ]

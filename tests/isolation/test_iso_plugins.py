@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from harness.sandbox.identity import hand_over, sandbox_ids
 from harness.sandbox.isolation import REGISTRY, Mount, Overlay, SandboxSpec, select
 from harness.sandbox.isolation.bwrap import BwrapIsolation
 from tests.isolation.conftest import Trial, require
@@ -31,15 +32,14 @@ def test_registry_lists_all_three_and_auto_prefers_bwrap() -> None:
 def test_bwrap_argv_carries_the_safe_flags() -> None:
     spec = SandboxSpec(argv=["true"], cwd=Path("/w"), env={"SECRET": "s3cret"}, home=Path("/h"))
     argv = BwrapIsolation().wrap(spec)
-    for flag in (
-        "--unshare-all",
-        "--unshare-user",
-        "--cap-drop",
-        "--disable-userns",
-        "--new-session",
-        "--die-with-parent",
-        "--uid",
-    ):
+    ids = sandbox_ids()
+    common = ("--unshare-pid", "--unshare-net", "--cap-drop", "--new-session", "--die-with-parent")
+    if os.geteuid() == 0:  # no user namespace: setpriv leaves root before the command runs
+        wanted = (*common, f"--reuid={ids.uid}", f"--regid={ids.gid}", "--clear-groups", "--no-new-privs")
+        assert "--unshare-user" not in argv and ids.uid != 0
+    else:
+        wanted = ("--unshare-all", "--unshare-user", "--disable-userns", "--uid")
+    for flag in wanted:
         assert flag in argv
     assert "--share-net" not in argv
     assert "s3cret" not in " ".join(argv), "environment must not travel on the command line"
@@ -156,6 +156,7 @@ def test_overlay_leaves_the_seed_untouched(trial: Trial, tmp_path: Path) -> None
     seed = tmp_path / "seed"
     (seed / "sub").mkdir(parents=True)
     (seed / "a.txt").write_text("seed")
+    hand_over(seed)  # the agent changes lower files: under a root harness they must be its uid's
     upper, work = tmp_path / "upper", tmp_path / "work"
     upper.mkdir()
     work.mkdir()
@@ -177,6 +178,7 @@ def test_socket_in_bound_folder_is_reachable_so_only_gateway_dirs_are_bound(
     sock_dir.mkdir()
     listener = socket.socket(socket.AF_UNIX)
     listener.bind(str(sock_dir / "s"))
+    (sock_dir / "s").chmod(0o666)  # as the gateway's: the sandbox's uid is not the harness's
     listener.listen(1)
     try:
         out = trial.py(
@@ -198,6 +200,7 @@ def test_overlay_changes_and_materialize(trial: Trial, tmp_path: Path) -> None:
     (seed / "b.txt").write_text("b")
     (seed / "keep" / "k.txt").write_text("k")
     (seed / "gone" / "g.txt").write_text("g")
+    hand_over(seed)
     ov = overlay.prepare(seed, tmp_path / "scratch", trial.root / "run" / "ws2")
     spec = trial.spec(
         ["/bin/sh", "-c", f"cd {ov.dest} && echo A > a.txt && rm b.txt && rm -r gone && echo n > keep/n.txt"]

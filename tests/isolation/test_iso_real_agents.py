@@ -23,7 +23,8 @@ from tests.isolation.conftest import require
 
 pytestmark = [pytest.mark.isolation, pytest.mark.agents]
 
-PROBE = "curl -s -m 2 http://example.com || echo offline > app/net.txt"
+PROBE = "curl -s -m 2 --noproxy '*' http://127.0.0.1:9/ || echo offline > app/net.txt"
+"""What the scripted agent runs: a request to a loopback port (nothing off the machine, ever)."""
 AGENTS = {
     "claude_code": (
         "/model/v1/messages",
@@ -117,7 +118,7 @@ def test_agent_trial_behind_the_gateway(
     cell = Cell(
         name="none/none/off",
         levels={"tool": "none", "knowledge": "none", "network": "off"},
-        provisions=Provisions(canaries=Canaries(must_fail=(canary,))),
+        provisions=Provisions(canaries=Canaries(must_fail=(canary,), network="off")),
     )
     agent = AgentSpec(
         id=adapter, adapter=adapter, model="scripted-model", args={"base_url": model.url, "max_retries": 0}
@@ -130,7 +131,7 @@ def test_agent_trial_behind_the_gateway(
     log_tail = (run_dir / "agent.log").read_text(errors="replace")[-3000:]
     assert record.error is None and record.exit_code == 0, log_tail
     assert record.isolation == iso and record.invalid is None
-    assert [c.ok for c in record.canaries] == [True]  # the network canary failed to connect
+    assert [c.ok for c in record.canaries] == [True, True]  # neither reached the host's loopback
     assert (run_dir / "workspace" / "app" / "hello.txt").read_text() == "hi\n"
     assert (run_dir / "workspace" / "app" / "net.txt").read_text() == "offline\n"
     log = read_log(run_dir / "gateway.jsonl")

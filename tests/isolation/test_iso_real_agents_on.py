@@ -23,7 +23,7 @@ from harness.trial import run_trial
 from tests.adapters.helpers import agent_cache, require_cli
 from tests.helpers import FIXTURE, make_job
 from tests.isolation.conftest import require
-from tests.isolation.test_iso_real_agents import AGENTS
+from tests.isolation.test_iso_real_agents import AGENTS, PROBE
 
 pytestmark = [pytest.mark.isolation, pytest.mark.agents]
 
@@ -55,11 +55,7 @@ def test_agent_trial_network_on(tmp_path: Path, web: int, adapter: str) -> None:
     require_cli(adapter)
     require("bwrap")
     probe = f"curl -s -m 5 --noproxy '' http://127.0.0.1:{web}/page > app/net.txt"
-    script = json.loads(
-        json.dumps(steps).replace(
-            json.dumps("curl -s -m 2 http://example.com || echo offline > app/net.txt")[1:-1], probe
-        )
-    )
+    script = json.loads(json.dumps(steps).replace(json.dumps(PROBE)[1:-1], probe))
     with ScriptedModelServer(Script.model_validate(script), log_path=tmp_path / "model.jsonl") as model:
         project = tmp_path / "project"
         shutil.copytree(FIXTURE, project, symlinks=True)

@@ -20,17 +20,10 @@ from compiler.contract import Canaries, Cell, Limits, Options, Provisions
 from harness.artifacts.records import RunRecord
 from harness.trial import run_trial
 from tests.helpers import command_agent, make_job
-from tests.isolation.conftest import require
 
 pytestmark = pytest.mark.isolation
 
 SECRET = "REFERENCE-SECRET-7f3a"
-
-
-@pytest.fixture(params=["bwrap", "unshare"])
-def iso(request: pytest.FixtureRequest) -> str:
-    require(request.param)
-    return str(request.param)
 
 
 @pytest.fixture(autouse=True)

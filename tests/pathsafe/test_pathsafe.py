@@ -148,9 +148,9 @@ def test_collect_moves_agent_files_and_refuses_forgeries(tmp_path: Path) -> None
     (outbox / "link.json").symlink_to("/etc/passwd")
     (outbox / "workspace").mkdir()  # an empty mount point the sandbox made: dropped silently
     refused = collect(outbox, run)
-    assert sorted(refused) == ["grade.json", "link.json", "logs/out", "steps"]
+    assert sorted(refused) == ["grade.json", "link.json", "logs/out", "steps", "trace.jsonl"]
     assert (run / "usage.jsonl").read_text() == "{}\n"
-    assert (run / "trace.jsonl").read_text() == "one\ntwo\n"
+    assert (run / "trace.jsonl").read_text() == "one\n"  # the harness's alone (harness.trial.tracing)
     assert (run / "logs" / "cli.log").read_text() == "log"
     assert (
         not (run / "grade.json").exists()
@@ -159,3 +159,29 @@ def test_collect_moves_agent_files_and_refuses_forgeries(tmp_path: Path) -> None
     )
     assert not (run / "logs" / "out").exists()
     assert os.listdir(outbox) == []
+
+
+def test_collect_never_raises_for_what_the_agent_left(tmp_path: Path) -> None:
+    from harness.sandbox.pathsafe import MAX_OUTBOX_DEPTH, collect
+
+    outbox, run = tmp_path / "outbox", tmp_path / "run"
+    outbox.mkdir()
+    run.mkdir()
+    os.mkfifo(outbox / "usage.jsonl")  # a FIFO where a file is expected: never opened
+    deep = outbox / "logs"
+    for _ in range(MAX_OUTBOX_DEPTH + 5):
+        deep = deep / "d"
+    deep.mkdir(parents=True)
+    (deep / "x.log").write_text("deep")
+    (outbox / "logs" / "top.log").write_text("top")
+    (outbox / "a-big.bin").write_bytes(b"x" * 40_000)
+    (outbox / "b-small.txt").write_text("fits")
+    os.chmod(outbox / "b-small.txt", 0o4755)
+    refused = collect(outbox, run, budget=20_000)  # blocks on disk count: 4 KiB per small file
+    assert "usage.jsonl" in refused and "a-big.bin (over the outbox limit)" in refused
+    assert any(r.startswith("logs/") and "deeper than" in r for r in refused)
+    assert (run / "logs" / "top.log").read_text() == "top" and (run / "b-small.txt").read_text() == "fits"
+    assert not (run / "usage.jsonl").exists() and not (run / "a-big.bin").exists()
+    assert os.listdir(outbox) == []
+    st = os.lstat(run / "b-small.txt")
+    assert (st.st_uid, st.st_gid) == (os.geteuid(), os.getegid())

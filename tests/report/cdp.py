@@ -16,6 +16,11 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlparse
 
+ARTIFACTS = Path(
+    os.environ.get("ASSAY_TEST_ARTIFACTS", Path(__file__).resolve().parents[2] / "build" / "test-artifacts")
+)
+"""Where browser tests leave their screenshots (`nox -s browser`)."""
+
 FLAGS = (
     "--headless",
     "--no-sandbox",

@@ -43,10 +43,12 @@ def add_run(
     control: bool | None = None,
     grade: bool = True,
     sanity: str | None = None,
+    run_fields: dict[str, Any] | None = None,
 ) -> Path:
     """One run directory with a run.json and (unless grade=False) a grade.json.
 
-    `sections` are typed Grade fields (tool_use, friction, expectations, disagreement, usage...).
+    `sections` are typed Grade fields (tool_use, friction, expectations, disagreement, usage...);
+    `run_fields` more RunRecord fields (limits_hit, protections...).
     """
     parts = [version] if version else []
     run_dir = root.joinpath(*parts, scenario, agent, *cell.split("/"), f"trial-{trial:02d}")
@@ -78,6 +80,7 @@ def add_run(
         invalid=invalid,
         error=error,
         metrics=metrics,
+        **(run_fields or {}),
     )
     write_record(run_dir / "run.json", run)
     (run_dir / "diff.patch").write_text("", encoding="utf-8")

@@ -12,7 +12,7 @@ from tests.helpers import BARE_ENV, assay
 
 pytest.importorskip("harness.grade", reason="the grader (harness.grade) is not installed")
 
-from tests.grade.project import HIDDEN, SCENARIO, compile_project
+from tests.grade.project import ADD_ONE_FILES, compile_project
 from tests.grade.project import PROJECT as BASE_PROJECT
 
 # The grader tests' small project with a second tool level, "hint", which the scripted agent reads.
@@ -37,12 +37,7 @@ FILES = {
         "kind: matrix\nid: default\ndefault: true\nagents: [scripted, oracle]\ntrials: 3\n"
         "exclude:\n  - { agent: oracle, tool: hint }\noptions: { isolation: none, infra_retries: 0 }\n"
     ),
-    "scenarios/add-one/scenario.yaml": SCENARIO.format(expected=2),
-    "scenarios/add-one/prompt.md": "Make handler add one to its argument.\n",
-    "scenarios/add-one/seed/app/main.py": "def handler(x):\n    return x\n",
-    "scenarios/add-one/reference/app/main.py": "def handler(x):\n    return x + 1\n",
-    "scenarios/add-one/negatives/drops-handler/app/main.py": "def other(x):\n    return x + 1\n",
-    "scenarios/add-one/grader/hidden_test.py": HIDDEN,
+    **ADD_ONE_FILES,
 }
 
 

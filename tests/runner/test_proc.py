@@ -93,3 +93,21 @@ def test_network_off_has_no_route(tmp_path: Path) -> None:
     done = proc.run(["sh", "-c", "cat /proc/net/dev"], cwd=tmp_path, env=ENV, network=False, capture=True)
     interfaces = [line.split(":")[0].strip() for line in done.output.decode().splitlines()[2:]]
     assert interfaces == ["lo"]
+
+
+@pytest.mark.isolation
+def test_a_sandboxed_command_may_reopen_its_own_stdin_and_stdout(tmp_path: Path) -> None:
+    """Its pipes belong to the sandbox's uid: `> /dev/stdout` and pytest's `--junitxml=/dev/fd/3` work."""
+    from harness.sandbox.isolation import SandboxSpec, select
+
+    iso = select("bwrap")
+    if iso.probe() is not None:
+        pytest.skip(f"bwrap unavailable: {iso.probe()}")
+    spec = SandboxSpec(
+        argv=["/bin/sh", "-c", "cat /dev/stdin > /dev/stdout; echo err > /dev/stderr"],
+        cwd=Path("/"),
+        env={"PATH": "/usr/bin:/bin"},
+        home=tmp_path,
+    )
+    done = proc.run(iso.wrap(spec), cwd=tmp_path, env=spec.env, stdin=b"in\n", capture=True)
+    assert done.exit_code == 0 and done.output == b"in\nerr\n", done.output

@@ -209,3 +209,23 @@ def test_instruction_files_above_an_unconfined_workspace_are_recorded(project: P
     assert str(tmp_path / "AGENTS.md") in record.extra["host_instruction_files_visible"]
     home = tmp_path / "runs" / "run" / "home"
     assert home.is_dir() and not any(home.iterdir())
+
+
+def test_network_canaries_prove_against_a_loopback_listener_of_the_harness(
+    project: Path, tmp_path: Path
+) -> None:
+    from compiler.contract import Canaries, Options
+
+    def canaries_of(network: bool, canary: str, name: str) -> tuple[tuple[str, str, bool, str], ...]:
+        cell = bin_cell(network=network, canaries=Canaries(network=canary))  # type: ignore[arg-type]
+        job = make_job(cell=cell, options=Options(isolation="none"))
+        record = run_trial(job, project=project, run_dir=tmp_path / name)
+        return tuple((c.kind, c.command, c.ok, c.detail) for c in record.canaries)
+
+    # network off: the command's own network namespace; nothing reaches the host's loopback.
+    ((kind, command, ok, detail),) = canaries_of(False, "off", "off")
+    assert (kind, command, ok) == ("network", "network: off", True), detail
+    # network on without a sandbox: the listener answers, so `on` holds and `off` fails (counted).
+    assert canaries_of(True, "on", "on")[0][2] is True
+    ((_, _, ok, detail),) = canaries_of(True, "off", "leaky")
+    assert not ok and "connection(s) from the sandbox reached the host's loopback" in detail

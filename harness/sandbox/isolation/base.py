@@ -47,6 +47,8 @@ class SandboxLimits:
     cpu_s: int | None = None
     workspace_mb: int | None = None
     """Total size of the watched writable folders (see `harness.sandbox.isolation.limits`)."""
+    outbox_mb: int | None = None
+    """Total size of the watched outbox (what one command writes into its run directory)."""
     tmp_mb: int | None = 512
     """Size of the private /tmp (a tmpfs) where the isolation supports a size."""
 
@@ -63,8 +65,6 @@ class SandboxSpec:
     mounts: tuple[Mount, ...] = ()
     network: bool = False
     limits: SandboxLimits = field(default_factory=SandboxLimits)
-    uid: int | None = None
-    """Run as this uid where the isolation supports it (None: the harness's own)."""
     overlays: tuple[Overlay, ...] = ()
     """Copy-on-write mounts (bwrap, unshare); an isolation without them refuses the spec."""
     bind_cwd: bool = False

@@ -2,13 +2,25 @@
 
 bwrap's defaults are unsafe when the harness runs as root: without a pid namespace a
 sandboxed process could signal host processes, and without dropping capabilities it
-could `nsenter` the host's namespaces. So every sandbox gets the full safe set:
-`--unshare-all --unshare-user --uid N --cap-drop ALL --disable-userns --new-session
---die-with-parent` (pid namespace included), and a fresh empty root holding only the
-toolchain view (`harness.sandbox.isolation.toolchain`) and the spec's mounts. `--die-with-parent`
-plus the pid namespace ends every descendant, double-forked ones too, when the sandbox
-ends. `/proc/sys` is re-bound read-only (see `wrap`). A folder that holds Unix sockets stays reachable under `--unshare-net`, so the
-runner must never mount one except the model gateway's.
+could `nsenter` the host's namespaces. And a user namespace that maps the sandbox to the
+host's root leaves what it writes root-owned on the host (a setuid shell it copied was a
+host root shell). So there are two modes, both with a pid, ipc, uts and (unless
+`spec.network`) network namespace, a fresh empty root holding only the toolchain view
+(`harness.sandbox.isolation.toolchain`) and the spec's mounts (bwrap binds them nosuid, nodev),
+`/proc/sys` read-only, `--new-session --die-with-parent`:
+
+- harness not root: `--unshare-user --uid <own> --cap-drop ALL --disable-userns`, the
+  harness's own (unprivileged) uid in a user namespace of its own;
+- harness root: no user namespace; bwrap sets everything up as root and the command starts
+  through `setpriv`, which becomes the sandbox's unprivileged host uid
+  (`harness.sandbox.identity`), clears groups, capabilities (bounding and inheritable sets)
+  and sets no_new_privs before it execs the command. New user namespaces are refused by a
+  seccomp filter (`harness.sandbox.isolation.seccomp`), and the spec's writable folders are
+  handed over to that uid (`chown --from=0`, symlinks never followed) when the command starts.
+
+`--die-with-parent` plus the pid namespace ends every descendant, double-forked ones too,
+when the sandbox ends. A folder that holds Unix sockets stays reachable under
+`--unshare-net`, so the runner must never mount one except the model gateway's.
 """
 
 from __future__ import annotations
@@ -16,16 +28,16 @@ from __future__ import annotations
 import functools
 import os
 import shlex
+import shutil
 import subprocess
 from pathlib import Path
 
+from harness.sandbox.identity import sandbox_ids
+from harness.sandbox.isolation import seccomp
 from harness.sandbox.isolation.base import SandboxSpec
 from harness.sandbox.isolation.toolchain import Symlink, ViewEntry, below_private_tmp, toolchain
 
-SANDBOX_UID = 1000
-"""The uid (and gid) the agent sees when the spec names none and the harness is root."""
-
-SAFE_FLAGS = (
+USER_FLAGS = (
     "--unshare-all",
     "--unshare-user",
     "--cap-drop",
@@ -34,7 +46,29 @@ SAFE_FLAGS = (
     "--new-session",
     "--die-with-parent",
 )
-"""Namespaces and privileges every bwrap sandbox drops (the safe set measured for root)."""
+"""Namespaces and privileges of a sandbox started by a harness that is not root."""
+
+ROOT_FLAGS = (
+    "--unshare-ipc",
+    "--unshare-pid",
+    "--unshare-uts",
+    "--unshare-cgroup-try",
+    "--cap-drop",
+    "ALL",
+    # Only for setpriv, the first thing that runs: it changes uid and drops all of them.
+    "--cap-add",
+    "CAP_SETUID",
+    "--cap-add",
+    "CAP_SETGID",
+    "--cap-add",
+    "CAP_SETPCAP",
+    "--new-session",
+    "--die-with-parent",
+)
+"""Namespaces and privileges of a sandbox started by a root harness (no user namespace)."""
+
+SECCOMP_FD = 9
+"""The descriptor the seccomp filter is handed to bwrap on (opened by the wrapping shell)."""
 
 
 @functools.cache
@@ -67,20 +101,64 @@ def _probe() -> str | None:
     return None
 
 
-def _uid(spec: SandboxSpec) -> int:
-    if spec.uid is not None:
-        return spec.uid
-    return SANDBOX_UID if os.geteuid() == 0 else os.geteuid()
-
-
 def _view_args(entry: ViewEntry) -> list[str]:
     if isinstance(entry, Symlink):
         return ["--symlink", entry.target, str(entry.path)]
-    return ["--ro-bind-try", str(entry.path), str(entry.target)]
+    return [*_parents(entry.target), "--ro-bind-try", str(entry.path), str(entry.target)]
+
+
+def _parents(dest: Path) -> list[str]:
+    """Create dest's missing parents world-readable: bwrap makes them 0700 (its default perms
+    for a bind), which only a root-mapped sandbox could traverse. Existing folders are left as
+    they are (bwrap's --dir never chmods)."""
+    parent = dest.parent
+    return [] if parent == Path("/") else ["--perms", "0755", "--dir", str(parent)]
+
+
+def _setpriv() -> str:
+    found = shutil.which("setpriv", path="/usr/bin:/bin:/usr/sbin:/sbin")
+    if found is None:
+        raise RuntimeError("bwrap under a root harness needs util-linux setpriv to leave root")
+    return found
+
+
+def _drop_root() -> list[str]:
+    """What the sandbox runs first under a root harness: become the sandbox uid, keep nothing."""
+    ids = sandbox_ids()
+    return [
+        _setpriv(),
+        f"--reuid={ids.uid}",
+        f"--regid={ids.gid}",
+        "--clear-groups",
+        "--inh-caps=-all",
+        "--bounding-set=-all",
+        "--no-new-privs",
+        "--",
+    ]
+
+
+def _root_steps(spec: SandboxSpec, *, own_cwd: bool) -> list[str]:
+    """Shell steps run before bwrap: hand the writable folders (and, with `own_cwd`, the caller's
+    folder "$w") over to the sandbox uid. Nothing when the sandbox runs as the harness's uid."""
+    ids = sandbox_ids()
+    own = [shlex.quote(str(m.src)) for m in spec.mounts if m.writable]
+    own += [shlex.quote(str(o.upper)) for o in spec.overlays]
+    if own_cwd:
+        own.insert(0, '"$w"')
+    if not ids.switched or not own:
+        return []
+    chown = shutil.which("chown") or "chown"
+    return [f"{chown} -hR --from=0 {ids.uid}:{ids.gid} -- {' '.join(own)}"]
+
+
+def _seccomp_redirect() -> str:
+    """The redirection that opens the seccomp filter on SECCOMP_FD for bwrap (root harness only)."""
+    filt = seccomp.filter_file() if os.geteuid() == 0 else None
+    return f" {SECCOMP_FD}<{shlex.quote(str(filt))}" if filt is not None else ""
 
 
 class BwrapIsolation:
-    """Namespaces, an empty root, the toolchain read-only, only the spec's mounts."""
+    """Namespaces, an empty root, the toolchain read-only, only the spec's mounts; never host root."""
 
     name = "bwrap"
     ends_tree = True
@@ -97,23 +175,30 @@ class BwrapIsolation:
         binary = bwrap_binary()
         if binary is None:
             raise RuntimeError("bwrap is not available: " + (_probe() or "unknown reason"))
-        uid = _uid(spec)
-        argv = [str(binary), *SAFE_FLAGS, "--uid", str(uid), "--gid", str(uid)]
-        if spec.network:
-            argv.append("--share-net")
+        root = os.geteuid() == 0
+        if root:
+            argv = [str(binary), *ROOT_FLAGS] + ([] if spec.network else ["--unshare-net"])
+            if seccomp.filter_file() is not None:
+                argv += ["--add-seccomp-fd", str(SECCOMP_FD)]
+        else:
+            uid = sandbox_ids().uid
+            argv = [str(binary), *USER_FLAGS, "--uid", str(uid), "--gid", str(os.getegid())]
+            if spec.network:
+                argv.append("--share-net")
         view = toolchain()
         for entry in (e for e in view if not below_private_tmp(e)):
             argv += _view_args(entry)
-        # bwrap leaves /proc/sys writable under a new net namespace; the sandbox's uid maps to
-        # the host's root, so without this it could set host sysctls (core_pattern: an escape).
+        # bwrap leaves /proc/sys writable under a new net namespace: read-only, whoever the uid.
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+        argv += ["--perms", "1777", "--tmpfs", "/dev/shm"]
         if spec.limits.tmp_mb is not None:
             argv += ["--size", str(spec.limits.tmp_mb * 1024 * 1024)]
-        argv += ["--tmpfs", "/tmp", "--dir", "/var/tmp"]
+        argv += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp"]
         for entry in (e for e in view if below_private_tmp(e)):
             argv += _view_args(entry)
         for overlay in spec.overlays:
             argv += [
+                *_parents(overlay.dest),
                 "--overlay-src",
                 str(overlay.lower),
                 "--overlay",
@@ -124,20 +209,27 @@ class BwrapIsolation:
         # Mounts in path order so a child mount lands on top of its parent's.
         for mount in sorted(spec.mounts, key=lambda m: len(m.dest.parts)):
             flag = "--bind" if mount.writable else "--ro-bind"
-            argv += [flag, str(mount.src), str(mount.dest)]
-        if not any(m.dest == spec.home for m in spec.mounts):
-            argv += ["--dir", str(spec.home)]  # HOME always exists, even if only in the sandbox
+            argv += [*_parents(mount.dest), flag, str(mount.src), str(mount.dest)]
+        if not any(m.dest == spec.home for m in spec.mounts):  # HOME always exists, even if only inside
+            argv += [*_parents(spec.home), "--perms", "1777" if root else "0700", "--dir", str(spec.home)]
         if spec.cwd != Path("."):  # "." = the caller's working folder, at the same path inside
             argv += ["--chdir", str(spec.cwd)]
-        if spec.cwd_map is not None:  # the caller's folder, entered where its mount shows it
-            src, dest = (shlex.quote(str(p)) for p in spec.cwd_map)
-            script = (
-                f'w=$(pwd -P) && case "$w" in {src}|{src}/*) ;; *) echo "assay: $w is outside {src}" >&2; exit 126;; esac'
-                f' && exec {shlex.join(argv)} --chdir {dest}"${{w#{src}}}" -- "$@"'
-            )
-            return ["/bin/sh", "-c", script, "assay-bwrap", *spec.argv]
-        if spec.bind_cwd:  # the folder is known only when the command starts: a shell adds the bind
-            script = f'w=$(pwd -P) && exec {shlex.join(argv)} --bind "$w" "$w" -- "$@"'
-            return ["/bin/sh", "-c", script, "assay-bwrap", *spec.argv]
-        argv += ["--", *spec.argv]
-        return argv
+        command = [*(_drop_root() if root else []), *spec.argv]
+        redirect = _seccomp_redirect()
+        if spec.bind_cwd or spec.cwd_map is not None:  # the folder is known only when the command starts
+            steps = ["w=$(pwd -P)", *_root_steps(spec, own_cwd=spec.bind_cwd)]
+            if spec.cwd_map is not None:  # the caller's folder, entered where its mount shows it
+                src, dest = (shlex.quote(str(p)) for p in spec.cwd_map)
+                steps.append(
+                    f'case "$w" in {src}|{src}/*) ;; *) echo "assay: $w is outside {src}" >&2; exit 126;; esac'
+                )
+                tail = f'--chdir {dest}"${{w#{src}}}"'
+            else:
+                tail = '--perms 0755 --dir "$(dirname "$w")" --bind "$w" "$w"'
+            steps.append(f'exec {shlex.join(argv)} {tail} -- "$@"{redirect}')
+            return ["/bin/sh", "-c", " && ".join(steps), "assay-bwrap", *command]
+        argv += ["--", *command]
+        steps = _root_steps(spec, own_cwd=False)
+        if not steps and not redirect:
+            return argv
+        return ["/bin/sh", "-c", " && ".join([*steps, f'exec "$@"{redirect}']), "assay-bwrap", *argv]

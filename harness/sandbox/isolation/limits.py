@@ -12,6 +12,10 @@ are rlimits; the total size of the writable folders is watched from outside.
 
 A hit is detectable after the fact: the cgroup's OOM-kill and pids-refusal counters,
 the signal a killed process died of, a file cut exactly at the size limit, the watcher.
+Some hits also end the command at once, because nothing useful follows them: a watched
+folder past its size (the workspace, the outbox) and a refused fork (a fork bomb saturates
+the pids limit and would otherwise spin until the timeout). The watcher polls every 0.25 s,
+or four times as long as its last walk took (a huge workspace costs the agent little CPU).
 """
 
 from __future__ import annotations
@@ -28,13 +32,14 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
+from harness.sandbox.neutralise import TreeChanged, walk_tree
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
 MIB = 1024 * 1024
 SETTLE_S = 0.002
 """How often a finished command's cgroup is looked at again: its last processes (already killed
 with the sandbox's pid namespace) leave within microseconds, and a command costs each wait."""
-LIMIT_NAMES = ("memory", "pids", "file_size", "cpu", "workspace")
+LIMIT_NAMES = ("memory", "pids", "file_size", "cpu", "workspace", "outbox")
 """Names a hit is recorded under (RunRecord.limits_hit also has timeout and output, the runner's)."""
 
 
@@ -53,12 +58,45 @@ def _cgroup_root(controller: str) -> Path | None:
     return root
 
 
+_SWEPT: set[Path] = set()
+"""The cgroup parents this process has swept (once each: orphans come from processes killed before
+this one started)."""
+
+
+def _owner_gone(name: str) -> bool:
+    """Whether the harness process a cgroup is named after (`...-p<pid>`) no longer exists."""
+    tail = name.rsplit("-p", 1)
+    if len(tail) != 2 or not tail[1].isdigit():
+        return False  # not named by a harness process: leave it
+    try:
+        os.kill(int(tail[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the cgroups a killed harness process left behind (its pid is gone). A cgroup that
+    still holds a process cannot be removed (EBUSY), so nothing running is touched."""
+    if parent in _SWEPT:
+        return
+    _SWEPT.add(parent)
+    with contextlib.suppress(OSError):
+        for child in parent.iterdir():
+            if child.is_dir() and _owner_gone(child.name):
+                with contextlib.suppress(OSError):
+                    child.rmdir()
+
+
 def _make_cgroup(
     controller: str, name: str, settings: dict[str, str], optional: dict[str, str]
 ) -> Path | None:
     root = _cgroup_root(controller)
     if root is None:
         return None
+    _sweep(root / "assay")
     path = root / "assay" / name
     try:
         path.mkdir(parents=True)
@@ -76,27 +114,26 @@ def _make_cgroup(
 
 def tree_size(paths: Sequence[Path]) -> int:
     """Bytes on disk under these folders (allocated blocks: sparse files do not count)."""
-    total = 0
-    stack = [p for p in paths if p.exists()]
-    while stack:
-        with contextlib.suppress(OSError), os.scandir(stack.pop()) as entries:
-            for entry in entries:
-                with contextlib.suppress(OSError):
-                    st = entry.stat(follow_symlinks=False)
-                    total += st.st_blocks * 512
-                    if entry.is_dir(follow_symlinks=False):
-                        stack.append(Path(entry.path))
-    return total
+    return _scan(paths)[0]
 
 
-def _files_at(paths: Sequence[Path], size: int) -> bool:
+def _scan(paths: Sequence[Path], size_mark: int | None = None) -> tuple[int, bool]:
+    """(bytes on disk under `paths`, whether a regular file is exactly `size_mark` bytes long).
+
+    Walked on directory descriptors (`walk_tree`), so a folder deeper than PATH_MAX is counted
+    too. A tree that changes mid-walk (the agent is still writing) gives what was seen so far.
+    """
+    total, marked = 0, False
     for root in paths:
-        for dirpath, _dirs, files in os.walk(root):
-            for name in files:
-                with contextlib.suppress(OSError):
-                    if os.lstat(os.path.join(dirpath, name)).st_size == size:
-                        return True
-    return False
+        if not root.is_dir():
+            continue
+        with contextlib.suppress(OSError, TreeChanged):
+            for entry in walk_tree(root):
+                total += entry.st.st_blocks * 512
+                marked = marked or (
+                    size_mark is not None and entry.st.st_size == size_mark and entry.kind == "file"
+                )
+    return total, marked
 
 
 @dataclass
@@ -107,27 +144,55 @@ class Confinement:
     limits: SandboxLimits
     cgroups: dict[str, Path]
     watch: tuple[Path, ...] = ()
+    outbox: tuple[Path, ...] = ()
     on_exceed: Callable[[], None] | None = None
     enforced: dict[str, str] = field(default_factory=dict)
     """Limit name -> how it is enforced ("cgroup", "rlimit", "watch"); absent: not enforced."""
-    _workspace_hit: bool = False
+    _hits: set[str] = field(default_factory=set)
+    """Limits the watcher saw crossed (and ended the command for)."""
     _stop: threading.Event = field(default_factory=threading.Event)
 
+    def _sizes(self) -> list[tuple[str, tuple[Path, ...], int]]:
+        sized = (
+            ("workspace", self.watch, self.limits.workspace_mb),
+            ("outbox", self.outbox, self.limits.outbox_mb),
+        )
+        return [(name, paths, mb * MIB) for name, paths, mb in sized if mb is not None and paths]
+
+    def _crossed(self) -> str | None:
+        if self._forks_refused():
+            return "pids"
+        for name, paths, limit in self._sizes():
+            if tree_size(paths) > limit:
+                return name
+        return None
+
+    def _forks_refused(self) -> bool:
+        pids = self.cgroups.get("pids")
+        if pids is None:
+            return False
+        with contextlib.suppress(OSError, ValueError):
+            events = dict(line.split() for line in (pids / "pids.events").read_text().splitlines())
+            return int(events.get("max", "0")) > 0
+        return False
+
     def _watch(self) -> None:
-        assert self.limits.workspace_mb is not None
-        limit = self.limits.workspace_mb * MIB
-        while not self._stop.wait(0.25):
-            if tree_size(self.watch) > limit:
-                self._workspace_hit = True
+        interval = 0.25
+        while not self._stop.wait(interval):
+            began = time.monotonic()
+            crossed = self._crossed()
+            if crossed is not None:
+                self._hits.add(crossed)
                 self.kill()
                 if self.on_exceed is not None:
                     self.on_exceed()
                 return
+            interval = max(0.25, 4 * (time.monotonic() - began))
 
     def start(self) -> None:
-        """Start the workspace watcher (confine does this)."""
-        if self.limits.workspace_mb is not None and self.watch:
-            threading.Thread(target=self._watch, daemon=True, name="assay-workspace-watch").start()
+        """Start the watcher (confine does this) when there is a size or a pids limit to watch."""
+        if self._sizes() or "pids" in self.cgroups:
+            threading.Thread(target=self._watch, daemon=True, name="assay-limits-watch").start()
 
     def pids(self) -> list[int]:
         """Processes still in the trial's cgroups."""
@@ -155,24 +220,19 @@ class Confinement:
                 stats = dict(line.split() for line in (mem / "memory.oom_control").read_text().splitlines())
                 if int(stats.get("oom_kill", "0")) > 0:
                     hits.add("memory")
-        pids = self.cgroups.get("pids")
-        if pids is not None:
-            with contextlib.suppress(OSError, ValueError):
-                events = dict(line.split() for line in (pids / "pids.events").read_text().splitlines())
-                if int(events.get("max", "0")) > 0:
-                    hits.add("pids")
+        if self._forks_refused():
+            hits.add("pids")
         died_of = {-returncode, returncode - 128} if returncode is not None else set()
-        cut = self.limits.file_size_mb is not None and _files_at(self.watch, self.limits.file_size_mb * MIB)
+        mark = self.limits.file_size_mb * MIB if self.limits.file_size_mb is not None else None
+        size, cut = _scan(self.watch, mark)
         if signal.SIGXFSZ in died_of or cut:
             hits.add("file_size")
         if signal.SIGXCPU in died_of:
             hits.add("cpu")
-        if self._workspace_hit or (
-            self.limits.workspace_mb is not None
-            and self.watch
-            and tree_size(self.watch) > self.limits.workspace_mb * MIB
-        ):
-            hits.add("workspace")
+        hits |= self._hits
+        for name, paths, limit in self._sizes():
+            if (size if paths == self.watch else tree_size(paths)) > limit:
+                hits.add(name)
         return tuple(name for name in LIMIT_NAMES if name in hits)
 
     def close(self) -> None:
@@ -220,6 +280,7 @@ def confine(
     *,
     label: str,
     watch: Sequence[Path] = (),
+    outbox: Sequence[Path] = (),
     on_exceed: Callable[[], None] | None = None,
 ) -> Iterator[Confinement]:
     """Wrap spec with `isolation` and apply spec.limits; always cleans up its cgroups.
@@ -229,11 +290,13 @@ def confine(
         spec: What the command may see and do.
         label: A name for the trial's cgroups (the job id).
         watch: Writable host folders whose total size spec.limits.workspace_mb caps.
-        on_exceed: Called when the watcher sees the size limit crossed (after the cgroup kill),
+        outbox: The folder(s) whose total size spec.limits.outbox_mb caps.
+        on_exceed: Called when the watcher sees a limit crossed (after the cgroup kill),
             so a caller without cgroups can end its process tree.
     """
     limits = spec.limits
-    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}"
+    # Named after this process too: a later harness removes what a killed one left (_sweep).
+    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-p{os.getpid()}"
     cgroups: dict[str, Path] = {}
     # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
     mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"
@@ -262,13 +325,42 @@ def confine(
     if "pids" in cgroups:
         enforced["pids"] = "cgroup"
     box = Confinement(
-        argv=[], limits=limits, cgroups=cgroups, watch=tuple(watch), on_exceed=on_exceed, enforced=enforced
+        argv=[],
+        limits=limits,
+        cgroups=cgroups,
+        watch=tuple(watch),
+        outbox=tuple(outbox),
+        on_exceed=on_exceed,
+        enforced=enforced,
     )
     try:
         box.argv = [*_prefix(limits, cgroups, box.enforced), *isolation.wrap(spec)]
-        if limits.workspace_mb is not None and box.watch:
-            box.enforced["workspace"] = "watch"
+        box.enforced.update({name: "watch" for name, _paths, _limit in box._sizes()})
         box.start()
         yield box
     finally:
         box.close()
+
+
+_FIELDS = {
+    "cpus": ("cpus", " CPUs"),
+    "memory": ("memory_mb", " MB"),
+    "pids": ("pids", ""),
+    "file_size": ("file_size_mb", " MB"),
+    "cpu": ("cpu_s", " s"),
+    "workspace": ("workspace_mb", " MB"),
+    "outbox": ("outbox_mb", " MB"),
+}
+"""Limit name -> (SandboxLimits field, unit as run.json shows it)."""
+
+
+def applied(limits: SandboxLimits, enforced: dict[str, str]) -> dict[str, str]:
+    """Each limit as run.json states it: "4096 MB (cgroup)", "off", or "1024 (not enforced here)"."""
+    out: dict[str, str] = {}
+    for name, (field_name, unit) in _FIELDS.items():
+        value = getattr(limits, field_name)
+        if value is None:
+            out[name] = "off"
+        else:
+            out[name] = f"{value}{unit} ({enforced.get(name, 'not enforced here')})"
+    return out

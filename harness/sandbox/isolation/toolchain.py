@@ -15,6 +15,8 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
+from harness.sandbox.identity import passwd_lines, sandbox_ids
+
 TOP_LEVEL = ("usr", "bin", "sbin", "lib", "lib32", "lib64", "libx32")
 """Top-level folders of the toolchain, bound read-only (or recreated as symlinks)."""
 
@@ -119,6 +121,13 @@ def etc_snapshot() -> Path:
             copy_tree(src, dest)
         elif src.is_file():
             shutil.copyfile(src, dest)
+    passwd, group = folder / "passwd", folder / "group"
+    if passwd.is_file() and group.is_file():  # a name for the sandbox's uid, where the host has none
+        text = passwd_lines(
+            sandbox_ids(), passwd.read_text(errors="replace"), group.read_text(errors="replace")
+        )
+        passwd.write_text(text[0])
+        group.write_text(text[1])
     folder.chmod(0o755)
     return folder
 

@@ -1,0 +1,356 @@
+"""The results index: one SQLite row per run of a tree, so a reader never walks 100,000 run folders.
+
+`<tree>/.assay-index.sqlite` (WAL) holds, per run directory, every scalar field of its run.json and
+grade.json as a column, both records verbatim, the scenario's family and split, the files at the
+run's top, and what it takes to tell the row is current: the run folder's mtime and each record's
+size, mtime and hash (what a row holds and how it is read: `harness.artifacts.index_rows`).
+
+Writers: the grader after each grade.json (`record`, into every index above the run), the Dask
+client after installing a run, and `sync`. Readers call `sync` first, which never trusts the file
+blindly: a missing, corrupt or differently laid out index is rebuilt from the run directories; else
+every folder of the tree that is not a run is listed (new and removed runs) and every run folder is
+stat'ed — an atomic write of run.json or grade.json (write, then rename) changes that folder's mtime
+— and each run whose folder changed is read again. A regrade through the grader rewrites its row.
+Concurrent writers (two grading workers, a report) are serialised by SQLite's lock (busy timeout).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from harness.artifacts.index_rows import (
+    JSON_COLUMNS,
+    TABLES,
+    Row,
+    Scenarios,
+    read_row,
+)
+from harness.artifacts.names import INDEX_FILE, RUN_DIR_FOLDERS, RUN_FILE
+from harness.artifacts.store import FutureSchemaError
+
+INDEX_SCHEMA = 1
+BUSY_TIMEOUT_S = 60.0
+BATCH = 5000
+"""Rows written per transaction while syncing."""
+LAYOUT = hashlib.sha256(json.dumps([INDEX_SCHEMA, TABLES, sorted(JSON_COLUMNS)]).encode()).hexdigest()[:16]
+"""Changes whenever a record gains a field: an index of another layout is rebuilt, not misread."""
+
+
+def _q(name: str) -> str:
+    return '"' + name.replace('"', '""') + '"'
+
+
+def _insert(table: str) -> str:
+    cols = TABLES[table]
+    return f"INSERT OR REPLACE INTO {table} ({', '.join(_q(c) for c in cols)}) VALUES ({', '.join('?' for _ in cols)})"
+
+
+def _write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
+    con.execute("BEGIN IMMEDIATE")
+    for table in (*TABLES, "facts"):
+        con.executemany(f"DELETE FROM {table} WHERE dir = ?", [(d,) for d in gone])
+    for table in TABLES:
+        con.executemany(_insert(table), [getattr(r, table) for r in rows])
+    con.executemany("DELETE FROM facts WHERE dir = ?", [(r.dir,) for r in rows])
+    con.execute("COMMIT")
+
+
+@dataclass(frozen=True)
+class SyncStats:
+    """What one `sync` found and did."""
+
+    runs: int
+    read: int
+    """Run folders read (new, changed, or all of them on a rebuild)."""
+    removed: int
+    rebuilt: str | None
+    """Why the whole index was rebuilt, or None."""
+    seconds: float
+
+
+def _connect(path: Path | str) -> sqlite3.Connection:
+    con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+    con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
+    if str(path) != ":memory:":
+        con.execute("PRAGMA journal_mode=WAL")
+        con.execute("PRAGMA synchronous=NORMAL")
+    return con
+
+
+def _create(con: sqlite3.Connection) -> None:
+    con.execute("BEGIN IMMEDIATE")
+    for table in (*TABLES, "facts", "meta"):
+        con.execute(f"DROP TABLE IF EXISTS {table}")
+    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
+    for table, cols in TABLES.items():
+        # The small tables are stored in path order (no rowid): a sync reads `tree` front to back.
+        clustered = " WITHOUT ROWID" if table == "tree" else ""
+        con.execute(
+            f"CREATE TABLE {table} (dir TEXT PRIMARY KEY, {', '.join(_q(c) for c in cols[1:])}){clustered}"
+        )
+    con.execute("CREATE TABLE facts (dir TEXT PRIMARY KEY, facts BLOB NOT NULL) WITHOUT ROWID")
+    con.execute("INSERT INTO meta VALUES ('layout', ?), ('created', ?)", (LAYOUT, repr(time.time())))
+    con.execute("COMMIT")
+
+
+def _layout(con: sqlite3.Connection) -> str | None:
+    try:
+        found = con.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
+    except sqlite3.DatabaseError:
+        return None
+    return str(found[0]) if found else None
+
+
+def locate(root: Path) -> tuple[Path, str]:
+    """The index serving root: root's own, else the nearest above it; (index file, root's prefix in it).
+
+    Without one anywhere above, root's own (to be created); the prefix is '' or `a/b/`.
+    """
+    root = root.resolve()
+    for folder in (root, *root.parents):
+        candidate = folder / INDEX_FILE
+        if candidate.is_file():
+            rel = root.relative_to(folder).as_posix()
+            return candidate, "" if rel == "." else rel + "/"
+    return root / INDEX_FILE, ""
+
+
+class Index:
+    """An open index and the part of the tree it is read for (`prefix`)."""
+
+    def __init__(self, path: Path | str, root: Path, prefix: str) -> None:
+        self.path = path
+        self.root = root
+        self.prefix = prefix
+        self.con = _connect(path)
+
+    def close(self) -> None:
+        self.con.close()
+
+    def __enter__(self) -> Index:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def _where(self) -> tuple[str, tuple[str, ...]]:
+        if not self.prefix:
+            return "", ()
+        # dir >= prefix and dir < prefix + U+10FFFF: the rows under the prefix, by the primary key.
+        return " WHERE dir >= ? AND dir < ?", (self.prefix, self.prefix + "\U0010ffff")
+
+    def known(self) -> dict[str, int]:
+        """dir (relative to root) -> the run folder's mtime when its row was written."""
+        where, params = self._where()
+        cut = len(self.prefix)
+        return {d[cut:]: m for d, m in self.con.execute(f"SELECT dir, dir_mtime_ns FROM tree{where}", params)}
+
+    def rows(self, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
+        """A table's rows under root in path order, `dir` (always the first column) relative to root."""
+        where, params = self._where()
+        cut = len(self.prefix)
+        cur = self.con.execute(
+            f"SELECT {', '.join(_q(c) for c in ('dir', *columns))} FROM {table}{where} ORDER BY dir", params
+        )
+        for row in cur:
+            yield (row[0][cut:], *row[1:]) if cut else row
+
+    def put_facts(self, facts: list[tuple[str, bytes]]) -> None:
+        """Cache a reader's derived form of runs (dir relative to root, blob); dropped when a run changes."""
+        if not facts:
+            return
+        self.con.execute("BEGIN IMMEDIATE")
+        self.con.executemany(
+            "INSERT OR REPLACE INTO facts VALUES (?, ?)", [(self.prefix + d, blob) for d, blob in facts]
+        )
+        self.con.execute("COMMIT")
+
+    def drop_facts(self) -> None:
+        """Forget every cached fact (their reader's form changed)."""
+        self.con.execute("DELETE FROM facts")
+
+    def meta(self, key: str) -> str | None:
+        found = self.con.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return str(found[0]) if found else None
+
+    def set_meta(self, key: str, value: str) -> None:
+        self.con.execute("INSERT OR REPLACE INTO meta VALUES (?, ?)", (key, value))
+
+    def sync(self) -> SyncStats:
+        """Bring the rows under root in line with the run folders (see the module docstring)."""
+        t0 = time.perf_counter()
+        rebuilt = None
+        layout = _layout(self.con)
+        if layout != LAYOUT:
+            rebuilt = "no index" if layout is None else "the index was written by another assay"
+            _create(self.con)
+        known = {} if rebuilt else self.known()
+        seen: set[str] = set()
+        changed: list[tuple[str, str]] = []
+        for rel, mtime_ns in _scan(str(self.root), known):
+            seen.add(rel)
+            if known.get(rel) != mtime_ns:
+                changed.append((rel, os.path.join(str(self.root), rel) if rel else str(self.root)))
+        gone = [d for d in known if d not in seen]
+        scenarios = Scenarios()
+        rows: list[Row] = []
+        written = 0
+        demoted = 0
+        for rel, path in changed:
+            try:
+                row = read_row(path, self.prefix + rel, scenarios)
+            except FileNotFoundError:
+                row = None  # removed while we looked
+            if row is None:
+                gone.append(rel)
+                demoted += 1
+            else:
+                rows.append(row)
+            if len(rows) >= BATCH:  # memory stays flat while a big tree is indexed
+                _write(self.con, rows, [])
+                written += len(rows)
+                rows = []
+        if rows or gone:
+            _write(self.con, rows, [self.prefix + d for d in gone])
+        written += len(rows)
+        if demoted:  # a run folder that holds no run any more: the runs below it are found now
+            more = self.sync()
+            return SyncStats(
+                more.runs,
+                len(changed) + more.read,
+                len(gone) + more.removed,
+                rebuilt,
+                time.perf_counter() - t0,
+            )
+        return SyncStats(
+            runs=len(seen) - (len(changed) - written),
+            read=len(changed),
+            removed=len(gone),
+            rebuilt=rebuilt,
+            seconds=time.perf_counter() - t0,
+        )
+
+
+def _scan(root: str, known: dict[str, int]) -> Iterator[tuple[str, int]]:
+    """(run folder relative to root, its mtime_ns) for every run under root.
+
+    A folder the index knows as a run is stat'ed, not listed; any other folder is listed: it holds a
+    run.json (a new run), or its subfolders are searched. A run's own artifact folders and hidden
+    folders are never entered, as in `harness.artifacts.run_tree.find_runs`.
+    """
+    if "" in known or os.path.isfile(os.path.join(root, RUN_FILE)):
+        yield "", os.stat(root).st_mtime_ns
+        return
+    stack = [""]
+    while stack:
+        rel = stack.pop()
+        folder = os.path.join(root, rel) if rel else root
+        try:
+            with os.scandir(folder) as entries:
+                subdirs = [
+                    e
+                    for e in entries
+                    if e.is_dir(follow_symlinks=False)
+                    and not e.name.startswith(".")
+                    and e.name not in RUN_DIR_FOLDERS
+                ]
+        except OSError:
+            continue  # vanished or unreadable mid-walk
+        for entry in subdirs:
+            child = f"{rel}/{entry.name}" if rel else entry.name
+            if child in known or os.path.isfile(os.path.join(entry.path, RUN_FILE)):
+                try:
+                    yield child, entry.stat(follow_symlinks=False).st_mtime_ns
+                except OSError:
+                    continue
+            else:
+                stack.append(child)
+
+
+def open_index(root: Path, *, sync: bool = True) -> tuple[Index, SyncStats | None]:
+    """The index serving root, created (or rebuilt) as needed, synced with the tree unless told not to.
+
+    A tree the index cannot be written in (read-only) gets an index in memory for this reader only.
+    """
+    root = root.resolve()
+    if (root / RUN_FILE).is_file():  # one run: read it alone, in memory (an index above keys it differently)
+        index = Index(":memory:", root, "")
+        return index, index.sync() if sync else None
+    path, prefix = locate(root)
+    try:
+        index = Index(path, root, prefix)
+        if _layout(index.con) is None and path.exists() and path.stat().st_size:
+            index.close()
+            _discard(path)  # not an index this assay can read: rebuilt from the run folders
+            index = Index(path, root, prefix)
+        stats = index.sync() if sync else None
+    except sqlite3.OperationalError:
+        index = Index(":memory:", root, "")
+        stats = index.sync() if sync else None
+    except sqlite3.DatabaseError:
+        _discard(path)
+        index = Index(path, root, prefix)
+        stats = index.sync() if sync else None
+    return index, stats
+
+
+def _discard(path: Path) -> None:
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(path) + suffix).unlink(missing_ok=True)
+
+
+def record(run_dir: Path) -> int:
+    """Write run_dir's row into every index above it (after its grade.json changed); how many.
+
+    An index that cannot be written now is left to its next reader's sync, which sees the change.
+    """
+    run_dir = run_dir.resolve()
+    written = 0
+    row: Row | None = None
+    for folder in run_dir.parents:
+        path = folder / INDEX_FILE
+        if not path.is_file():
+            continue
+        rel = run_dir.relative_to(folder).as_posix()
+        try:
+            row = read_row(str(run_dir), rel)
+        except (OSError, FutureSchemaError):
+            return written
+        if row is None:
+            return written
+        try:
+            con = _connect(path)
+            try:
+                if _layout(con) == LAYOUT:
+                    _write(con, [row], [])
+                    written += 1
+            finally:
+                con.close()
+        except sqlite3.Error:
+            continue
+    return written
+
+
+def ensure(root: Path) -> None:
+    """Create an (empty) index at root when no index serves it, so graders write into it from the start."""
+    path, _prefix = locate(root)
+    if path.exists():
+        return
+    root.mkdir(parents=True, exist_ok=True)
+    try:
+        con = _connect(path)
+        try:
+            if _layout(con) is None:
+                _create(con)
+        finally:
+            con.close()
+    except sqlite3.Error:
+        return  # the first reader builds it

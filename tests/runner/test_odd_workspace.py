@@ -1,0 +1,45 @@
+"""Denominator integrity: nothing an agent leaves in its workspace takes the run out of the rates.
+
+A FIFO, a socket, a 4,000-byte path, names with a newline, an escape sequence or bytes that are
+not UTF-8, a tree 3,000 folders deep, 5,000 new files: each run is captured (diff.patch that
+`git apply` accepts on the seed, what it could not carry listed in run.json) and graded; a check
+that needs what the agent broke fails with a reason.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests.runner.odd_trees import ODD, remove_run, run_odd
+
+
+@pytest.fixture(autouse=True)
+def _clean(tmp_path: Path) -> Iterator[None]:
+    yield
+    remove_run(tmp_path)
+
+
+@pytest.mark.parametrize("case", sorted(ODD))
+def test_an_odd_workspace_is_graded_and_its_patch_applies(project: Path, tmp_path: Path, case: str) -> None:
+    record, checks = run_odd(project, tmp_path, case, "none")
+    omitted = {o.path: o.why for o in record.diff_omitted}
+    if case == "fifo-entry":
+        assert checks == {"compiles": "fail", "has-entry": "fail"}
+        assert omitted["app/main.py"].startswith("fifo: a patch carries no such file; the patch deletes")
+    else:
+        assert checks == {"compiles": "pass", "has-entry": "pass"}
+    if case == "fifo":
+        assert omitted == {"app/pipe": "fifo: a patch carries no such file"}
+    if case == "socket":
+        assert omitted == {"app/sock": "socket: a patch carries no such file"}
+    if case in ("long-name", "newline-name", "many-files"):
+        assert omitted == {}
+        assert record.unsafe_edits == ()
+    if case == "newline-name":
+        patch = (tmp_path / "run" / "diff.patch").read_bytes()
+        assert b'+++ "b/app/new\\nline.py"' in patch and b'"b/app/non\\377utf8.py"' in patch
+    if case == "deep-tree":
+        assert list(omitted.values()) == ["path longer than 4000 bytes"]
