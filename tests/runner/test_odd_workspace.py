@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.runner.odd_trees import ODD, remove_run, run_odd
+from tests.runner.odd_trees import ODD, RUN, remove_run, run_odd
 
 
 @pytest.fixture(autouse=True)
@@ -39,7 +39,7 @@ def test_an_odd_workspace_is_graded_and_its_patch_applies(project: Path, tmp_pat
         assert omitted == {}
         assert record.unsafe_edits == ()
     if case == "newline-name":
-        patch = (tmp_path / "run" / "diff.patch").read_bytes()
+        patch = (tmp_path / RUN / "diff.patch").read_bytes()
         assert b'+++ "b/app/new\\nline.py"' in patch and b'"b/app/non\\377utf8.py"' in patch
     if case == "deep-tree":
         assert list(omitted.values()) == ["path longer than 4000 bytes"]
