@@ -482,6 +482,13 @@ def perf_validate(session: nox.Session) -> None:
     session.run(py, "benchmarks/bench_validate.py", *session.posargs)
 
 
+@nox.session(name="perf-capture")
+def perf_capture(session: nox.Session) -> None:
+    """Capture benchmark: diff.patch and unsafe edits of 60,000 new files (goal <= 5 s); wall and CPU."""
+    py = _install(session)
+    session.run(py, "benchmarks/bench_capture.py", *session.posargs)
+
+
 @nox.session(name="perf-isolation")
 def perf_isolation(session: nox.Session) -> None:
     """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""

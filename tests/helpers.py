@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import signal
 import subprocess
 from collections.abc import Iterator, Mapping
 from pathlib import Path
@@ -157,3 +158,13 @@ def make_job(
         limits=limits or Limits(timeout_s=60),
         options=options or Options(isolation="none", infra_retries=2),
     )
+
+
+def sigint_default() -> None:
+    """A child's `preexec_fn`: Ctrl-C (SIGINT) back to its default action.
+
+    A process started in the background by a non-interactive shell (CI, `nohup`, `&`) inherits
+    SIGINT ignored, and Python then never raises KeyboardInterrupt: a test that presses Ctrl-C
+    on a runner must give it the terminal's disposition.
+    """
+    signal.signal(signal.SIGINT, signal.SIG_DFL)

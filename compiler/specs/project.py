@@ -117,8 +117,8 @@ class JudgeDoc(SpecModel):
         description="Wire protocol: Anthropic Messages or OpenAI-compatible Chat Completions."
     )
     model: str = Field(description="Model id sent to the provider.")
-    base_url: str | None = Field(
-        default=None, description="Endpoint base URL; default: the provider's public API."
+    base_url: str = Field(
+        description="Endpoint base URL of the provider (required: assay names no address off this machine)."
     )
     api_key_env: str | None = Field(
         default=None,

@@ -121,9 +121,15 @@ class Snapshots(Section):
 
 
 class Usage(Section):
-    """Model usage from usage.jsonl; all None when the adapter reported none."""
+    """Model usage: the gateway's account where one carried the model, else the adapter's usage.jsonl."""
 
-    present: bool = Field(default=False, description="usage.jsonl had rows.")
+    present: bool = Field(default=False, description="The account had turns.")
+    source: Literal["gateway", "adapter"] | None = Field(
+        default=None, description="Whose account the figures are: the gateway's or the adapter's (advisory)."
+    )
+    adapter_differs: tuple[str, ...] = Field(
+        default=(), description="Where a gateway ran: totals on which the adapter's report differs from it."
+    )
     turns: int | None = None
     input: int | None = None
     output: int | None = None
@@ -144,7 +150,7 @@ class Usage(Section):
         default=None, description="Version of the price table used, or why no cost."
     )
     model: str | None = Field(default=None, description="Model the cost was priced as.")
-    malformed_rows: int = 0
+    malformed_rows: int = Field(default=0, description="usage.jsonl rows that were not valid (never summed).")
 
 
 class ContextLoad(Section):

@@ -37,8 +37,10 @@ AGENT_INFO = "agent.json"
 SETUP_LOG = "setup.log"
 GATEWAY_LOG = "gateway.jsonl"
 
-# Written by the agent's side (adapter, tracing shim): untrusted input.
 TRACE_FILE = "trace.jsonl"
+"""Tool use, written by the harness from the collector's rows (harness.trial.tracing), never by the agent."""
+
+# Written by the agent's side (adapter): untrusted input.
 USAGE_FILE = "usage.jsonl"
 TRANSCRIPT_FILE = "transcript.jsonl"
 CONTEXT_FILE = "context.json"
@@ -81,6 +83,7 @@ RESERVED = frozenset(
         AGENT_LOG,
         SETUP_LOG,
         GATEWAY_LOG,
+        TRACE_FILE,
         STEPS_DIR,
         RETRIES_DIR,
         SNAPSHOTS_DIR,

@@ -9,11 +9,19 @@ evidence.
 from __future__ import annotations
 
 import json
+import math
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from harness.artifacts.names import EVENTS_FILE, SNAPSHOT_INDEX
+
+MAX_TOKENS = 10**9
+"""The most tokens one usage row may count in any field; a larger figure is malformed, not a cost."""
+
+
+def _no_constant(name: str) -> Any:
+    raise ValueError(f"{name} is not a number")  # NaN and Infinity: JSON has neither
 
 
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -28,8 +36,8 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line)
-        except json.JSONDecodeError:
+            value = json.loads(line, parse_constant=_no_constant)
+        except ValueError:  # JSONDecodeError included
             bad += 1
             continue
         if isinstance(value, dict):
@@ -44,9 +52,39 @@ def _num(row: dict[str, Any], *keys: str) -> float | None:
         value = row.get(key)
         if isinstance(value, bool):
             continue
-        if isinstance(value, int | float):
+        if isinstance(value, int | float) and math.isfinite(value):
             return float(value)
     return None
+
+
+class Malformed(ValueError):
+    """A row field that is present but not what the contract says."""
+
+
+def count(value: Any, *, limit: int = MAX_TOKENS) -> int | None:
+    """A count field: None when absent, else a non-negative integer up to `limit`.
+
+    An integral float (`12.0`) is accepted; a bool, a fraction, a negative or larger figure
+    raises `Malformed`: a forged row must never reach a sum.
+    """
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        raise Malformed(f"{value!r} is not a number")
+    if isinstance(value, float) and not value.is_integer():
+        raise Malformed(f"{value!r} is not a whole number")
+    if not 0 <= value <= limit:
+        raise Malformed(f"{value!r} is outside 0..{limit}")
+    return int(value)
+
+
+def _time(row: dict[str, Any]) -> float:
+    value = row.get("t")
+    if value is None:
+        return 0.0
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value < 1e11:
+        raise Malformed(f"t={value!r} is not an epoch time")
+    return float(value)
 
 
 @dataclass(frozen=True)
@@ -98,6 +136,30 @@ class Trace:
     present: bool = False
 
 
+MAX_BYTES = 1 << 50
+"""The most output bytes one traced invocation may report."""
+
+
+def _invocation(row: dict[str, Any], argv: list[Any], t: float, *, index: int) -> Invocation:
+    argv_t = tuple(str(a) for a in argv)
+    exit_code = row.get("exit", row.get("exit_code"))
+    if exit_code is not None and (isinstance(exit_code, bool) or not isinstance(exit_code, int)):
+        raise Malformed(f"exit={exit_code!r} is not an exit status")
+    command = str(row.get("tool") or row.get("command") or Path(argv_t[0]).name)
+    return Invocation(
+        index=index,
+        t=t,
+        command=command,
+        argv=(command, *argv_t[1:]),
+        exit=exit_code,
+        duration=_num(row, "duration", "duration_s") or 0.0,
+        out_bytes=count(row.get("output_bytes", row.get("out_bytes")), limit=MAX_BYTES) or 0,
+        err_bytes=count(row.get("err_bytes", row.get("stderr_bytes")), limit=MAX_BYTES) or 0,
+        stderr=str(row.get("stderr") or row.get("error") or ""),
+        session=None if row.get("session") is None else str(row.get("session")),
+    )
+
+
 def read_trace(path: Path) -> Trace:
     """Read trace.jsonl; an absent file is an empty trace (the agent ran nothing traced)."""
     rows, bad = read_jsonl(path)
@@ -112,23 +174,10 @@ def read_trace(path: Path) -> Trace:
         if not isinstance(argv, list) or not argv:
             bad += 1
             continue
-        argv_t = tuple(str(a) for a in argv)
-        exit_code = _num(row, "exit", "exit_code")
-        command = str(row.get("tool") or row.get("command") or Path(argv_t[0]).name)
-        calls.append(
-            Invocation(
-                index=len(calls),
-                t=t,
-                command=command,
-                argv=(command, *argv_t[1:]),
-                exit=None if exit_code is None else int(exit_code),
-                duration=_num(row, "duration", "duration_s") or 0.0,
-                out_bytes=int(_num(row, "output_bytes", "out_bytes") or 0),
-                err_bytes=int(_num(row, "err_bytes", "stderr_bytes") or 0),
-                stderr=str(row.get("stderr") or row.get("error") or ""),
-                session=None if row.get("session") is None else str(row.get("session")),
-            )
-        )
+        try:
+            calls.append(_invocation(row, argv, t, index=len(calls)))
+        except Malformed:
+            bad += 1
     calls.sort(key=lambda c: (c.t, c.index))
     calls = [Invocation(**{**c.__dict__, "index": i}) for i, c in enumerate(calls)]
     serve.sort(key=lambda s: s.t)
@@ -170,6 +219,10 @@ def read_snapshots(snap_dir: Path) -> tuple[Snapshot, ...]:
     return tuple(Snapshot(i, t, s.path, s.file) for i, (t, _, s) in enumerate(found))
 
 
+TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
+"""Token fields of a usage row (seed 000), each a count."""
+
+
 @dataclass(frozen=True)
 class Turn:
     """One model turn of usage.jsonl (seed 000's row)."""
@@ -186,27 +239,28 @@ class Turn:
     """The model the row says answered (UsageRow.model); priced only when the run names none."""
 
 
+def usage_turn(row: dict[str, Any]) -> Turn:
+    """One usage row as a `Turn`; raises `Malformed` for a field outside the contract."""
+    counts = {key: count(row.get(key)) for key in TOKEN_KINDS}
+    model = row.get("model")
+    return Turn(
+        t=_time(row),
+        **{key: value or 0 for key, value in counts.items()},
+        context=count(row.get("context")),
+        context_limit=count(row.get("context_limit")),
+        model=model if isinstance(model, str) and 0 < len(model) <= 200 else None,
+    )
+
+
 def read_usage(path: Path) -> tuple[tuple[Turn, ...], int]:
-    """Turns of usage.jsonl and the count of unreadable rows."""
+    """Turns of usage.jsonl and the count of unreadable rows (a row with any bad figure is one)."""
     rows, bad = read_jsonl(path)
     turns = []
     for row in rows:
-        ctx = _num(row, "context")
-        limit = _num(row, "context_limit")
-        model = row.get("model")
-        turns.append(
-            Turn(
-                t=_num(row, "t") or 0.0,
-                input=int(_num(row, "input") or 0),
-                output=int(_num(row, "output") or 0),
-                cache_read=int(_num(row, "cache_read") or 0),
-                cache_write=int(_num(row, "cache_write") or 0),
-                reasoning=int(_num(row, "reasoning") or 0),
-                context=None if ctx is None else int(ctx),
-                context_limit=None if limit is None else int(limit),
-                model=model if isinstance(model, str) and model else None,
-            )
-        )
+        try:
+            turns.append(usage_turn(row))
+        except Malformed:
+            bad += 1
     return tuple(sorted(turns, key=lambda u: u.t)), bad
 
 

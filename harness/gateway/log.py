@@ -6,9 +6,10 @@ import json
 import threading
 from pathlib import Path
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from harness.artifacts.names import GATEWAY_LOG
+from harness.artifacts.readers import Turn
 from harness.gateway.usage import Usage
 
 GATEWAY_SCHEMA = 1
@@ -64,14 +65,43 @@ class LogWriter:
 
 
 def read_log(path: Path) -> list[GatewayRecord]:
-    """Every record of a gateway log (empty when it does not exist)."""
+    """Every record of a gateway log (empty when it does not exist; a torn last line is skipped)."""
     if not path.exists():
         return []
-    return [
-        GatewayRecord.model_validate_json(line)
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip()
-    ]
+    records = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        if line.strip():
+            try:
+                records.append(GatewayRecord.model_validate_json(line))
+            except ValidationError:
+                continue  # only the harness writes this log: a killed run's half line, never a forgery
+    return records
+
+
+def gateway_turns(path: Path) -> list[Turn]:
+    """One `Turn` per forwarded request that carried usage: the account of record where a gateway ran.
+
+    A turn's context is its whole prompt: uncached input plus cache reads and writes.
+    """
+    turns = []
+    for record in read_log(path):
+        usage = record.usage
+        if record.allowed and usage is not None:
+            prompt = usage.input_tokens + usage.cache_read_tokens + usage.cache_write_tokens
+            turns.append(
+                Turn(
+                    t=record.t,
+                    input=usage.input_tokens,
+                    output=usage.output_tokens,
+                    cache_read=usage.cache_read_tokens,
+                    cache_write=usage.cache_write_tokens,
+                    reasoning=usage.reasoning_tokens,
+                    context=prompt,
+                    context_limit=None,
+                    model=record.model,
+                )
+            )
+    return turns
 
 
 def usage_totals(path: Path) -> dict[str, int]:
@@ -79,30 +109,11 @@ def usage_totals(path: Path) -> dict[str, int]:
 
     The independent account to set against the adapter's usage.jsonl.
     """
-    totals = {
-        "turns": 0,
-        "input_tokens": 0,
-        "output_tokens": 0,
-        "cache_read_tokens": 0,
-        "cache_write_tokens": 0,
-        "reasoning_tokens": 0,
-        "refused": 0,
-    }
-    for record in read_log(path):
-        if not record.allowed:
-            totals["refused"] += 1
-            continue
-        if record.usage is None:
-            continue
-        totals["turns"] += 1
-        for key in (
-            "input_tokens",
-            "output_tokens",
-            "cache_read_tokens",
-            "cache_write_tokens",
-            "reasoning_tokens",
-        ):
-            totals[key] += getattr(record.usage, key)
+    turns = gateway_turns(path)
+    totals = {"turns": len(turns)}
+    for kind in ("input", "output", "cache_read", "cache_write", "reasoning"):
+        totals[f"{kind}_tokens"] = sum(getattr(t, kind) for t in turns)
+    totals["refused"] = sum(1 for record in read_log(path) if not record.allowed)
     return totals
 
 

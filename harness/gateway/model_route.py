@@ -54,6 +54,11 @@ class TrialGateway:
         return self.gateway.wrap_argv(argv, port=self.port)
 
     @property
+    def usage_log(self) -> Path | None:
+        """gateway.jsonl when the model goes through this gateway: the trial's account of record."""
+        return self.gateway.log_path if ROUTE in self.gateway.routes else None
+
+    @property
     def carries_network(self) -> bool:
         """`network: on`: the sandbox keeps its own network namespace and gets out only through here."""
         return self.gateway.open_network

@@ -15,6 +15,8 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from harness.artifacts.readers import MAX_TOKENS
+
 
 class Usage(BaseModel):
     """One response's usage, normalised; `raw` is what the provider sent."""
@@ -36,7 +38,9 @@ class Usage(BaseModel):
 
 
 def _int(value: Any) -> int:
-    return value if isinstance(value, int) and not isinstance(value, bool) else 0
+    """A count the provider sent; anything but a sane non-negative integer counts as none."""
+    ok = isinstance(value, int) and not isinstance(value, bool) and 0 <= value <= MAX_TOKENS
+    return value if ok else 0
 
 
 def normalise(raw: dict[str, Any]) -> Usage:
@@ -44,7 +48,7 @@ def normalise(raw: dict[str, Any]) -> Usage:
     if "prompt_tokens" in raw or "completion_tokens" in raw:  # Chat Completions
         cached = _int((raw.get("prompt_tokens_details") or {}).get("cached_tokens"))
         return Usage(
-            input_tokens=_int(raw.get("prompt_tokens")) - cached,
+            input_tokens=max(0, _int(raw.get("prompt_tokens")) - cached),
             output_tokens=_int(raw.get("completion_tokens")),
             cache_read_tokens=cached,
             reasoning_tokens=_int((raw.get("completion_tokens_details") or {}).get("reasoning_tokens")),
@@ -53,7 +57,7 @@ def normalise(raw: dict[str, Any]) -> Usage:
     if "input_tokens_details" in raw or "output_tokens_details" in raw:  # Responses
         cached = _int((raw.get("input_tokens_details") or {}).get("cached_tokens"))
         return Usage(
-            input_tokens=_int(raw.get("input_tokens")) - cached,
+            input_tokens=max(0, _int(raw.get("input_tokens")) - cached),
             output_tokens=_int(raw.get("output_tokens")),
             cache_read_tokens=cached,
             reasoning_tokens=_int((raw.get("output_tokens_details") or {}).get("reasoning_tokens")),

@@ -34,11 +34,13 @@ from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
-from harness.sandbox import isolation, pathsafe
+from harness.sandbox import fdtree, isolation, neutralise, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
 from harness.sandbox.scenario import View, checks_view, needs_view
 from harness.sandbox.scenario_env import CannotRunHere
 
+LISTED = 50
+"""Workspace entries the grader's copy left out, listed in grade.json (the count is complete)."""
 EXCUSED_UNAVAILABLE = frozenset({"judge"})
 """Kinds whose `unavailable` does not sink `passed`: the judge is optional and off by default."""
 IN_PROCESS = "in-process"
@@ -240,7 +242,9 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
     scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
     try:
         workspace = scratch / "ws"
-        shutil.copytree(view.workspace, workspace, symlinks=True)
+        # The agent wrote this tree: FIFOs, sockets, devices and paths too long to name stay
+        # behind (a check that needs one fails on its absence) and are listed in the grade.
+        skipped = fdtree.copy_tree(view.workspace, workspace)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
         try:
@@ -249,11 +253,16 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
                 if project is not None
                 else None
             )
-            return _assess(view, workspace, judge, scenario.notable_exits, project, base, seen)
+            grade = _assess(view, workspace, judge, scenario.notable_exits, project, base, seen)
         except (MissingArtifacts, CannotRunHere) as exc:
             return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+        if skipped:
+            listed = [f"{s.path}: {s.why}" for s in skipped[:LISTED]]
+            details = {**grade.details, "workspace_skipped": listed, "workspace_skipped_count": len(skipped)}
+            grade = grade.model_copy(update={"details": details})
+        return grade
     finally:
-        shutil.rmtree(scratch, ignore_errors=True)
+        neutralise.remove_tree(scratch, ignore_errors=True)
 
 
 class _UnusableJudge:
@@ -343,7 +352,7 @@ def _assess(
         expectations=expectations.evaluate(list(view.expectations), ev),
         snapshots=snaps,
         usage=usage_mod.usage(
-            view.turns,
+            usage_mod.account(view),
             malformed=view.usage_malformed,
             first_valid_t=first_t,
             model=model,

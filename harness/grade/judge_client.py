@@ -29,7 +29,6 @@ SYSTEM = (
     "You grade the work of an AI coding agent against a rubric, using its transcript. "
     'Answer with only a JSON object: {"passed": true or false, "reason": "<one or two sentences>"}.'
 )
-DEFAULT_URLS = {"anthropic": "https://api.anthropic.com", "openai": "https://api.openai.com/v1"}
 _RETRY_STATUSES = {408, 429, 500, 502, 503, 504, 529}
 
 
@@ -51,7 +50,7 @@ class JudgeConfig(BaseModel):
     model: str
     """Model id sent to the provider."""
     base_url: str | None = None
-    """Endpoint base URL; default: the provider's public API."""
+    """Endpoint base URL; required (assay names no provider address of its own)."""
     api_key_env: str | None = None
     """Environment variable holding the API key (required unless api_key is given)."""
     api_key: str | None = None
@@ -113,7 +112,11 @@ class HttpJudge:
     """A judge over HTTP; `make_judge` picks the protocol."""
 
     def __init__(self, config: JudgeConfig) -> None:
-        base = (config.base_url or DEFAULT_URLS[config.provider]).rstrip("/")
+        if not config.base_url:
+            raise JudgeConfigError(
+                "judge needs base_url (its provider's endpoint: assay names no address off this machine)"
+            )
+        base = config.base_url.rstrip("/")
         parsed = urlparse(base)
         if parsed.scheme not in ("http", "https") or not parsed.netloc:
             raise JudgeConfigError(f"judge base_url {base!r} is not an http(s) URL with a host")

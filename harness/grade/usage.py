@@ -8,12 +8,17 @@ reports the model it was answered by).
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
+from typing import Literal, NamedTuple
 
 from harness.artifacts.grade_sections import Usage
+from harness.artifacts.names import GATEWAY_LOG
 from harness.artifacts.prices import KINDS as _KINDS
 from harness.artifacts.prices import PriceTable, PriceTableError, load_prices
 from harness.artifacts.readers import Turn
+from harness.artifacts.run_view import RunView
+from harness.gateway.log import gateway_turns
 
 __all__ = ["PriceTable", "PriceTableError", "cost", "load_prices", "priced_model", "usage"]
 
@@ -42,17 +47,44 @@ def cost(turns: Sequence[Turn], model: str | None, table: PriceTable | None) -> 
     return round(total, 6), table.version
 
 
+class Account(NamedTuple):
+    """Whose turns the usage section counts."""
+
+    turns: Sequence[Turn]
+    source: Literal["gateway", "adapter"] | None
+    adapter_differs: tuple[str, ...] = ()
+
+
+def account(view: RunView) -> Account:
+    """The gateway's turns where one carried the model (run.json `usage_check`), else the adapter's.
+
+    The gateway knows no context limit; the adapter's (advisory) is kept for the share.
+    """
+    check = view.record.usage_check
+    if check is None:
+        return Account(view.turns, "adapter" if view.turns else None)
+    limits = [t.context_limit for t in view.turns if t.context_limit is not None]
+    limit = max(limits) if limits else None
+    turns = [
+        dataclasses.replace(t, context_limit=limit)
+        for t in gateway_turns(view.run_dir / GATEWAY_LOG)
+        if t.t >= view.record.started_at
+    ]
+    return Account(turns, "gateway", check.differs)
+
+
 def usage(
-    turns: Sequence[Turn],
+    of: Account,
     *,
     malformed: int,
     first_valid_t: float | None,
     model: str | None,
     table: PriceTable | None,
 ) -> Usage:
-    """The usage section; every figure None when the adapter reported no usage."""
+    """The usage section; every figure None when the account has no turns."""
+    turns, source, differs = of
     if not turns:
-        return Usage(malformed_rows=malformed, model=model)
+        return Usage(malformed_rows=malformed, model=model, source=source, adapter_differs=differs)
     sums = {k: sum(getattr(t, k) for t in turns) for k in (*_KINDS, "reasoning")}
     contexts = [t.context for t in turns if t.context is not None]
     limits = [t.context_limit for t in turns if t.context_limit is not None]
@@ -74,5 +106,7 @@ def usage(
         price_table=version,
         model=priced_model(turns, model),
         malformed_rows=malformed,
+        source=source,
+        adapter_differs=differs,
         **sums,
     )

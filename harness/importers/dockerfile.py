@@ -18,13 +18,16 @@ from dataclasses import dataclass, field
 
 from harness.importers.shellsteps import PackageSteps, split_commands
 
-PYTHON_IMAGE = re.compile(r"^(?:docker\.io/)?(?:library/)?python:(3\.\d+)")
-TBENCH_PYTHON = re.compile(r"^ghcr\.io/laude-institute/t-bench/python-3-(\d+)(?::|$)")
-TBENCH_UBUNTU = re.compile(r"^ghcr\.io/laude-institute/t-bench/ubuntu-24-04(?::|$)")
+REGISTRY = r"(?:[^/]*[.:][^/]*/|localhost/)?"
+"""An image reference's registry, whichever it is: a first component with a dot or a colon
+(Docker's reference grammar). assay names no registry; a mirror of a known image is that image."""
+PYTHON_IMAGE = re.compile(rf"^{REGISTRY}(?:library/)?python:(3\.\d+)")
+TBENCH_PYTHON = re.compile(rf"^{REGISTRY}laude-institute/t-bench/python-3-(\d+)(?::|$)")
+TBENCH_UBUNTU = re.compile(rf"^{REGISTRY}laude-institute/t-bench/ubuntu-24-04(?::|$)")
 DISTRO = {
-    re.compile(r"^(?:docker\.io/)?(?:library/)?ubuntu:24\.04"): "3.12",
-    re.compile(r"^(?:docker\.io/)?(?:library/)?ubuntu:22\.04"): "3.10",
-    re.compile(r"^(?:docker\.io/)?(?:library/)?debian:(?:12|bookworm)"): "3.11",
+    re.compile(rf"^{REGISTRY}(?:library/)?ubuntu:24\.04"): "3.12",
+    re.compile(rf"^{REGISTRY}(?:library/)?ubuntu:22\.04"): "3.10",
+    re.compile(rf"^{REGISTRY}(?:library/)?debian:(?:12|bookworm)"): "3.11",
 }
 """Distribution images and the python3 their packages give."""
 

@@ -27,6 +27,8 @@ TEST_DIR = "/tests"
 QUIET_OPTIONS = re.compile(r"^(-r\w*|-v+|-q+|-s|--tb(=.*)?|--color(=.*)?|--no-header|-W.*)$")
 """pytest options that change only its terminal output."""
 VALUE_OPTIONS = frozenset({"--ctrf", "--junitxml", "--junit-xml", "--json-report-file", "--tb", "--color"})
+UV_INSTALLER = re.compile(r"^https?://[^/\s]+/uv/(?:[^/\s]+/)?install\.sh$")
+"""The URL of uv's install script (any host: assay names none), which both formats pipe to sh."""
 BOILERPLATE = frozenset(
     {
         "source",
@@ -46,8 +48,6 @@ BOILERPLATE = frozenset(
         "exit_code=$?",
     }
 )
-UV_INSTALLER = re.compile(r"/uv/(?:[0-9.]+/)?install\.sh$")
-"""The address of uv's install script (the environment stands in for uv)."""
 NETWORK = {
     "curl": "downloads",
     "wget": "downloads",

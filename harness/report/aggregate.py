@@ -19,6 +19,7 @@ from harness.report.collect import RunFacts, Unreadable, collect, partition
 from harness.report.diagnostics import DiagAcc
 from harness.report.headline import headlines
 from harness.report.indexed import collect_indexed
+from harness.report.integrity import Integrity
 from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
@@ -113,6 +114,7 @@ class Aggregator:
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
         self.wallclock = WallClock()
+        self.integrity = Integrity()
 
     def add(self, run: RunFacts | Unreadable) -> None:
         if isinstance(run, Unreadable):
@@ -138,6 +140,7 @@ class Aggregator:
                 (v, a, run.scenario, run.trial), c, (run.passed, run.usable, run.metrics.get("tokens"))
             )
         self.diag.add(run)
+        self.integrity.add(run)
         self.wallclock.add(run.version, run.concurrent, run.dir)
         self.runs.append(
             (
@@ -167,6 +170,7 @@ class Aggregator:
                 self.scenario_tags[scenario] = tags
         self.pairs.merge(other.pairs)
         self.diag.merge(other.diag)
+        self.integrity.merge(other.integrity)
         self.wallclock.merge(other.wallclock)
         for cond, levels in other.levels.items():
             self.levels.setdefault(cond, levels)
@@ -314,6 +318,7 @@ class Aggregator:
                 condition_rows=condition_rows,
                 sanity=sanity,
             )
+            + self.integrity.diagnostics(skip=set(sanity))
             + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
             runs=self.run_entries(),

@@ -112,6 +112,8 @@ class RunFacts:
     """Resource limits the run hit (run.json `limits_hit`)."""
     unprotected: tuple[str, ...] = ()
     """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
+    usage_differs: tuple[str, ...] = ()
+    """Totals on which the adapter's usage report differs from the gateway's (grade `usage.adapter_differs`)."""
 
     @property
     def tokens(self) -> float | None:
@@ -412,5 +414,6 @@ def run_facts(
         sanity=run.sanity,
         limits_hit=run.limits_hit,
         unprotected=run.protections.failed if run.protections is not None else (),
+        usage_differs=grade.usage.adapter_differs if grade is not None else (),
         digest=digest(sections),
     )

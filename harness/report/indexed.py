@@ -30,7 +30,7 @@ from harness.report.collect import (
 )
 from harness.report.sections import SectionDigest, digest
 
-FACTS_VERSION = "3"
+FACTS_VERSION = "4"
 """Bumped whenever RunFacts or their derivation change: every cached row is derived again."""
 
 COLUMNS = ("dir", "facts", "run_json", "grade_json", "read_error", "family", "split", "files")
@@ -103,6 +103,7 @@ def dump(facts: RunFacts | Unreadable) -> str:
             f.concurrent,
             f.limits_hit,
             f.unprotected,
+            f.usage_differs,
         ],
         separators=(",", ":"),
     )
@@ -140,6 +141,7 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
         concurrent=d[22],
         limits_hit=tuple(d[23]),
         unprotected=tuple(d[24]),
+        usage_differs=tuple(d[25]),
         digest=SectionDigest(
             tuple(d[19][0]),
             tuple(d[19][1]),

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from harness.artifacts.sandbox_sections import TreeReport
 from harness.sandbox import proc
@@ -22,6 +23,18 @@ from harness.sandbox.isolation import Isolation, Mount, SandboxLimits, SandboxSp
 from harness.sandbox.isolation.limits import confine
 from harness.sandbox.neutralise import merged, neutralise
 from harness.sandbox.pathsafe import collect
+
+
+class CommandHook(Protocol):
+    """Wraps each command of a trial and hears when it ended (the tool-use collector)."""
+
+    def wrap(self, argv: Sequence[str], env: Mapping[str, str]) -> tuple[list[str], dict[str, str]]:
+        """The command's argv and environment for this one launch."""
+        ...
+
+    def done(self) -> None:
+        """The launch is over (its processes are gone)."""
+        ...
 
 
 @dataclass(frozen=True)
@@ -46,6 +59,8 @@ class Launcher:
     """Outbox entries refused so far (symlinks, reserved names): evidence of tampering."""
     prefix: tuple[str, ...] = ()
     """Put before every argv inside the sandbox: the gateway's forwarder under `network: on`."""
+    hook: CommandHook | None = None
+    """Wraps every command inside the prefix (the tool runner of `harness.trial.tracing`)."""
     host_cwd: Path | None = None
     """Where the launcher itself starts when `cwd` exists only inside the sandbox (a scenario's
     workdir, where a mount shows the workspace); None: `cwd`."""
@@ -56,11 +71,12 @@ class Launcher:
     outbox is "outbox", a folder of the run directory its relative path."""
 
     def spec(self, argv: Sequence[str]) -> SandboxSpec:
-        """What `argv` may see and do."""
+        """What `argv` may see and do (a hook, when set, wraps it anew for each call)."""
+        inner, env = self.hook.wrap(argv, self.env) if self.hook else (list(argv), dict(self.env))
         return SandboxSpec(
-            argv=[*self.prefix, *argv],
+            argv=[*self.prefix, *inner],
             cwd=self.cwd,
-            env=dict(self.env),
+            env=env,
             home=self.home,
             mounts=self.mounts,
             network=self.network,
@@ -87,22 +103,26 @@ class Launcher:
 
         With a `gate`, argv is `gate.wrap(phase, command)`: a first phase in the same sandbox
         (`harness.sandbox.gate`)."""
+        spec = self.spec(argv)
         outbox = (self.outbox[0],) if self.outbox is not None else ()
-        with confine(
-            self.isolation, self.spec(argv), label=self.label, watch=self.watch, outbox=outbox
-        ) as box:
+        with confine(self.isolation, spec, label=self.label, watch=self.watch, outbox=outbox) as box:
             self.enforced.clear()
             self.enforced.update(box.enforced)
-            done = self._run(
-                box.argv,
-                stdin=stdin,
-                timeout_s=timeout_s,
-                log=log,
-                output_cap=output_cap,
-                capture=capture,
-                cancel=cancel,
-                gate=gate,
-            )
+            try:
+                done = self._run(
+                    box.argv,
+                    env=spec.env,
+                    stdin=stdin,
+                    timeout_s=timeout_s,
+                    log=log,
+                    output_cap=output_cap,
+                    capture=capture,
+                    cancel=cancel,
+                    gate=gate,
+                )
+            finally:
+                if self.hook is not None:
+                    self.hook.done()
             hits = box.limits_hit(done.exit_code)
         self.neutralise()
         if self.outbox is not None:
@@ -131,6 +151,7 @@ class Launcher:
         self,
         argv: Sequence[str],
         *,
+        env: Mapping[str, str],
         stdin: bytes | None,
         timeout_s: float | None,
         log: Path | None,
@@ -142,7 +163,7 @@ class Launcher:
         return proc.run(
             argv,
             cwd=self.host_cwd or self.cwd,
-            env=self.env,
+            env=env,
             stdin=stdin,
             timeout_s=timeout_s,
             log=log,

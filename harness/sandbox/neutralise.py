@@ -130,12 +130,6 @@ def _open_dir(name: bytes | str | Path, ident: tuple[int, int] | None, dir_fd: i
     return fd
 
 
-def _root_frame(root: Path, pending: Callable[[int], list[bytes]]) -> tuple[int, _Frame]:
-    fd = _open_dir(root, None)
-    st = os.fstat(fd)
-    return fd, _Frame(b"", (st.st_dev, st.st_ino), pending(fd))
-
-
 def _ascend(fd: int, parent: _Frame) -> int:
     """Back up by "..", checked against the identity seen on the way down; closes `fd`."""
     up = _open_dir("..", parent.ident, dir_fd=fd)
@@ -143,14 +137,16 @@ def _ascend(fd: int, parent: _Frame) -> int:
     return up
 
 
-def walk_tree(root: Path) -> Iterator[TreeEntry]:
+def walk_tree(root: Path, *, skip: frozenset[bytes] = frozenset()) -> Iterator[TreeEntry]:
     """Every entry under `root`, depth first, names in byte order; symlinks never followed.
 
     A folder that cannot be opened (vanished, or its permissions refuse even the harness) is
-    yielded and not entered. Raises `TreeChanged` when a folder is swapped mid-walk.
+    yielded and not entered; relative paths in `skip` are neither yielded nor entered. Raises
+    `TreeChanged` when a folder is swapped mid-walk.
     """
-    fd, first = _root_frame(root, _listing)
-    stack = [first]
+    fd = _open_dir(root, None)
+    st = os.fstat(fd)
+    stack = [_Frame(b"", (st.st_dev, st.st_ino), _listing(fd))]
     try:
         while stack:
             frame = stack[-1]
@@ -160,11 +156,13 @@ def walk_tree(root: Path) -> Iterator[TreeEntry]:
                     fd = _ascend(fd, stack[-1])
                 continue
             name = frame.pending.pop()
+            rel = frame.rel + b"/" + name if frame.rel else name
+            if rel in skip:
+                continue
             try:
                 st = os.stat(name, dir_fd=fd, follow_symlinks=False)
             except FileNotFoundError:
                 continue
-            rel = frame.rel + b"/" + name if frame.rel else name
             yield TreeEntry(rel, name, st, fd, len(stack))
             if not stat.S_ISDIR(st.st_mode):
                 continue
@@ -233,17 +231,27 @@ def neutralise(root: Path) -> TreeReport:
     )
 
 
-def remove_tree(root: Path) -> None:
-    """Delete `root` and everything below it, at any depth, never following a symlink.
+def remove_tree(root: Path | bytes, *, dir_fd: int | None = None, ignore_errors: bool = False) -> None:
+    """Delete `root` (relative to `dir_fd` when given) and everything below it, at any depth,
+    never following a symlink. A missing root is nothing to do.
 
     `shutil.rmtree` recurses (a tree 2,000 folders deep raises RecursionError) and joins paths;
-    this works on directory descriptors like `walk_tree`. A missing root is nothing to do.
+    this works on directory descriptors like `walk_tree`. A read-only folder (a read-only copy)
+    is made writable to empty it.
     """
-    if root.is_symlink() or not root.is_dir():
-        root.unlink(missing_ok=True)
+    if ignore_errors:
+        with contextlib.suppress(OSError, TreeChanged):
+            remove_tree(root, dir_fd=dir_fd)
         return
-    fd, first = _root_frame(root, _clear_files)
-    stack = [first]
+    try:
+        st = os.stat(root, dir_fd=dir_fd, follow_symlinks=False)
+    except FileNotFoundError:
+        return
+    if not stat.S_ISDIR(st.st_mode):
+        os.unlink(root, dir_fd=dir_fd)
+        return
+    fd = _open_dir(root, (st.st_dev, st.st_ino), dir_fd=dir_fd)
+    stack = [_Frame(b"", (st.st_dev, st.st_ino), _clear_files(fd))]
     try:
         while True:
             frame = stack[-1]
@@ -259,10 +267,19 @@ def remove_tree(root: Path) -> None:
             if not stack:
                 break
             fd = _ascend(fd, stack[-1])
-            os.rmdir(frame.rel, dir_fd=fd)  # here `rel` holds the folder's own name
+            _unlink(frame.rel, fd, folder=True)  # here `rel` holds the folder's own name
     finally:
         os.close(fd)
-    os.rmdir(root)
+    os.rmdir(root, dir_fd=dir_fd)
+
+
+def _unlink(name: bytes, dir_fd: int, *, folder: bool = False) -> None:
+    remove = os.rmdir if folder else os.unlink
+    try:
+        remove(name, dir_fd=dir_fd)
+    except PermissionError:  # a read-only folder: made writable, once
+        os.chmod(dir_fd, stat.S_IMODE(os.fstat(dir_fd).st_mode) | stat.S_IRWXU)
+        remove(name, dir_fd=dir_fd)
 
 
 def _clear_files(fd: int) -> list[bytes]:
@@ -272,7 +289,7 @@ def _clear_files(fd: int) -> list[bytes]:
         if stat.S_ISDIR(os.stat(name, dir_fd=fd, follow_symlinks=False).st_mode):
             folders.append(name)
         else:
-            os.unlink(name, dir_fd=fd)
+            _unlink(name, fd)
     return folders
 
 

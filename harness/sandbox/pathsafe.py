@@ -235,7 +235,7 @@ def glob_regex(pattern: str) -> re.Pattern[str]:
         else:
             out.append(re.escape(pattern[i]))
             i += 1
-    return re.compile("".join(out) + r"\Z")
+    return re.compile("".join(out) + r"\Z", re.DOTALL)  # a name may hold a newline
 
 
 def matches(rel: str | PurePosixPath, globs: Iterable[str]) -> bool:

@@ -63,7 +63,7 @@ def run_trial(
     ) as exc:  # the per-trial boundary: any failure of this trial is data, never a crash of the matrix
         out.fields.update(error=f"{type(exc).__name__}: {exc}", traceback=traceback.format_exc())
     finally:
-        out.close()
+        out.close(run_dir)
     # The agent could write into its run dir; a verdict there is never its own to write.
     (run_dir / GRADE_FILE).unlink(missing_ok=True)
     done = record(job, run_dir, out, concurrent=concurrent)

@@ -29,7 +29,7 @@ from harness.artifacts.names import (
     USAGE_FILE,
 )
 from harness.sandbox.isolation import Isolation, Mount, SandboxLimits
-from harness.sandbox.launch import Launcher
+from harness.sandbox.launch import CommandHook, Launcher
 from harness.sandbox.scenario import View
 from harness.trial.agent import CODE_ROOT, host_files
 
@@ -37,6 +37,8 @@ if TYPE_CHECKING:
     from harness.trial.provision import Provided
 
 SYSTEM_PATH = "/usr/local/bin:/usr/bin:/bin"
+TRACE_VAR = "BENCH_TRACE"
+"""Where the agent may read what it ran (a mirror the collector keeps; never the graded trace)."""
 
 
 @dataclass(frozen=True)
@@ -124,7 +126,7 @@ def build(
             "BENCH_USAGE": str(paths.usage),
             "BENCH_TRANSCRIPT": str(paths.transcript),
             "BENCH_CONTEXT": str(paths.context),
-            "BENCH_TRACE": str(paths.trace),
+            TRACE_VAR: str(paths.trace),
             "BENCH_ANSWER": str(paths.workspace / ANSWER_FILE),
             "BENCH_STATE_DIR": str(paths.state),
             "BENCH_NETWORK_ALLOWED": "1" if prov.network else "0",
@@ -158,9 +160,11 @@ def launcher(
     extra: tuple[Mount, ...] = (),
     prefix: tuple[str, ...] = (),
     seen: View | None = None,
+    hook: CommandHook | None = None,
 ) -> Launcher:
     """The sandbox every command of the trial runs in: setup, canaries and the agent (and the
-    scenario's own view: its workspace at its workdir, its mounts, its environment)."""
+    scenario's own view: its workspace at its workdir, its mounts, its environment), each behind
+    `hook`, the tool runner, when the cell traces a tool."""
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
     code_dirs = {Path(sys.prefix), Path(sys.base_prefix), CODE_ROOT / "adapters"}
@@ -212,6 +216,7 @@ def launcher(
         ro_binds=provided.ro_binds,
         outbox=(outbox, paths.run_dir),
         prefix=prefix,
+        hook=hook,
         watch=(paths.workspace, paths.home, paths.tmp, paths.state),
         label=job.id,
     )

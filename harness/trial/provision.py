@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, NamedTuple
 
 from compiler.contract import Job, Step
-from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG, TRACE_FILE
+from harness.artifacts.names import META_DIR, OUTBOX_DIR, SETUP_LOG
 from harness.artifacts.prices import load_prices
 from harness.gateway import Meter, model_route
 from harness.sandbox import pathsafe, proc
@@ -37,7 +37,7 @@ from harness.sandbox.scenario import (
     refuse_without_mounts,
     view,
 )
-from harness.trial import agent, canaries, environment, shim
+from harness.trial import agent, canaries, environment, shim, tracing
 from harness.trial.environment import SYSTEM_PATH, TrialPaths
 from harness.trial.workspace import Workspace, commit_baseline, copy_tree
 
@@ -123,15 +123,20 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
     env = gw.scrub(env) if gw else env
     carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
+    tracing_route = tracing.for_trial(paths.shim_bin.parent / shim.TOOLS_FILE, provided.shimmed)
+    tracer = out.tracer = out.closing.enter_context(tracing_route)
+    if tracer is not None:
+        env[environment.TRACE_VAR] = str(tracer.mirror)  # what it ran, readable; not the graded trace
     launcher = out.launcher = environment.launcher(
         job,
         paths,
         env,
         provided,
         out.iso,
-        extra=(gw.mount(),) if gw else (),
+        extra=(*((gw.mount(),) if gw else ()), *((tracer.mount(),) if tracer else ())),
         prefix=tuple(gw.wrap([])) if gw and carried else (),
         seen=seen,
+        hook=tracer,
     )
     if out.iso.name != "none":  # the sandbox's uid owns its folders; without one, commands run as we do
         for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):
@@ -160,7 +165,7 @@ def _first_phase(
         f"{probe} 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
     )
     timeout_s = (found.timeout_s if found else 0.0) + PROBE_TIMEOUT_S
-    gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths))
+    gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths, out.tracer))
 
     def finish(ended: str) -> None:
         out.carve("canaries", gate.phase_s or 0.0)
@@ -180,16 +185,13 @@ def _first_phase(
     return FirstPhase(script, gate, finish, lambda: probe_launch(job, launcher, out.argv, paths))
 
 
-def keep_trace_aside(paths: TrialPaths) -> None:
+def keep_trace_aside(paths: TrialPaths, tracer: tracing.Collector | None) -> None:
     """Setup and canaries ran the traced tool too; the trace is the agent's alone (the grader
-    counts every row as the agent's tool use), so their rows are kept aside, before the agent
-    starts: those collected already, and those still in the sandbox's outbox."""
-    aside = paths.run_dir / META_DIR / PRE_AGENT_TRACE
-    for rows in (paths.trace, paths.run_dir / OUTBOX_DIR / TRACE_FILE):
-        if rows.is_file() and not rows.is_symlink():
-            with aside.open("ab") as fh:
-                fh.write(rows.read_bytes())
-            rows.unlink()
+    counts every row as the agent's tool use), so the collector's rows so far are kept aside,
+    before the agent starts (every row of a finished invocation is in: the runner answers the
+    shim only once the collector has the row)."""
+    if tracer is not None:
+        tracing.keep_aside(tracer.take(), paths.run_dir / META_DIR / PRE_AGENT_TRACE)
 
 
 def scenario_view(job: Job, project: Path, paths: TrialPaths, iso: Isolation) -> View | None:
@@ -290,7 +292,6 @@ def apply(job: Job, *, project: Path, paths: TrialPaths) -> Provided:
         path_dirs=path_dirs,
         trace_names=prov.trace,
         serve=prov.serve,
-        trace_file=paths.trace,
         search_path=SYSTEM_PATH,
     )
     mounts.extend(Mount(src=real.parent, dest=real.parent, writable=False) for real in set(shimmed.values()))

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from compiler.contract import Job
-from harness.artifacts.names import AGENT_INFO
+from harness.artifacts.names import AGENT_INFO, TRACE_FILE
 from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, StepRecord
 from harness.artifacts.run_tree import identity
 from harness.sandbox import proc, protections
@@ -30,6 +30,7 @@ if TYPE_CHECKING:
     from harness.gateway.model_route import TrialGateway
     from harness.trial.provision import Provided
     from harness.trial.session import Session
+    from harness.trial.tracing import Collector
 
 
 @dataclass
@@ -49,12 +50,14 @@ class Outcome:
     steps: list[StepRecord] = field(default_factory=list)
     gateway: TrialGateway | None = None
     gateway_summary: dict[str, Any] | None = None
+    tracer: Collector | None = None
+    """The tool-use collector, when the cell traces a tool: it alone writes trace.jsonl."""
     meter: Meter | None = None
     """The trial's budgets, kept by the gateway; None when it has none or none could be enforced."""
     budget_note: str | None = None
     """Why the trial's budgets were not enforced."""
     closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
-    """What ends with the trial: the model gateway, when the agent has one."""
+    """What ends with the trial: the model gateway and the tool-use collector, when there are."""
     timings: dict[str, float] = field(default_factory=dict)
     _clock: float = field(default_factory=time.perf_counter)
     _carved: float = 0.0
@@ -70,8 +73,12 @@ class Outcome:
         self.timings[stage] = round(self.timings.get(stage, 0.0) + seconds, 4)
         self._carved += seconds
 
-    def close(self) -> None:
-        """End what the trial started (the gateway), keeping the gateway's usage totals."""
+    def close(self, run_dir: Path) -> None:
+        """End what the trial started (the gateway, the collector), keeping the gateway's usage
+        totals and writing trace.jsonl from the collector's rows."""
+        if self.tracer is not None:
+            self.tracer.write(run_dir / TRACE_FILE)
+            self.fields["trace_channel"] = self.tracer.report()
         self.gateway_summary = self.gateway.summary() if self.gateway else None
         self.closing.close()
 

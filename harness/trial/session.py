@@ -17,10 +17,12 @@ boundary is exactly what the run measures:
 
 from __future__ import annotations
 
+import contextlib
+import os
 import shutil
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -38,9 +40,9 @@ from harness.artifacts.names import (
     step_dir_name,
 )
 from harness.artifacts.records import StepRecord
-from harness.sandbox import pathsafe, proc
+from harness.sandbox import fdtree, neutralise, proc
 from harness.sandbox.launch import Launcher
-from harness.trial import agent, capture, workspace
+from harness.trial import agent, capture, patch, workspace
 from harness.trial.environment import TrialPaths
 from harness.trial.provision import FirstPhase, Ready, place_evidence, remove_evidence
 from harness.trial.snapshots import Watcher
@@ -82,7 +84,10 @@ class Either(threading.Event):
 def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Event | None) -> None:
     """Every session of the trial in order; stops at the first that ends the run (`failure`)."""
     job, ws, paths = trial.job, trial.ws, trial.paths
-    session = out.session = Session(job, ready.launcher, ws, paths, ready.argv, cancel, meter=out.meter)
+    usage_log = out.gateway.usage_log if out.gateway else None
+    session = out.session = Session(
+        job, ready.launcher, ws, paths, ready.argv, cancel, meter=out.meter, usage_log=usage_log
+    )
     specs = sessions(job)
     for index, spec in enumerate(specs, start=1):
         if spec.fresh_repo and index > 1:
@@ -121,7 +126,7 @@ def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Eve
             break
         if index < len(specs):
             stash_attempt(paths.run_dir, step_dir_name(index))
-            (paths.run_dir / step_dir_name(index) / DIFF_FILE).write_bytes(workspace.diff(ws))
+            (paths.run_dir / step_dir_name(index) / DIFF_FILE).write_bytes(patch.diff(ws).data)
             end_session(job, paths, index)
 
 
@@ -172,40 +177,44 @@ class StepStart:
     def __init__(self, ws: workspace.Workspace, paths: TrialPaths) -> None:
         self.ws, self.paths = ws, paths
         self.dir = paths.run_dir / META_DIR / "step-start"
-        shutil.rmtree(self.dir, ignore_errors=True)
+        neutralise.remove_tree(self.dir, ignore_errors=True)
+        (self.dir / "tree").mkdir(parents=True)
         self.changed = workspace.changes(ws)
-        for rel in self.changed:
-            source = ws.root / rel
-            if source.is_file() or source.is_symlink():
-                target = self.dir / "tree" / rel
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(source, target, follow_symlinks=False)
+        with _folders(ws.root, self.dir / "tree") as (src, dst):
+            for rel in self.changed:
+                # An odd file or a path too long to name cannot be kept: a retry starts without it.
+                with contextlib.suppress(OSError):
+                    fdtree.put(src, os.fsencode(rel), dst, os.fsencode(rel), link=False)
         if paths.state.is_dir():
-            shutil.copytree(paths.state, self.dir / STATE_DIR, symlinks=True)
+            fdtree.copy_tree(paths.state, self.dir / STATE_DIR)
 
     def restore(self) -> None:
         """Put the tree and the state directory back as the step found them."""
         workspace.reset(self.ws)
-        for rel in self.changed:
-            saved = self.dir / "tree" / rel
-            target = pathsafe.resolve_inside(self.ws.root, rel, allow_final_symlink=True)
-            if target.is_symlink() or target.is_file():
-                target.unlink()
-            if saved.is_file() or saved.is_symlink():
-                target.parent.mkdir(parents=True, exist_ok=True)
-                shutil.copy2(saved, target, follow_symlinks=False)
+        with _folders(self.dir / "tree", self.ws.root) as (saved, tree):
+            for rel in map(os.fsencode, self.changed):
+                with contextlib.suppress(OSError):
+                    neutralise.remove_tree(rel, dir_fd=tree)
+                with contextlib.suppress(OSError):
+                    fdtree.put(saved, rel, tree, rel, link=False)
         if (self.dir / STATE_DIR).is_dir():
             for entry in list(self.paths.state.iterdir()):
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.rmtree(entry)
-                else:
-                    entry.unlink()
-            for entry in (self.dir / STATE_DIR).iterdir():
-                dest = self.paths.state / entry.name
-                if entry.is_dir() and not entry.is_symlink():
-                    shutil.copytree(entry, dest, symlinks=True)
-                else:
-                    shutil.copy2(entry, dest, follow_symlinks=False)
+                neutralise.remove_tree(entry)
+            fdtree.copy_tree(self.dir / STATE_DIR, self.paths.state)
+
+
+@contextlib.contextmanager
+def _folders(src: Path, dst: Path) -> Iterator[tuple[int, int]]:
+    """Descriptors of two folders, for *at() calls with paths relative to them."""
+    a = os.open(src, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        b = os.open(dst, os.O_RDONLY | os.O_DIRECTORY)
+        try:
+            yield a, b
+        finally:
+            os.close(b)
+    finally:
+        os.close(a)
 
 
 def stash_attempt(run_dir: Path, label: str) -> None:
@@ -239,6 +248,7 @@ class Session:
         cancel: threading.Event | None,
         *,
         meter: Meter | None = None,
+        usage_log: Path | None = None,
     ) -> None:
         self.job, self.launcher, self.ws, self.paths, self.argv, self.cancel = (
             job,
@@ -250,6 +260,8 @@ class Session:
         )
         self.meter = meter
         """The trial's budgets: the gateway sets `meter.stop` to end a session that keeps asking."""
+        self.usage_log = usage_log
+        """The gateway's log when it carries the model: the account of record for usage."""
         self.retries = 0
 
     def run(
@@ -289,7 +301,8 @@ class Session:
             error = f"agent hit its {', '.join(done.limits_hit)} limit"
         else:  # exit 126/127 from the launch itself (the shell could not run the adapter's program)
             error = agent.launch_failure(self.job, done.exit_code, _tail(self.paths.agent_log))
-        metrics = capture.metrics(self.paths, duration_s=done.duration_s)
+        window = (self.usage_log, started, time.time()) if self.usage_log is not None else None
+        metrics = capture.metrics(self.paths, duration_s=done.duration_s, gateway=window)
         step = StepRecord(
             name=name,
             started_at=started,

@@ -10,11 +10,17 @@ in `<run>/.assay/baseline.json`, and the few files provisioning made different f
 are copied to `<run>/.assay/baseline/`. A file is changed when its stat differs and its
 content (or executable bit) differs from the baseline version — ctime cannot be set back by
 the agent, so a write that restores the mtime is still seen. The seed (read-only, in the
-project) plus those copies are the old side of diff.patch.
+project) plus those copies are the old side of diff.patch (built by `harness.trial.patch`).
+
+Reading the tree back never trusts its shape: one walk on folder descriptors
+(`harness.sandbox.fdtree`), relative names only, FIFOs, sockets and devices never opened —
+so a path longer than PATH_MAX, a name with a newline or a FIFO where the entry file was
+leave a run to grade, never a crash of the harness.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -23,17 +29,16 @@ import subprocess
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.artifacts.names import ANSWER_FILE, META_DIR, WORKSPACE_DIR
+from harness.sandbox import fdtree, neutralise
 from harness.sandbox.pathsafe import glob_regex
 
 MANIFEST = "baseline.json"
-_GIT_ENV = {
-    "GIT_CONFIG_NOSYSTEM": "1",
-    "GIT_CONFIG_GLOBAL": "/dev/null",
-    "PATH": "/usr/local/bin:/usr/bin:/bin",
-    "LC_ALL": "C",
-}
+COPIES = "baseline"
+"""Inside `.assay/`: the baseline versions that differ from the seed."""
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC
 
 Stat = tuple[int, int, int, int]
 """(size, mtime_ns, ctime_ns, mode)"""
@@ -75,26 +80,6 @@ def copy_tree(src: Path, dest: Path) -> None:
     shutil.copytree(src, dest, symlinks=True, dirs_exist_ok=True)
 
 
-def _walk(root: Path, exclude: Sequence[str]) -> Iterator[tuple[str, os.stat_result]]:
-    skip = {e.strip("/") for e in exclude}
-    stack = [""]
-    while stack:
-        rel_dir = stack.pop()
-        try:
-            entries = list(os.scandir(root / rel_dir))
-        except (FileNotFoundError, NotADirectoryError):
-            continue
-        for entry in entries:
-            rel = f"{rel_dir}/{entry.name}" if rel_dir else entry.name
-            if rel in skip:
-                continue
-            st = entry.stat(follow_symlinks=False)
-            if stat.S_ISDIR(st.st_mode):
-                stack.append(rel)
-            else:
-                yield rel, st
-
-
 def _key(st: os.stat_result) -> Stat:
     return (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_mode)
 
@@ -108,122 +93,187 @@ def create(seed: Path, run_dir: Path, *, exclude: Sequence[str] = ()) -> Workspa
     return Workspace(root=root, seed=seed.resolve(), meta=run_dir / META_DIR, exclude=tuple(exclude))
 
 
-def _same_content(a: Path, b: Path) -> bool:
+class Roots:
+    """Descriptors of the workspace, the seed and the baseline copies, for *at() calls with
+    relative paths (never longer than a path inside the tree, whatever the run dir's depth)."""
+
+    def __init__(self, ws: Workspace) -> None:
+        self.ws = os.open(ws.root, _DIR)
+        self.seed = os.open(ws.seed, _DIR)
+        copies = ws.meta / COPIES
+        copies.mkdir(parents=True, exist_ok=True)
+        self.copies = os.open(copies, _DIR)
+
+    def close(self) -> None:
+        for fd in (self.ws, self.seed, self.copies):
+            os.close(fd)
+
+    def old(self, rel: bytes) -> tuple[int, os.stat_result] | None:
+        """Where the baseline version of `rel` lives (a copy, else the seed) and its lstat."""
+        for fd in (self.copies, self.seed):
+            try:
+                return fd, os.stat(rel, dir_fd=fd, follow_symlinks=False)
+            except OSError:  # absent, or too long to name even relative to the root
+                continue
+        return None
+
+
+def _same(
+    new_fd: int, new: bytes, new_st: os.stat_result, old_fd: int, old: bytes, old_st: os.stat_result
+) -> bool:
+    """Same kind, executable bit and content (a FIFO, socket or device is never opened)."""
+    if stat.S_IFMT(new_st.st_mode) != stat.S_IFMT(old_st.st_mode):
+        return False
+    if (new_st.st_mode & 0o111 != 0) != (old_st.st_mode & 0o111 != 0):
+        return False
+    if stat.S_ISLNK(new_st.st_mode):
+        return os.readlink(new, dir_fd=new_fd) == os.readlink(old, dir_fd=old_fd)
+    if not stat.S_ISREG(new_st.st_mode):
+        return True  # the same odd kind at the same place: nothing readable changed
+    if new_st.st_size != old_st.st_size:
+        return False
+    a, b = fdtree.open_regular(new, new_fd), fdtree.open_regular(old, old_fd)
     try:
-        sa, sb = a.lstat(), b.lstat()
-    except FileNotFoundError:
-        return False
-    if stat.S_IFMT(sa.st_mode) != stat.S_IFMT(sb.st_mode) or (sa.st_mode & 0o111 != 0) != (
-        sb.st_mode & 0o111 != 0
-    ):
-        return False
-    if stat.S_ISLNK(sa.st_mode):
-        return os.readlink(a) == os.readlink(b)
-    if sa.st_size != sb.st_size:
-        return False
-    with a.open("rb") as fa, b.open("rb") as fb:
         while True:
-            ca, cb = fa.read(1 << 20), fb.read(1 << 20)
+            ca, cb = os.read(a, 1 << 20), os.read(b, 1 << 20)
             if ca != cb:
                 return False
             if not ca:
                 return True
+    finally:
+        os.close(a)
+        os.close(b)
+
+
+def _matches_seed(entry: neutralise.TreeEntry, seed_fd: int, seed_st: os.stat_result) -> bool:
+    try:
+        return _same(entry.dir_fd, entry.name, entry.st, seed_fd, entry.rel, seed_st)
+    except OSError:
+        return False
+
+
+def _entries(ws: Workspace) -> Iterator[neutralise.TreeEntry]:
+    """Every non-folder entry of the workspace (read-only links excluded), in one pass."""
+    skip = frozenset(os.fsencode(e.strip("/")) for e in ws.exclude)
+    return (e for e in neutralise.walk_tree(ws.root, skip=skip) if not stat.S_ISDIR(e.st.st_mode))
 
 
 def commit_baseline(ws: Workspace) -> None:
     """Record the workspace as it is now; later changes and diffs are against this state."""
-    copies = ws.meta / "baseline"
-    manifest: dict[str, Stat] = {}
-    for rel, st in _walk(ws.root, ws.exclude):
-        manifest[rel] = _key(st)
-        try:
-            seed_st = (ws.seed / rel).lstat()
-        except FileNotFoundError:
-            seed_st = None
-        # The copy keeps the seed's size, mtime and mode; anything provisioning wrote does not.
-        if seed_st is not None and _key(seed_st)[:2] == _key(st)[:2] and seed_st.st_mode == st.st_mode:
-            continue
-        if not _same_content(ws.root / rel, ws.seed / rel):
-            (copies / rel).parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(ws.root / rel, copies / rel, follow_symlinks=False)
     ws.meta.mkdir(parents=True, exist_ok=True)
+    neutralise.remove_tree(ws.meta / COPIES, ignore_errors=True)
+    roots = Roots(ws)
+    manifest: dict[str, Stat] = {}
+    made: set[bytes] = set()
+    try:
+        for entry in _entries(ws):
+            manifest[os.fsdecode(entry.rel)] = _key(entry.st)
+            try:
+                seed_st = os.stat(entry.rel, dir_fd=roots.seed, follow_symlinks=False)
+            except OSError:
+                seed_st = None
+            # The copy keeps the seed's size, mtime and mode; anything provisioning wrote does not.
+            if (
+                seed_st is not None
+                and _key(seed_st)[:2] == _key(entry.st)[:2]
+                and seed_st.st_mode == entry.st.st_mode
+            ):
+                continue
+            if seed_st is not None and _matches_seed(entry, roots.seed, seed_st):
+                continue
+            if stat.S_ISREG(entry.st.st_mode) or stat.S_ISLNK(entry.st.st_mode):
+                with contextlib.suppress(OSError):  # a path too long to copy: its diff is omitted
+                    fdtree.put(entry.dir_fd, entry.name, roots.copies, entry.rel, link=False, made=made)
+    finally:
+        roots.close()
     (ws.meta / MANIFEST).write_text(json.dumps(manifest, sort_keys=True), encoding="utf-8")
 
 
-def _manifest(ws: Workspace) -> dict[str, Stat]:
+def read_manifest(ws: Workspace) -> dict[str, Stat]:
     data = json.loads((ws.meta / MANIFEST).read_text(encoding="utf-8"))
     return {k: (v[0], v[1], v[2], v[3]) for k, v in data.items()}
 
 
 def baseline_file(ws: Workspace, rel: str) -> Path | None:
     """The baseline version of a workspace path, or None when it did not exist."""
-    if rel not in _manifest(ws):
+    if rel not in read_manifest(ws):
         return None
-    copy = ws.meta / "baseline" / rel
+    copy = ws.meta / COPIES / rel
     return copy if copy.exists() or copy.is_symlink() else ws.seed / rel
+
+
+class Change(NamedTuple):
+    """One path changed since the baseline."""
+
+    rel: str
+    """Workspace-relative, surrogate-escaped where the name is not UTF-8 (`os.fsdecode`)."""
+    old: str | None
+    """Its kind in the baseline (file, symlink, fifo, ...), None when it did not exist."""
+    new: str | None
+    """Its kind now, None when it was deleted."""
+    mode: int = 0
+    """Its st_mode now."""
+
+
+def scan(ws: Workspace) -> list[Change]:
+    """Every path added, modified or deleted since the baseline, sorted, in one walk.
+
+    Content is read only where the stat differs from the baseline's (a FIFO, socket or device
+    is compared by kind, never opened).
+    """
+    manifest = read_manifest(ws)
+    changed: list[Change] = []
+    seen: set[str] = set()
+    roots = Roots(ws)
+    try:
+        for entry in _entries(ws):
+            rel = os.fsdecode(entry.rel)
+            seen.add(rel)
+            before = manifest.get(rel)
+            if before == _key(entry.st):
+                continue
+            old = roots.old(entry.rel) if before is not None else None
+            try:
+                same = old is not None and _same(
+                    entry.dir_fd, entry.name, entry.st, old[0], entry.rel, old[1]
+                )
+            except OSError:
+                same = False  # unreadable now: report it changed rather than lose it
+            if not same:
+                was = neutralise.kind_of(before[3]) if before is not None else None
+                changed.append(Change(rel, was, neutralise.kind_of(entry.st.st_mode), entry.st.st_mode))
+    finally:
+        roots.close()
+    changed.extend(
+        Change(rel, neutralise.kind_of(st[3]), None) for rel, st in manifest.items() if rel not in seen
+    )
+    return sorted(changed)
 
 
 def changes(ws: Workspace) -> list[str]:
     """Workspace-relative paths added, modified or deleted since the baseline, sorted."""
-    manifest = _manifest(ws)
-    changed: list[str] = []
-    seen: set[str] = set()
-    for rel, st in _walk(ws.root, ws.exclude):
-        seen.add(rel)
-        before = manifest.get(rel)
-        if before == _key(st):
-            continue
-        old = baseline_file(ws, rel) if before is not None else None
-        if old is None or not _same_content(ws.root / rel, old):
-            changed.append(rel)
-    changed.extend(rel for rel in manifest if rel not in seen)
-    return sorted(changed)
-
-
-def _file_diff(old: Path | None, new: Path | None, rel: str) -> bytes:
-    argv = [
-        "git",
-        "diff",
-        "--no-index",
-        "--binary",
-        "--no-color",
-        str(old or "/dev/null"),
-        str(new or "/dev/null"),
-    ]
-    out = subprocess.run(argv, env=_GIT_ENV, capture_output=True, check=False).stdout
-    lines = out.split(b"\n")
-    relb = rel.encode("utf-8", errors="surrogateescape")
-    for i, line in enumerate(lines[:6]):
-        if line.startswith(b"diff --git "):
-            lines[i] = b"diff --git a/" + relb + b" b/" + relb
-        elif line.startswith(b"--- a/"):
-            lines[i] = b"--- a/" + relb
-        elif line.startswith(b"+++ b/"):
-            lines[i] = b"+++ b/" + relb
-    return b"\n".join(lines)
-
-
-def diff(ws: Workspace, changed: Iterable[str] | None = None) -> bytes:
-    """A binary-safe unified patch (git format) of everything changed since the baseline."""
-    parts = []
-    for rel in changes(ws) if changed is None else changed:
-        new = ws.root / rel
-        parts.append(
-            _file_diff(baseline_file(ws, rel), new if new.exists() or new.is_symlink() else None, rel)
-        )
-    return b"".join(parts)
+    return [change.rel for change in scan(ws)]
 
 
 def reset(ws: Workspace) -> None:
-    """Put the workspace back to the baseline (before a retried attempt)."""
-    for rel in changes(ws):
-        target = ws.root / rel
-        if target.is_symlink() or target.exists():
-            target.unlink()
-        old = baseline_file(ws, rel)
-        if old is not None:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(old, target, follow_symlinks=False)
+    """Put the workspace back to the baseline (before a retried attempt).
+
+    Whatever the agent left at a changed path goes (a folder where a file was included);
+    a path too long to name even relative to the workspace is left where it is.
+    """
+    manifest = read_manifest(ws)
+    roots = Roots(ws)
+    try:
+        for rel in changes(ws):
+            relb = os.fsencode(rel)
+            with contextlib.suppress(OSError):
+                neutralise.remove_tree(relb, dir_fd=roots.ws)
+            old = roots.old(relb) if rel in manifest else None
+            if old is not None:
+                with contextlib.suppress(OSError):
+                    fdtree.put(old[0], relb, roots.ws, relb, link=False)
+    finally:
+        roots.close()
     commit_baseline(ws)
 
 

@@ -31,7 +31,7 @@ from compiler.contract import (
     Provisions,
 )
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import fix_scenario, make_job
+from tests.helpers import fix_scenario, make_job, sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dask" / "project"
@@ -121,6 +121,7 @@ def spawn(
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
             start_new_session=new_session,
+            preexec_fn=sigint_default,
         )
 
 

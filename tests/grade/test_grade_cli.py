@@ -74,7 +74,7 @@ def test_misconfigured_judges_refused_before_grading(tmp_path: Path) -> None:
     scen = scenario([command("compiles", "python -m py_compile app/main.py")])
     make_run(project / "runs" / "t1", demo_job(scen), workspace={"app/main.py": VALID_PY})
     (project / "judges.yaml").write_text(
-        "default: { provider: anthropic, model: m, api_key_env: ASSAY_NO_SUCH_VAR }\n"
+        "default: { provider: anthropic, model: m, base_url: 'http://127.0.0.1:9', api_key_env: ASSAY_NO_SUCH_VAR }\n"
     )
     done = assay("grade", "runs", "--judges", "judges.yaml", cwd=project, env=BARE_ENV)
     assert done.returncode == 2 and "ASSAY_NO_SUCH_VAR" in done.stderr

@@ -55,7 +55,7 @@ def _project(root: Path, judges: str) -> tuple[Path, Path]:
 
 
 def test_misconfigured_judge_stops_the_matrix_before_any_trial(tmp_path: Path) -> None:
-    judges = "judges:\n  default: { provider: anthropic, model: m, api_key_env: ASSAY_TEST_NO_SUCH_KEY }\n"
+    judges = "judges:\n  default: { provider: anthropic, model: m, base_url: 'http://127.0.0.1:9', api_key_env: ASSAY_TEST_NO_SUCH_KEY }\n"
     project, marker = _project(tmp_path, judges)
     done = assay("--project", project, "matrix", cwd=project, env=BARE_ENV)
     assert done.returncode == 2, done.stderr

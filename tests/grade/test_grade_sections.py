@@ -244,7 +244,12 @@ def test_misconfigured_judge_fails_up_front(monkeypatch: pytest.MonkeyPatch) -> 
     with pytest.raises(JudgeConfigError) as err:
         check_judge_config(
             {
-                "a": {"provider": "anthropic", "model": "m", "api_key_env": "ASSAY_TEST_NO_SUCH_KEY"},
+                "a": {
+                    "provider": "anthropic",
+                    "model": "m",
+                    "base_url": "http://127.0.0.1:9",
+                    "api_key_env": "ASSAY_TEST_NO_SUCH_KEY",
+                },
                 "b": {"provider": "gemini", "model": "m", "api_key": "k"},
                 "c": {"provider": "openai", "model": "m", "base_url": "ftp://x", "api_key": "k"},
             }

@@ -27,7 +27,7 @@ def test_dockerfile_maps_to_seed_mounts_env_and_packages() -> None:
 
 def test_dockerfile_refusals_name_the_step() -> None:
     cases = {
-        "FROM ghcr.io/acme/custom:1\nWORKDIR /app\n": "a custom base image (ghcr.io/acme/custom:1): nothing here provides it",
+        "FROM registry.invalid/acme/custom:1\nWORKDIR /app\n": "a custom base image (registry.invalid/acme/custom:1): nothing here provides it",
         "FROM python:3.12\nWORKDIR /app\nRUN curl -o d.csv https://x.invalid/d.csv && python gen.py\n": "RUN step downloads (curl -o d.csv https://x.invalid/d.csv): it needs the network",
         "FROM python:3.12 AS b\nFROM python:3.12\nWORKDIR /app\n": "a multi-stage build (second FROM python:3.12)",
         "FROM python:3.12\nWORKDIR /app\nCOPY --from=b /x /y\n": "COPY --from another build stage or image (--from=b /x /y)",
@@ -37,13 +37,15 @@ def test_dockerfile_refusals_name_the_step() -> None:
     for text, reason in cases.items():
         assert dockerfile.read(text).refusals[:1] == [reason], text
     ok = dockerfile.read(
-        "FROM ghcr.io/laude-institute/t-bench/python-3-13:20250620\n"
+        "FROM registry.invalid/laude-institute/t-bench/python-3-13:20250620\n"
         "RUN set -eux; export DEBIAN_FRONTEND=noninteractive; apt-get update && \\\n"
         "    apt-get install -y --no-install-recommends jq=1.6 && rm -rf /var/lib/apt/lists/*\n"
         "RUN pip install --no-cache-dir numpy==2.1.2 scipy\n"
     )
     assert (ok.python, ok.workdir, ok.refusals) == ("3.13", "/app", [])
     assert (ok.packages.apt, ok.packages.pip) == (["jq"], ["numpy==2.1.2", "scipy"])
+    mirrored = dockerfile.read("FROM registry.invalid:5000/library/python:3.12\nWORKDIR /app\n")
+    assert (mirrored.python, mirrored.refusals) == ("3.12", [])  # a known image from any registry
 
 
 def test_run_steps_that_make_files_are_build_steps() -> None:

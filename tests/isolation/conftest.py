@@ -209,24 +209,46 @@ def test_host() -> Iterator[NetnsHost]:
         subprocess.run(["ip", "netns", "del", ns], capture_output=True, check=False)
 
 
-_ATTACKS: dict[str, dict[str, int]] = {}
+@dataclass
+class _Tally:
+    """Hostile-agent tests of one isolation and way in."""
+
+    tried: int = 0
+    blocked: int = 0
+    skipped: int = 0
+    not_blocked: list[str] = field(default_factory=list)
+
+
+_ATTACKS: dict[str, _Tally] = {}
 
 
 def pytest_runtest_logreport(report: pytest.TestReport) -> None:
-    """Count the hostile-agent tests (test_attack_*) per isolation: tried, blocked."""
+    """Count the hostile-agent tests (test_attack_*) per isolation: tried, blocked, skipped. An
+    attack whose set-up errored counts as tried and not blocked: nothing showed it was."""
     name = report.nodeid.rsplit("::", 1)[-1]
-    if not name.startswith("test_attack_") or report.when != "call":
+    if not name.startswith("test_attack_"):
+        return
+    if report.when != "call" and not (report.when == "setup" and not report.passed):
         return
     iso = name.rsplit("[", 1)[-1].rstrip("]") if "[" in name else "?"
     iso += ", through the runner" if name.startswith("test_attack_e2e_") else ", direct"
-    counts = _ATTACKS.setdefault(iso, {"tried": 0, "blocked": 0})
-    counts["tried"] += 1
-    counts["blocked"] += int(report.passed)
+    tally = _ATTACKS.setdefault(iso, _Tally())
+    if report.skipped:
+        tally.skipped += 1
+        return
+    tally.tried += 1
+    if report.passed:
+        tally.blocked += 1
+    else:
+        tally.not_blocked.append(name.split("[", 1)[0])
 
 
 def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
-    """Print attacks tried / blocked per isolation."""
-    for iso, counts in sorted(_ATTACKS.items()):
+    """Print attacks tried / blocked / skipped per isolation, and each one not blocked."""
+    for iso, tally in sorted(_ATTACKS.items()):
         terminalreporter.write_line(
-            f"hostile-agent suite [{iso}]: {counts['tried']} attacks tried, {counts['blocked']} blocked"
+            f"hostile-agent suite [{iso}]: {tally.tried} attacks tried, {tally.blocked} blocked"
+            + (f", {tally.skipped} skipped (could not run here)" if tally.skipped else "")
         )
+        for name in tally.not_blocked:
+            terminalreporter.write_line(f"  NOT BLOCKED: {name}")

@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import contextlib
+import os
+import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
-from harness.sandbox.isolation import SandboxLimits
+from harness.sandbox.isolation import SandboxLimits, limits
 from harness.sandbox.isolation.limits import tree_size
 from tests.isolation.conftest import Trial
 
@@ -90,6 +94,29 @@ def test_cgroups_are_removed_after_the_run(trial: Trial) -> None:
         pytest.skip("no cgroups made here (they are made as root only)")
     assert {p.parent.parent.name for p in out.cgroups} == {"memory", "pids"}
     assert [p for p in out.cgroups if p.exists()] == []
+
+
+@needs_cgroup
+def test_a_killed_harness_leaves_no_cgroups_behind(bwrap_trial: Trial) -> None:
+    """A harness killed mid-trial cannot remove its cgroups; the next one does, and only those of
+    harness processes that are gone (a live one's are its own, even while empty)."""
+    gone = subprocess.Popen(["true"])
+    gone.wait()
+    parent = limits.CGROUP_V1 / "memory" / "assay"
+    parent.mkdir(exist_ok=True)
+    tag = uuid.uuid4().hex[:8]
+    orphan, live = parent / f"test-{tag}o-p{gone.pid}", parent / f"test-{tag}l-p{os.getpid()}"
+    orphan.mkdir()
+    live.mkdir()
+    try:
+        limits._SWEPT.discard(parent)  # as a harness process that has not swept yet
+        out = bwrap_trial.py("print(1)", limits=SandboxLimits(memory_mb=256))
+        assert out.stdout.strip() == "1", out.stderr
+        assert (orphan.exists(), live.exists()) == (False, True)
+    finally:
+        for path in (orphan, live):
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 @pytest.mark.skipif(

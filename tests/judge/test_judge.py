@@ -89,16 +89,23 @@ def test_retries_then_succeeds(tmp_path: Path) -> None:
 
 def test_misconfiguration_fails_at_construction(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delenv("ASSAY_TEST_JUDGE_KEY", raising=False)
+    local = "http://127.0.0.1:9"
+    with pytest.raises(JudgeConfigError, match="judge needs base_url"):
+        make_judge({"provider": "anthropic", "model": "m", "api_key": "k"})  # no provider address built in
     with pytest.raises(JudgeConfigError, match="ASSAY_TEST_JUDGE_KEY is not set"):
-        make_judge({"provider": "anthropic", "model": "m", "api_key_env": "ASSAY_TEST_JUDGE_KEY"})
+        make_judge(
+            {"provider": "anthropic", "model": "m", "base_url": local, "api_key_env": "ASSAY_TEST_JUDGE_KEY"}
+        )
     with pytest.raises(JudgeConfigError, match="not an http"):
         make_judge({"provider": "openai", "model": "m", "base_url": "localhost:8080", "api_key": "k"})
     with pytest.raises(JudgeConfigError, match="api_key_env"):
-        make_judge({"provider": "openai", "model": "m"})
+        make_judge({"provider": "openai", "model": "m", "base_url": local})
     with pytest.raises(JudgeConfigError, match="provider"):
         make_judge({"provider": "gemini", "model": "m", "api_key": "k"})
     monkeypatch.setenv("ASSAY_TEST_JUDGE_KEY", "secret")
-    make_judge({"provider": "anthropic", "model": "m", "api_key_env": "ASSAY_TEST_JUDGE_KEY"})
+    make_judge(
+        {"provider": "anthropic", "model": "m", "base_url": local, "api_key_env": "ASSAY_TEST_JUDGE_KEY"}
+    )
 
 
 @pytest.mark.parametrize(

@@ -15,7 +15,7 @@ import pytest
 
 from harness.artifacts.records import read_run
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import command_agent, make_job
+from tests.helpers import command_agent, make_job, sigint_default
 from tests.runner.test_proc import _wait_gone
 
 N = 8
@@ -49,7 +49,9 @@ def _matrix(project: Path, jobs: Path, runs: Path, *extra: str) -> subprocess.Po
         *extra,
     ]
     env = {**os.environ, "PYTHONPATH": str(root)}
-    return subprocess.Popen(argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    return subprocess.Popen(
+        argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default
+    )
 
 
 def _finished(runs: Path) -> list[Path]:
@@ -102,8 +104,7 @@ def test_sigkill_halfway_then_rerun_runs_every_trial_exactly_once(project: Path,
 @pytest.mark.slow
 def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path: Path) -> None:
     # The agents would sleep 600 s: ending well before that proves Ctrl-C killed them instead of
-    # waiting. The margin is wide because recording two interrupted runs under a loaded CI machine
-    # took more than 30 s once.
+    # waiting for them (a wide margin, so that a loaded machine cannot flip it).
     ids = _write_jobs(tmp_path / "jobs", "sleep 600", n=4)
     runs = tmp_path / "runs"
     first = _matrix(project, tmp_path / "jobs", runs)

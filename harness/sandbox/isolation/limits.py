@@ -58,12 +58,45 @@ def _cgroup_root(controller: str) -> Path | None:
     return root
 
 
+_SWEPT: set[Path] = set()
+"""The cgroup parents this process has swept (once each: orphans come from processes killed before
+this one started)."""
+
+
+def _owner_gone(name: str) -> bool:
+    """Whether the harness process a cgroup is named after (`...-p<pid>`) no longer exists."""
+    tail = name.rsplit("-p", 1)
+    if len(tail) != 2 or not tail[1].isdigit():
+        return False  # not named by a harness process: leave it
+    try:
+        os.kill(int(tail[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def _sweep(parent: Path) -> None:
+    """Remove the cgroups a killed harness process left behind (its pid is gone). A cgroup that
+    still holds a process cannot be removed (EBUSY), so nothing running is touched."""
+    if parent in _SWEPT:
+        return
+    _SWEPT.add(parent)
+    with contextlib.suppress(OSError):
+        for child in parent.iterdir():
+            if child.is_dir() and _owner_gone(child.name):
+                with contextlib.suppress(OSError):
+                    child.rmdir()
+
+
 def _make_cgroup(
     controller: str, name: str, settings: dict[str, str], optional: dict[str, str]
 ) -> Path | None:
     root = _cgroup_root(controller)
     if root is None:
         return None
+    _sweep(root / "assay")
     path = root / "assay" / name
     try:
         path.mkdir(parents=True)
@@ -262,7 +295,8 @@ def confine(
             so a caller without cgroups can end its process tree.
     """
     limits = spec.limits
-    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}"
+    # Named after this process too: a later harness removes what a killed one left (_sweep).
+    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-p{os.getpid()}"
     cgroups: dict[str, Path] = {}
     # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
     mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"

@@ -1,0 +1,112 @@
+"""Which runs left the denominator, per agent and condition, and whose evidence disagreed.
+
+A rate is k/n over graded runs; a run that is invalid, failed to run or is ungradeable is in
+no n. That is right when the cause is on the harness's side, and a bias when it is not evenly
+spread: a treatment that loses its failing runs to exclusions looks better than its control.
+So the report lists the exclusions of every agent and condition with their reasons, and warns
+when a treatment and its control did not lose the same share of their runs. It also counts
+the runs whose adapter reported usage other than the gateway's own account (the gateway's is
+the one used).
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+
+from harness.report.collect import RunFacts
+from harness.report.diagnostics import Evidence
+from harness.report.summary import Diagnostic
+
+EXCLUDED = ("invalid", "failed_to_run", "ungradeable")
+"""Statuses that take a run out of every rate (ungraded runs are a to-do, not an exclusion)."""
+
+Cond = tuple[str | None, str, str]
+"""(version, agent, condition)"""
+
+
+def _name(cond: Cond) -> str:
+    version, agent, condition = cond
+    return f"{agent} {condition}" + (f" @{version}" if version else "")
+
+
+class Integrity:
+    """Exclusions by agent and condition, and usage disagreements; streamed, mergeable."""
+
+    def __init__(self) -> None:
+        self.runs: Counter[Cond] = Counter()
+        self.excluded: dict[Cond, Counter[str]] = defaultdict(Counter)
+        self.evidence: dict[Cond, Evidence] = defaultdict(Evidence)
+        self.controls: set[Cond] = set()
+        self.usage: dict[str, Evidence] = defaultdict(Evidence)
+
+    def add(self, run: RunFacts) -> None:
+        cond = (run.version, run.agent, run.condition)
+        self.runs[cond] += 1
+        if run.control:
+            self.controls.add(cond)
+        if run.status in EXCLUDED:
+            self.excluded[cond][f"{run.status}: {run.reason or '(no reason recorded)'}"] += 1
+            self.evidence[cond].add(run.dir)
+        if run.usage_differs:
+            self.usage[run.agent].add(run.dir)
+
+    def merge(self, other: Integrity) -> None:
+        """Fold in another part of the tree."""
+        self.runs.update(other.runs)
+        for cond, reasons in other.excluded.items():
+            self.excluded[cond].update(reasons)
+        for cond, ev in other.evidence.items():
+            self.evidence[cond].merge(ev)
+        self.controls |= other.controls
+        for agent, ev in other.usage.items():
+            self.usage[agent].merge(ev)
+
+    def _share(self, cond: Cond) -> str:
+        return f"{sum(self.excluded[cond].values())}/{self.runs[cond]}"
+
+    def diagnostics(self, skip: set[str] | frozenset[str] = frozenset()) -> list[Diagnostic]:
+        """Exclusions per agent and condition; a warning where a treatment's share differs from its
+        control's; usage reports that disagree with the gateway. Agents in `skip` (sanity bounds) are
+        never compared."""
+        out: list[Diagnostic] = []
+        for cond in sorted(self.excluded, key=lambda c: (str(c[0]), c[1], c[2])):
+            reasons = self.excluded[cond]
+            listed = "; ".join(f"{reason} ({n})" for reason, n in sorted(reasons.items()))
+            out.append(
+                Diagnostic(
+                    kind="excluded",
+                    severity="info",
+                    message=f"{_name(cond)}: {self._share(cond)} runs excluded from its rates: {listed}",
+                    evidence=self.evidence[cond].listing(),
+                )
+            )
+        for cond in sorted(self.runs, key=lambda c: (str(c[0]), c[1], c[2])):
+            control = next((c for c in self.controls if c[:2] == cond[:2]), None)
+            if cond in self.controls or control is None or cond[1] in skip:
+                continue
+            mine, theirs = sum(self.excluded[cond].values()), sum(self.excluded[control].values())
+            if mine * self.runs[control] != theirs * self.runs[cond]:
+                out.append(
+                    Diagnostic(
+                        kind="exclusions-differ",
+                        severity="warning",
+                        message=(
+                            f"{_name(cond)} lost {self._share(cond)} runs to exclusions, its control "
+                            f"{control[2]} {self._share(control)}: the rates compare different denominators"
+                        ),
+                        evidence=self.evidence[cond].listing() + self.evidence[control].listing(),
+                    )
+                )
+        for agent, ev in sorted(self.usage.items()):
+            out.append(
+                Diagnostic(
+                    kind="usage-disagrees",
+                    severity="warning",
+                    message=(
+                        f"{agent}: in {ev.count} run(s) the adapter's usage.jsonl differs from the model "
+                        "gateway's own account; the gateway's is the one counted"
+                    ),
+                    evidence=ev.listing(),
+                )
+            )
+        return out
