@@ -5,6 +5,7 @@ folders) beside a small seed; the runner's capture stage (`harness.trial.capture
 one walk for the changes, unsafe edits, one `git diff` for diff.patch) is timed, then the patch
 is checked with `git apply --check` on a copy of the seed. A second round gives every file a
 line of content. Prints seconds per round and the patch size; the goal is <= 5 s for 60,000.
+The walk the launcher makes after every command (`harness.sandbox.neutralise`) is timed apart.
 
 Run from the project root: `nox -s perf-capture` or `python benchmarks/bench_capture.py [--files N]`.
 """
@@ -50,6 +51,8 @@ class Round(NamedTuple):
     wall_s: float
     cpu_s: float
     """CPU seconds of the harness and its git processes: the figure a loaded machine does not inflate."""
+    neutralise_s: float
+    """Wall seconds of the walk the launcher makes after every command (`neutralise`), before capture."""
     patch_bytes: int
     applies: int
 
@@ -66,6 +69,9 @@ def one_round(scratch: Path, files: int, content: bytes) -> Round:
     ws = workspace.create(seed, run_dir)
     workspace.commit_baseline(ws)
     _fill(ws.root, files, content)
+    start = time.perf_counter()
+    neutralise.neutralise(ws.root)
+    walk_s = time.perf_counter() - start
     start, cpu = time.perf_counter(), _cpu()
     fields = capture.workspace(ws, ("app/**",), run_dir)
     seconds, cpu = time.perf_counter() - start, _cpu() - cpu
@@ -74,7 +80,7 @@ def one_round(scratch: Path, files: int, content: bytes) -> Round:
     check = scratch / "check"
     shutil.copytree(seed, check)
     applied = subprocess.run(["git", "apply", "--check", str(patch)], cwd=check, capture_output=True)
-    return Round(seconds, cpu, patch.stat().st_size, applied.returncode)
+    return Round(seconds, cpu, walk_s, patch.stat().st_size, applied.returncode)
 
 
 def main() -> None:
@@ -91,7 +97,8 @@ def main() -> None:
         verdict = "applies" if done.applies == 0 else f"git apply --check exit {done.applies}"
         print(
             f"  {label:>14}: {done.wall_s:6.2f} s wall, {done.cpu_s:5.2f} s CPU   "
-            f"diff.patch {done.patch_bytes / 1e6:5.1f} MB, {verdict}"
+            f"diff.patch {done.patch_bytes / 1e6:5.1f} MB, {verdict}   "
+            f"(the launcher's neutralise walk before it: {done.neutralise_s:.2f} s)"
         )
     print(
         f"  (load average {os.getloadavg()[0]:.1f} on {os.cpu_count()} CPUs: wall time includes waiting for a CPU)"

@@ -19,6 +19,9 @@ from tests.helpers import make_job, none_cell
 
 LONG = "app/" + "/".join(["d" * 199] * 19)
 """19 folders of 199 bytes under app/: with the file below, a 4,000-byte relative path."""
+RUN = "run-" + "r" * 120
+"""The run directory's name: long enough that its workspace's absolute path plus the 4,000-byte
+relative path passes PATH_MAX (4,096) wherever the test's temp folder is, as in a real run tree."""
 
 ODD = {
     "fifo": "import os\nos.mkfifo('app/pipe')\n",
@@ -64,7 +67,7 @@ def odd_job(project: Path, case: str, iso: str) -> Job:
 
 def run_odd(project: Path, tmp_path: Path, case: str, iso: str) -> tuple[RunRecord, dict[str, str]]:
     """Run and grade one odd agent; assert the run is graded and diff.patch applies to the seed."""
-    run_dir = tmp_path / "run"
+    run_dir = tmp_path / RUN
     record = run_trial(odd_job(project, case, iso), project=project, run_dir=run_dir)
     assert record.error is None, record.traceback
     grade_run(run_dir, project=None)
@@ -86,4 +89,4 @@ def run_odd(project: Path, tmp_path: Path, case: str, iso: str) -> tuple[RunReco
 def remove_run(tmp_path: Path) -> None:
     """Remove the run iteratively: pytest's own clean-up of old temp folders recurses per level
     and a 3,000-deep tree left behind would crash every later pytest session's clean-up."""
-    neutralise.remove_tree(tmp_path / "run", ignore_errors=True)
+    neutralise.remove_tree(tmp_path / RUN, ignore_errors=True)
