@@ -19,6 +19,7 @@ from typing import Any
 from pydantic import ValidationError
 
 from harness.artifacts.index import Index, SyncStats, open_index
+from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord
 from harness.artifacts.store import FutureSchemaError
 from harness.report.collect import (
@@ -158,7 +159,11 @@ def _grade_missing(index: Index, project: Path | None) -> dict[str, str]:
     if grader is None:
         return {}
     failed: dict[str, str] = {}
-    todo = [row[0] for row in index.rows("records", ("grade_json",)) if row[1] is None]
+    # From the small table of folder listings, not the records (most of the index's size, all read cold):
+    # a row's grade_json is None when grade.json was not in its folder (or vanished as it was read, which
+    # changed the folder's mtime: the next sync reads it again).
+    listed = json.dumps(GRADE_FILE)
+    todo = [rel for rel, files in index.rows("tree", ("files",)) if listed not in files]
     for rel in todo:
         run_dir = index.root / rel if rel else index.root
         try:
