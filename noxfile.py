@@ -31,7 +31,6 @@ import subprocess
 import sys
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
 
 import nox
 
@@ -583,8 +582,8 @@ def import_datasets(session: nox.Session) -> None:
     """`assay import` on public datasets you have (a folder of tasks in ASSAY_TB_DATASET and/or
     ASSAY_HARBOR_DATASET; skipped, visibly, without one): each goes into a scratch copy of the
     example project (.nox-import/), is validated, and its matrix runs (the oracle must pass every
-    imported task, the no-op agent fail every one). Prints the figures; the import report is
-    .nox-import/imports/<name>.md."""
+    imported task, the no-op agent fail every one). Prints the figures (benchmarks/import_datasets.py;
+    `-- --parallel 1` for a loaded machine); the import report is .nox-import/imports/<name>.md."""
     given = [(fmt, Path(os.environ[var])) for fmt, var in IMPORT_DATASETS if os.environ.get(var)]
     present = [(fmt, path) for fmt, path in given if path.is_dir()]
     if not present:
@@ -596,23 +595,7 @@ def import_datasets(session: nox.Session) -> None:
         for folder in ("specs", "scenarios", "tools", "agents", "guides", "wiki"):
             if (ROOT / folder).is_dir():
                 session.run("cp", "-r", str(ROOT / folder), str(scratch / folder), external=True)
-
-    def assay(*args: str, **kwargs: Any) -> None:
-        session.run(py, "-m", "harness", "--project", str(scratch), *args, **kwargs)
-
     for fmt, path in present:
-        name = re.sub(r"[^a-z0-9]+", "-", path.name.lower()).strip("-")
-        assay("import", fmt, str(path), "--name", name, "--force")
-        assay("compile")
-        assay("matrix", name, "--parallel", "2", success_codes=[0, 1])
-        grades = [
-            json.loads(p.read_text()) | {"agent": json.loads((p.parent / "run.json").read_text())["agent"]}
-            for p in (scratch / "runs" / name).rglob("grade.json")
-        ]
-        for agent in ("oracle", "noop"):
-            mine = [g for g in grades if g["agent"] == agent]
-            passed = sum(1 for g in mine if g.get("passed"))
-            session.log(f"{name}: {agent} passed {passed} of {len(mine)}")
-        bad = [g for g in grades if (g["agent"] == "oracle") != bool(g.get("passed"))]
-        if bad:
-            session.error(f"{name}: {len(bad)} run(s) where the oracle failed or the no-op passed")
+        session.run(
+            py, "benchmarks/import_datasets.py", fmt, str(path), "--project", str(scratch), *session.posargs
+        )

@@ -28,7 +28,7 @@ from typing import Any
 import yaml
 
 from harness.importers import harbor, terminal_bench, write
-from harness.importers.reference import run_solution
+from harness.importers.reference import run_build, run_solution
 from harness.importers.task import Task, slug, task_id
 from harness.sandbox.scenario import environment_of
 
@@ -122,9 +122,14 @@ class Importer:
         return done.stdout.strip()[:12] if done.returncode == 0 else None
 
     def reference(self, task: Task, folder: Path, scenario: Any) -> None:
-        """Build the environment and run the solution into folder/reference (raises with the reason)."""
+        """Build the environment, run the image's build steps on the seed and mounts, and run the
+        solution into folder/reference (raises with the reason)."""
         assert task.solution is not None
         env = environment_of(scenario, self.project)
+        if task.build.steps:
+            run_build(
+                scenario, self.project, task.build.steps, environment=env, timeout_s=task.timeout_s or 600.0
+            )
         ref = run_solution(
             scenario,
             self.project,

@@ -32,7 +32,21 @@ DISTRO = {
 """Distribution images and the python3 their packages give."""
 
 HARNESS_PACKAGES = frozenset({"tmux", "asciinema"})
+INSTALLERS = frozenset({"apt-get", "apt", "pip", "pip3", "uv", "uvx", "conda", "npm", "npx", "gem", "cargo"})
+"""Package managers: a RUN that calls one in a way the environment cannot provide is refused."""
+DOWNLOADERS = frozenset({"curl", "wget", "git", "scp", "rsync"})
+"""Commands that fetch from the network, which a build step here does not have."""
 """Terminal-Bench's own recording tools, installed for its harness rather than for the task."""
+
+
+@dataclass(frozen=True)
+class Step:
+    """A RUN that makes files (a data generator, `echo ... > file`): run in the sandbox at import."""
+
+    workdir: str
+    """Where it runs (the WORKDIR at that point; / before any)."""
+    script: str
+    """The RUN's shell text, as written."""
 
 
 @dataclass(frozen=True)
@@ -61,6 +75,8 @@ class Build:
     """Absolute path -> mode from `chmod`."""
     removed: list[str] = field(default_factory=list)
     """Absolute paths `rm` removes."""
+    steps: list[Step] = field(default_factory=list)
+    """RUNs that make files, in order; run after the COPYs, offline, with the environment."""
     refusals: list[str] = field(default_factory=list)
     notes: list[str] = field(default_factory=list)
 
@@ -159,32 +175,52 @@ def _copy(word: str, args: str, build: Build) -> None:
     build.copies.append(Copy(tuple(sources), target))
 
 
+def _shapes_tree(command: list[str]) -> bool:
+    """`mkdir`, `chmod`, `rm`: commands a scenario's seed reproduces without running them."""
+    rest = [a for a in command[1:] if not a.startswith("-")]
+    return command[0] in ("mkdir", "rm", "true", ":") or (
+        command[0] == "chmod" and len(rest) >= 2 and bool(re.fullmatch(r"[0-7]{3,4}|\+x", rest[0]))
+    )
+
+
+def _shape(command: list[str], build: Build, *, dirs_only: bool) -> None:
+    name, rest = command[0], [a for a in command[1:] if not a.startswith("-")]
+    if name == "mkdir":
+        build.dirs.extend(_abs(p, build.workdir).rstrip("/") for p in rest)
+    elif dirs_only:
+        return  # the step runs them itself
+    elif name == "chmod":
+        for path in rest[1:]:
+            build.modes[_abs(path, build.workdir).rstrip("/")] = 0o755 if rest[0] == "+x" else int(rest[0], 8)
+    elif name == "rm":
+        build.removed.extend(
+            _abs(p, build.workdir).rstrip("/") for p in rest if not p.startswith("/var/lib/apt")
+        )
+
+
 def _run(args: str, build: Build) -> None:
+    """Package installs become the environment, tree shaping the seed; a RUN that does anything
+    else becomes a build step, unless it needs the network or a package manager the environment
+    cannot stand in for (then the task is refused with that command)."""
     if args.startswith("["):
         build.refusals.append(f"RUN in exec form cannot be read: {args}")
         return
-    for command in split_commands(args):
-        if not command:
-            continue
-        if build.packages.take(command):
-            continue
-        name = command[0]
-        rest = [a for a in command[1:] if not a.startswith("-")]
-        if name == "mkdir":
-            build.dirs.extend(_abs(p, build.workdir).rstrip("/") for p in rest)
-        elif name == "chmod" and len(rest) >= 2 and re.fullmatch(r"[0-7]{3,4}|\+x", rest[0]):
-            for path in rest[1:]:
-                build.modes[_abs(path, build.workdir).rstrip("/")] = (
-                    0o755 if rest[0] == "+x" else int(rest[0], 8)
-                )
-        elif name == "rm":
-            build.removed.extend(
-                _abs(p, build.workdir).rstrip("/") for p in rest if not p.startswith("/var/lib/apt")
-            )
-        elif name in ("true", ":"):
-            continue
-        else:
+    commands = [c for c in split_commands(args) if c]
+    rest = [c for c in commands if not build.packages.take(c)]
+    others = [c for c in rest if not _shapes_tree(c)]
+    for command in others:
+        name = posixpath.basename(command[0])
+        if name in DOWNLOADERS:
+            build.refusals.append(f"RUN step downloads ({shlex.join(command)[:160]}): it needs the network")
+        elif name in INSTALLERS or command[1:3] == ["-m", "pip"]:
             build.refusals.append(f"RUN step the importer cannot reproduce: {shlex.join(command)}")
+    # After a build step, shaping the tree runs as a step too: it may remove what the step used.
+    runs = bool(others) or (bool(build.steps) and bool(rest))
+    for command in rest:
+        if _shapes_tree(command):
+            _shape(command, build, dirs_only=runs)
+    if runs:
+        build.steps.append(Step(build.workdir or "/", args))
 
 
 def read(text: str) -> Build:

@@ -5,16 +5,23 @@ mounts the agent sees, the scenario environment, the network off, the agent's ti
 script is shown read-only at /solution. What it added or changed under the working directory
 becomes `reference/`. A solution that fails, deletes seed files, or changes a folder other than
 the working directory cannot be expressed as a reference overlay: the task is refused with that.
+
+Before it, the image's build steps (RUNs that make files: a data generator, `echo ... > file`)
+run the same way on the seed and the writable mounts, and what they leave replaces them. Both
+run with SHIMS: the packages they would install are the scenario environment's already.
 """
 
 from __future__ import annotations
 
 import filecmp
+import shlex
 import shutil
 import tempfile
+from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.contract import ScenarioJob
+from harness.importers.dockerfile import Step
 from harness.sandbox.isolation import Mount, SandboxLimits, select
 from harness.sandbox.launch import Launcher
 from harness.sandbox.scenario import copy_mounts, mount_dir, refuse_without_mounts, view
@@ -23,10 +30,16 @@ from harness.trial import workspace
 from harness.trial.environment import SYSTEM_PATH
 
 SOLUTION_DIR = Path("/solution")
+BUILD_DIR = Path("/.assay-build")
+"""Where a build run's script is shown (read-only)."""
 
 
 class SolutionFailed(Exception):
     """The solution did not produce a reference (the reason is the message)."""
+
+
+class BuildFailed(SolutionFailed):
+    """The image's build steps did not run here (the reason is the message)."""
 
 
 def _tail(log: Path, lines: int = 6) -> str:
@@ -51,20 +64,45 @@ def _changed_mounts(scenario: ScenarioJob, project: Path, root: Path) -> list[st
     return sorted(changed)
 
 
-def run_solution(
+SHIMS = r"""
+apt-get() { :; }; apt() { :; }; pip() { :; }; pip3() { :; }
+rm() { case " $* " in *" /var/lib/apt"*) return 0 ;; esac; command rm "$@"; }
+curl() { case " $* " in */uv/install.sh" "*|*/uv/[0-9]*/install.sh" "*) echo : ;; *) command curl "$@" ;; esac; }
+uv() {
+  case "$1" in
+    init|add|sync|venv|pip) return 0 ;;
+    run) shift; while [ "${1#-}" != "$1" ]; do shift; done
+         case "$1" in python|python3) shift ;; esac; python3 "$@" ;;
+    *) command uv "$@" ;;
+  esac
+}
+export -f apt-get apt pip pip3 rm curl uv
+"""
+"""Shell functions a build step or a solution runs with: the packages it installs (with apt,
+pip or uv) are in the scenario environment already, so installing them again does nothing, and
+`uv run` runs the environment's python. uv's installer, fetched with curl, is not needed."""
+
+
+@dataclass(frozen=True)
+class Sandboxed:
+    """A solution or build run's sandbox: a copy of the seed and the writable mounts."""
+
+    launcher: Launcher
+    workspace: workspace.Workspace
+    scratch: Path
+
+
+def _sandbox(
     scenario: ScenarioJob,
     project: Path,
-    solution: Path,
+    shown: Mount,
     *,
     environment: ScenarioEnv | None,
     extra_env: dict[str, str],
-    timeout_s: float,
-    isolation: str = "auto",
-) -> Path:
-    """Run the solution on a copy of the seed; return a folder holding the reference overlay.
-
-    The caller moves the returned folder into place (it lives in a temporary folder of its own).
-    """
+    isolation: str,
+) -> Sandboxed:
+    """The workspace (the seed at the task's working directory), the mounts the agent sees, the
+    environment, the network off; `shown` is mounted read-only as well."""
     iso = select(isolation)
     refuse_without_mounts(scenario, iso.name)
     scratch = Path(tempfile.mkdtemp(prefix="assay-import-"))
@@ -72,15 +110,10 @@ def run_solution(
     workspace.commit_baseline(ws)
     copy_mounts(scenario, project, scratch)
     home, tmp = scratch / "home", scratch / "tmp"
-    home.mkdir()
+    (home / ".local" / "bin").mkdir(parents=True)
+    (home / ".local" / "bin" / "env").write_text("", encoding="utf-8")  # uv's installer leaves one
     tmp.mkdir()
     seen = view(scenario, project, ws.root, mounts_root=scratch, checks=False, environment=environment)
-    # A solution folder (Harbor's solution/) is shown at /solution; a lone script at /solution/<name>.
-    shown = Mount(
-        solution.resolve(),
-        SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR,
-        writable=False,
-    )
     env = seen.variables(
         {
             "HOME": str(home),
@@ -109,9 +142,92 @@ def run_solution(
         limits=SandboxLimits(),
         label=f"import-{scenario.id}",
     )
+    return Sandboxed(launcher, ws, scratch)
+
+
+def run_build(
+    scenario: ScenarioJob,
+    project: Path,
+    steps: list[Step],
+    *,
+    environment: ScenarioEnv | None,
+    timeout_s: float,
+    isolation: str = "auto",
+) -> None:
+    """Run the image's build steps on the scenario's seed and writable mounts, in place: what they
+    leave there is what the image has. Raises BuildFailed with the reason."""
+    folder = Path(tempfile.mkdtemp(prefix="assay-build-"))
+    folder.chmod(0o755)  # the sandbox's user reads the script
+    lines = ["#!/bin/bash", SHIMS]
+    for i, step in enumerate(steps, 1):
+        lines.append(
+            f"(cd {shlex.quote(step.workdir)} && bash -c {shlex.quote(step.script)})"
+            f" || {{ echo 'build step {i} failed' >&2; exit 1; }}"
+        )
+    (folder / "build.sh").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    box = _sandbox(
+        scenario,
+        project,
+        Mount(folder, BUILD_DIR, writable=False),
+        environment=environment,
+        extra_env=dict(scenario.env),
+        isolation=isolation,
+    )
+    try:
+        log = box.scratch / "build.log"
+        done = box.launcher.run(
+            ["bash", str(BUILD_DIR / "build.sh")], timeout_s=timeout_s, log=log, stdin=b""
+        )
+        if done.timed_out:
+            raise BuildFailed(
+                f"the image's build steps did not finish within {timeout_s:g} s offline: {_tail(log)}"
+            )
+        if done.exit_code != 0:
+            raise BuildFailed(f"the image's build steps failed here (network off): {_tail(log)}")
+        seed = project / scenario.seed
+        shutil.rmtree(seed)
+        workspace.copy_tree(box.workspace.root, seed)
+        for m in scenario.mounts:
+            if m.writable:
+                shutil.rmtree(project / m.source)
+                workspace.copy_tree(mount_dir(box.scratch, m), project / m.source)
+    finally:
+        shutil.rmtree(box.scratch, ignore_errors=True)
+        shutil.rmtree(folder, ignore_errors=True)
+
+
+def run_solution(
+    scenario: ScenarioJob,
+    project: Path,
+    solution: Path,
+    *,
+    environment: ScenarioEnv | None,
+    extra_env: dict[str, str],
+    timeout_s: float,
+    isolation: str = "auto",
+) -> Path:
+    """Run the solution on a copy of the seed; return a folder holding the reference overlay.
+
+    The caller moves the returned folder into place (it lives in a temporary folder of its own).
+    """
+    # A solution folder (Harbor's solution/) is shown at /solution; a lone script at /solution/<name>.
+    shown = Mount(
+        solution.resolve(),
+        SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR,
+        writable=False,
+    )
+    box = _sandbox(
+        scenario, project, shown, environment=environment, extra_env=extra_env, isolation=isolation
+    )
+    scratch, ws = box.scratch, box.workspace
     log = scratch / "solution.log"
     script = SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR / "solve.sh"
-    done = launcher.run(["bash", str(script)], timeout_s=timeout_s, log=log, stdin=b"")
+    done = box.launcher.run(
+        ["bash", "-c", f"{SHIMS}\nexec bash {shlex.quote(str(script))}"],
+        timeout_s=timeout_s,
+        log=log,
+        stdin=b"",
+    )
     if done.timed_out:
         raise SolutionFailed(f"the solution did not finish within {timeout_s:g} s offline: {_tail(log)}")
     if done.exit_code != 0:

@@ -8,7 +8,8 @@ and left out; any other step — generating data, building code, copying files a
 something a check can reproduce, so the task is refused with it as the reason.
 
 A solution is refused when it reaches for the network (downloads, clones, package managers that
-resolve online); `pip install` of packages is taken as a need of the environment instead.
+resolve online); `pip install` and `uv add` of packages, and `apt-get install` of Debian packages this machine
+has, are taken as needs of the environment instead.
 """
 
 from __future__ import annotations
@@ -18,6 +19,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from harness.importers.shellsteps import PackageSteps, logical_lines, split_commands, strip_prefix
+from harness.sandbox.scenario_env import deb_installed
 
 TEST_DIR = "/tests"
 """Where both formats put the hidden tests in the container ($TEST_DIR)."""
@@ -67,6 +69,11 @@ class TestPlan:
     env: dict[str, str] = field(default_factory=dict)
     packages: PackageSteps = field(default_factory=PackageSteps)
     refusals: list[str] = field(default_factory=list)
+
+
+def _uv_installer(cmd: list[str]) -> bool:
+    """`curl -LsSf <uv's install script> | sh`: installs uv, which the environment stands in for."""
+    return bool(cmd) and cmd[0] == "curl" and any(UV_INSTALLER.search(w) for w in cmd)
 
 
 def _expand(word: str) -> str:
@@ -146,7 +153,7 @@ def read_tests(text: str) -> TestPlan:
                 key, value = assignment.split("=", 1)
                 plan.env[key] = value
             continue
-        if name == "curl" and any(UV_INSTALLER.search(w) for w in cmd):
+        if _uv_installer(cmd):
             continue  # installs uv, which the environment replaces
         if name in BOILERPLATE or (name == "uv" and cmd[1:2] in (["venv"], ["init"])):
             continue
@@ -168,6 +175,8 @@ class SolutionNeeds:
     """What running a solution needs, read from its text."""
 
     pip: list[str] = field(default_factory=list)
+    apt: list[str] = field(default_factory=list)
+    """Debian packages it installs that this machine has (the environment provides them)."""
     refusals: list[str] = field(default_factory=list)
 
 
@@ -180,15 +189,13 @@ def read_solution(text: str) -> SolutionNeeds:
         if not cmd:
             continue
         name = cmd[0]
+        if _uv_installer(cmd) or (name == "uv" and cmd[1:2] == ["init"]):
+            continue  # the environment stands in for uv and its project
         if name in NETWORK and (name != "git" or cmd[1:2] in (["clone"], ["fetch"], ["pull"], ["submodule"])):
             needs.refusals.append(
                 f"the solution {NETWORK[name]} ({shlex.join(raw)[:120]}): it needs the network"
             )
-        elif name in ("apt-get", "apt") and "install" in cmd:
-            needs.refusals.append(
-                f"the solution installs Debian packages ({shlex.join(raw)[:120]}): it needs root and the network"
-            )
-        elif name == "uv" and cmd[1:2] in (["add"], ["init"], ["sync"], ["tool"]):
+        elif name == "uv" and cmd[1:2] in (["sync"], ["tool"], ["lock"]):
             needs.refusals.append(
                 f"the solution resolves packages with uv ({shlex.join(raw)[:120]}): it needs the network"
             )
@@ -201,8 +208,11 @@ def read_solution(text: str) -> SolutionNeeds:
                 f"the solution installs packages in a way that needs the network ({shlex.join(raw)[:120]})"
             )
     needs.pip = steps.pip
-    if steps.apt:
+    missing = [p for p in steps.apt if not deb_installed(p)]
+    if missing:
         needs.refusals.append(
-            f"the solution installs Debian packages ({', '.join(steps.apt)}): it needs root and the network"
+            f"the solution installs Debian packages this machine does not have ({', '.join(missing)}):"
+            " it needs root and the network"
         )
+    needs.apt = [p for p in steps.apt if p not in missing]
     return needs

@@ -106,8 +106,9 @@ def scenario_doc(
     env: dict[str, Any] = {"pip": requirements(task)}
     if task.build.python:
         env = {"python": task.build.python, **env}
-    if task.build.packages.apt or task.tests.packages.apt:
-        env["apt"] = sorted({*task.build.packages.apt, *task.tests.packages.apt})
+    apt = {*task.build.packages.apt, *task.tests.packages.apt, *task.solution_needs.apt}
+    if apt:
+        env["apt"] = sorted(apt)
     doc["environment"] = env
     if task.env:
         doc["env"] = dict(sorted(task.env.items()))

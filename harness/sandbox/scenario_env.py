@@ -186,7 +186,8 @@ def _run(argv: list[str], log: Path, what: str) -> None:
         )
 
 
-def _installed(package: str) -> bool:
+def deb_installed(package: str) -> bool:
+    """The Debian package is installed on this machine."""
     try:
         done = subprocess.run(
             ["dpkg-query", "-W", "-f=${Status}", package],
@@ -201,7 +202,7 @@ def _installed(package: str) -> bool:
 
 
 def _apt(packages: tuple[str, ...], root: Path, log: Path) -> None:
-    missing = [p for p in packages if not _installed(p)]
+    missing = [p for p in packages if not deb_installed(p)]
     if not missing:
         return
     if shutil.which("apt-get") is None or shutil.which("dpkg") is None:

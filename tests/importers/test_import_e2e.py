@@ -20,23 +20,26 @@ from tests.helpers import assay
 pytestmark = [pytest.mark.isolation, pytest.mark.slow]
 
 
-def _grades(project: Path, matrix: str) -> dict[str, dict]:
-    return {
-        p.parent.parent.parent.name: json.loads(p.read_text())
-        for p in sorted((project / "runs" / matrix).rglob("grade.json"))
-    }
+def _grades(project: Path, matrix: str, scenario: str) -> dict[str, dict]:
+    """agent -> the grade of its trial of the scenario."""
+    out = {}
+    for path in sorted((project / "runs" / matrix).rglob("grade.json")):
+        run = json.loads((path.parent / "run.json").read_text())
+        if run["scenario"] == scenario:
+            out[run["agent"]] = json.loads(path.read_text())
+    return out
 
 
 def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -> None:
     require_sandbox()
     prebuild(project, Environment(python=VERSION, pip=("pytest",)))
+    prebuild(project, Environment(python=VERSION, pip=("pytest",), apt=("coreutils",)))
     mine = (project / "specs" / "matrices" / "mine.yaml").read_bytes()
     done = assay("--project", project, "import", "terminal-bench", dataset("terminal-bench"), "--name", "tb")
     assert done.returncode == 0, done.stderr
     report = json.loads((project / "imports" / "tb.json").read_text())
-    assert report["imported"] == ["tb-csv-summary"]
+    assert report["imported"] == ["tb-csv-summary", "tb-generates-data"]
     assert {k: v["reasons"][0] for k, v in report["refused"].items()} == {
-        "tb-generates-data": "RUN step the importer cannot reproduce: python gen.py",
         "tb-needs-server": "extra compose services (client, server): the task needs more than one container",
         "tb-no-solution": "no solution.sh: the reference cannot be made",
     }
@@ -52,6 +55,21 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
         "solution/solution.sh",
         "tests/test_outputs.py",
     ]
+    # The image's build step ran at import (offline, in the sandbox): its data is in the mount, its
+    # files in the seed, the generator it removed gone; the solution used uv and apt-get as shims.
+    generated = project / "scenarios" / "tb-generates-data"
+    assert sorted(p.relative_to(generated).as_posix() for p in generated.rglob("*") if p.is_file()) == [
+        "mounts/data/.gitkeep",  # the mount was an empty folder when written
+        "mounts/data/numbers.csv",
+        "prompt.md",
+        "reference/total.py",
+        "reference/total.txt",
+        "scenario.yaml",
+        "seed/made.txt",
+        "solution/solution.sh",
+        "tests/test_outputs.py",
+    ]
+    assert (generated / "reference" / "total.txt").read_text() == "55\n"
     assert (project / "specs" / "matrices" / "mine.yaml").read_bytes() == mine  # never edited
     assert assay("--project", project, "validate", "--scenario", "tb-csv-summary").returncode == 0
     assert assay("--project", project, "compile").returncode == 0
@@ -60,7 +78,9 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     assert json.loads((project / "generated" / "manifest.json").read_text())["matrices"]["mine"]["jobs"] == 0
     ran = assay("--project", project, "matrix", "tb")
     assert ran.returncode == 0, ran.stderr
-    grades = _grades(project, "tb")
+    grades = _grades(project, "tb", "tb-generates-data")
+    assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
+    grades = _grades(project, "tb", "tb-csv-summary")
     assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
     (check,) = grades["oracle"]["checks"]
     assert [(t["id"], t["outcome"]) for t in check["tests"]] == [
@@ -81,7 +101,7 @@ def test_harbor_task(project: Path, dataset: Callable[[str], Path]) -> None:
     assert json.loads((project / "imports" / "word-count.json").read_text())["imported"] == ["word-count"]
     assert assay("--project", project, "compile").returncode == 0
     assert assay("--project", project, "matrix", "word-count").returncode == 0
-    grades = _grades(project, "word-count")
+    grades = _grades(project, "word-count", "word-count")
     assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
     assert [t["id"] for t in grades["oracle"]["checks"][0]["tests"]] == [
         "test_wc.py::test_count_words",

@@ -28,7 +28,7 @@ def test_dockerfile_maps_to_seed_mounts_env_and_packages() -> None:
 def test_dockerfile_refusals_name_the_step() -> None:
     cases = {
         "FROM registry.invalid/acme/custom:1\nWORKDIR /app\n": "a custom base image (registry.invalid/acme/custom:1): nothing here provides it",
-        "FROM python:3.12\nWORKDIR /app\nRUN python gen.py > data.csv\n": "RUN step the importer cannot reproduce: python gen.py '>' data.csv",
+        "FROM python:3.12\nWORKDIR /app\nRUN curl -o d.csv https://x.invalid/d.csv && python gen.py\n": "RUN step downloads (curl -o d.csv https://x.invalid/d.csv): it needs the network",
         "FROM python:3.12 AS b\nFROM python:3.12\nWORKDIR /app\n": "a multi-stage build (second FROM python:3.12)",
         "FROM python:3.12\nWORKDIR /app\nCOPY --from=b /x /y\n": "COPY --from another build stage or image (--from=b /x /y)",
         "FROM python:3.12\n": "no WORKDIR: the task's working directory is unknown",
@@ -46,6 +46,24 @@ def test_dockerfile_refusals_name_the_step() -> None:
     assert (ok.packages.apt, ok.packages.pip) == (["jq"], ["numpy==2.1.2", "scipy"])
     mirrored = dockerfile.read("FROM registry.invalid:5000/library/python:3.12\nWORKDIR /app\n")
     assert (mirrored.python, mirrored.refusals) == ("3.12", [])  # a known image from any registry
+
+
+def test_run_steps_that_make_files_are_build_steps() -> None:
+    """A RUN that does more than install or shape the tree runs at import, as written; its
+    `mkdir`s still make the mounts, its `rm` runs for real."""
+    build = dockerfile.read((TB / "generates-data" / "Dockerfile").read_text())
+    assert build.refusals == []
+    assert [(s.workdir, s.script.split(" && ")[:2]) for s in build.steps] == [
+        ("/app", ["mkdir -p /data", "python gen.py > /data/numbers.csv"])
+    ]
+    assert (build.dirs, build.removed, build.packages.apt) == (["/data"], [], ["coreutils"])
+    early = dockerfile.read("FROM python:3.12\nRUN echo x > /data/x.csv\nWORKDIR /app\n")
+    assert [(s.workdir, s.script) for s in early.steps] == [("/", "echo x > /data/x.csv")]
+    # An `rm` after a build step runs after it (it removes the generator the step ran), in order.
+    later = dockerfile.read(
+        "FROM python:3.12\nWORKDIR /app\nCOPY gen.py ./\nRUN python3 gen.py\nRUN rm -f gen.py\n"
+    )
+    assert ([s.script for s in later.steps], later.removed) == (["python3 gen.py", "rm -f gen.py"], [])
 
 
 def test_test_scripts_become_a_pytest_run() -> None:
@@ -75,11 +93,25 @@ def test_solutions_that_need_the_network_are_named() -> None:
     assert (
         read_solution("#!/bin/bash\ncat > /app/x.py << 'EOF'\ncurl is only text here\nEOF\n").refusals == []
     )
-    needs = read_solution("pip install pandas==2.2.3\ngit clone https://x.invalid/r.git\nuv add numpy\n")
+    needs = read_solution("pip install pandas==2.2.3\ngit clone https://x.invalid/r.git\nuv sync\n")
     assert needs.pip == ["pandas==2.2.3"]
     assert [r.split(" (")[0] for r in needs.refusals] == [
         "the solution uses git",
         "the solution resolves packages with uv",
+    ]
+
+
+def test_solution_installs_become_the_environment() -> None:
+    """uv's installer, `uv init` / `uv add` and apt installs of packages this machine has are
+    provided up front; a Debian package it lacks is a refusal."""
+    needs = read_solution(
+        "curl -LsSf https://x.invalid/uv/0.7.13/install.sh | sh\nuv init\nuv add pandas pyarrow\n"
+        "apt-get update && apt-get install -y coreutils\nuv run convert.py\n"
+    )
+    assert (needs.pip, needs.apt, needs.refusals) == (["pandas", "pyarrow"], ["coreutils"], [])
+    assert read_solution("apt-get install -y assay-no-such-package\n").refusals == [
+        "the solution installs Debian packages this machine does not have (assay-no-such-package):"
+        " it needs root and the network"
     ]
 
 
@@ -101,13 +133,15 @@ def test_terminal_bench_task_reads_and_refusals() -> None:
     assert requirements(task) == ["pytest"]
     reasons = {
         name: terminal_bench.read(TB / name, task_id=name).refusals[0]
-        for name in ("needs-server", "generates-data", "no-solution")
+        for name in ("needs-server", "no-solution")
     }
     assert reasons == {
         "needs-server": "extra compose services (client, server): the task needs more than one container",
-        "generates-data": "RUN step the importer cannot reproduce: python gen.py",
         "no-solution": "no solution.sh: the reference cannot be made",
     }
+    generated = terminal_bench.read(TB / "generates-data", task_id="generates-data")
+    assert generated.refusals == []
+    assert requirements(generated) == ["pytest"] and generated.solution_needs.apt == ["coreutils"]
     assert terminal_bench.dataset_tasks(TB) == [
         TB / n for n in ("csv-summary", "generates-data", "needs-server", "no-solution")
     ]
