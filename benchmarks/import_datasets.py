@@ -35,7 +35,7 @@ def reason_kind(reason: str) -> str:
     text = re.sub(
         r"^(the \w+(?: \w+)?) installs [\w=.,\- ]+: heavy", r"\1 installs a heavy package: heavy", text
     )
-    return text.split(": ")[0] if len(text) > 90 else text
+    return text.split(": ")[0]
 
 
 def grades(project: Path, matrix: str) -> list[dict[str, Any]]:
@@ -86,6 +86,7 @@ def main() -> int:
         report = json.loads(checked.stdout or "{}")
         bad = {p.get("scenario") for p in report.get("problems", [])}
         valid = sum(1 for sid in imported if sid not in bad)
+        assay(project, "compile")
         ran = assay(project, "matrix", name, "--parallel", str(args.parallel))
         print(ran.stdout, end="")
     trials = grades(project, name) if imported else []

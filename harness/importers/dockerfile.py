@@ -206,17 +206,20 @@ def _run(args: str, build: Build) -> None:
         build.refusals.append(f"RUN in exec form cannot be read: {args}")
         return
     commands = [c for c in split_commands(args) if c]
-    others = [c for c in commands if not build.packages.take(c) and not _shapes_tree(c)]
+    rest = [c for c in commands if not build.packages.take(c)]
+    others = [c for c in rest if not _shapes_tree(c)]
     for command in others:
         name = posixpath.basename(command[0])
         if name in DOWNLOADERS:
             build.refusals.append(f"RUN step downloads ({shlex.join(command)[:160]}): it needs the network")
         elif name in INSTALLERS or command[1:3] == ["-m", "pip"]:
             build.refusals.append(f"RUN step the importer cannot reproduce: {shlex.join(command)}")
-    for command in commands:
+    # After a build step, shaping the tree runs as a step too: it may remove what the step used.
+    runs = bool(others) or (bool(build.steps) and bool(rest))
+    for command in rest:
         if _shapes_tree(command):
-            _shape(command, build, dirs_only=bool(others))
-    if others:
+            _shape(command, build, dirs_only=runs)
+    if runs:
         build.steps.append(Step(build.workdir or "/", args))
 
 

@@ -13,9 +13,10 @@ the agent, so a write that restores the mtime is still seen. The seed (read-only
 project) plus those copies are the old side of diff.patch (built by `harness.trial.patch`).
 
 Reading the tree back never trusts its shape: one walk on folder descriptors
-(`harness.sandbox.fdtree`), relative names only, FIFOs, sockets and devices never opened —
-so a path longer than PATH_MAX, a name with a newline or a FIFO where the entry file was
-leave a run to grade, never a crash of the harness.
+(`harness.sandbox.neutralise.walk_tree`; reads and copies by `harness.sandbox.fdtree`),
+relative names only, FIFOs, sockets and devices never opened — so a path longer than
+PATH_MAX, a name with a newline or a FIFO where the entry file was leave a run to grade,
+never a crash of the harness.
 """
 
 from __future__ import annotations

@@ -59,6 +59,11 @@ def test_run_steps_that_make_files_are_build_steps() -> None:
     assert (build.dirs, build.removed, build.packages.apt) == (["/data"], [], ["coreutils"])
     early = dockerfile.read("FROM python:3.12\nRUN echo x > /data/x.csv\nWORKDIR /app\n")
     assert [(s.workdir, s.script) for s in early.steps] == [("/", "echo x > /data/x.csv")]
+    # An `rm` after a build step runs after it (it removes the generator the step ran), in order.
+    later = dockerfile.read(
+        "FROM python:3.12\nWORKDIR /app\nCOPY gen.py ./\nRUN python3 gen.py\nRUN rm -f gen.py\n"
+    )
+    assert ([s.script for s in later.steps], later.removed) == (["python3 gen.py", "rm -f gen.py"], [])
 
 
 def test_test_scripts_become_a_pytest_run() -> None:
