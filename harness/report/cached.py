@@ -12,7 +12,7 @@ moments, evidence, pairs, tallies).
 Cached form: the accumulators' state as plain data (dicts, tuples, lists, sets, numbers, strings)
 in `marshal`'s format — data only, never code, rebuilt into the classes the caller names and no
 other. An entry that does not decode into them is ignored and recomputed. The cache is keyed by a
-hash of the source of every module that shapes the aggregate, so a change to the aggregation code
+hash of the source of the report package and the contract, so a change to the aggregation code
 invalidates it without anyone remembering to bump a number.
 """
 
@@ -20,13 +20,13 @@ from __future__ import annotations
 
 import hashlib
 import marshal
-import sys
 from collections import Counter, defaultdict
 from collections.abc import Callable, Iterable
 from itertools import groupby
 from pathlib import Path
 from typing import Any, Protocol, TypeVar
 
+import compiler.contract as contract
 from harness.report.collect import RunFacts, Unreadable
 from harness.report.indexed import FACTS_VERSION, Listing, facts
 
@@ -49,19 +49,15 @@ def block_of(rel: str) -> str:
     return head + "/" if sep else ""
 
 
-def code_version(classes: Iterable[type], extra: str) -> str:
-    """A hash of the source of the modules defining classes (and of this one), plus extra."""
+def code_version(extra: str) -> str:
+    """A hash of the source of every module of the report package and of the contract (the budgets a
+    run's limits are counted against), plus extra: any change to them drops the cached aggregates."""
     digest = hashlib.sha256(extra.encode())
-    modules = {c.__module__ for c in classes} | {
-        __name__,
-        "harness.report.collect",
-        "harness.report.sections",
-    }
-    for name in sorted(modules):
-        source = getattr(sys.modules[name], "__file__", None)
-        digest.update(name.encode())
-        if source:
-            digest.update(Path(source).read_bytes())
+    report = Path(__file__).parent
+    for source in (*sorted(report.glob("*.py")), Path(contract.__file__)):
+        digest.update(source.name.encode())
+        if source.is_file():
+            digest.update(source.read_bytes())
     return digest.hexdigest()[:16]
 
 
@@ -126,7 +122,7 @@ def aggregate(listing: Listing, new: Callable[[], A], classes: Iterable[type]) -
     runs failed to grade just now: that verdict is the report's, not the run's)."""
     named = {c.__name__: c for c in classes}
     index = listing.index
-    version = code_version(named.values(), FACTS_VERSION)
+    version = code_version(FACTS_VERSION)
     if index.meta("aggregates_version") != version:
         index.con.execute("BEGIN IMMEDIATE")
         index.drop_aggregates()
