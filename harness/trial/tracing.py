@@ -25,13 +25,13 @@ import secrets
 import shutil
 import socketserver
 import sys
-import tempfile
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from harness.artifacts.lock import host_tmp
 from harness.artifacts.records import TraceChannel
 from harness.artifacts.store import write_atomic
 from harness.sandbox.isolation.base import Mount
@@ -58,7 +58,9 @@ class Collector:
 
     def __init__(self, tools_file: Path) -> None:
         self.tools_file = tools_file
-        self.folder = Path(tempfile.mkdtemp(prefix="assay-tr-"))  # short: a socket path is <= 107 bytes
+        # The machine's temp dir, not tempfile's: a runner points that into the runs tree, which
+        # may be deep, and a socket path may not pass 107 bytes.
+        self.folder = host_tmp("tr")
         self._armed: set[str] = set()
         self._rows: list[dict[str, Any]] = []
         self._open = 0
