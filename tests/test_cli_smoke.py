@@ -5,6 +5,7 @@ Every other CLI test calls `tests.helpers.assay`, which runs `harness.cli.main` 
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -44,3 +45,21 @@ def test_python_m_harness_exit_codes_and_output_match_the_in_process_runner(tmp_
             spawned.stdout,
             spawned.stderr,
         )
+
+
+def test_python_m_harness_in_a_bench_folder_with_its_own_adapters(tmp_path: Path) -> None:
+    """Seed 000's bench folder has an `adapters/` of its own; `python -m harness` run there must not
+    take it for assay's package (it did: an empty namespace package, and a TypeError at start-up)."""
+    (tmp_path / "adapters").mkdir()
+    (tmp_path / "adapters" / "my_agent.py").write_text("print('mine')\n")
+    valid = FIXTURES / "specs" / "valid"
+    done = subprocess.run(
+        [sys.executable, "-m", "harness", "--project", str(valid), "compile", "--check"],
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},  # assay as installed
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert done.returncode == 0 and "specs are valid" in done.stdout, done.stderr
