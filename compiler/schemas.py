@@ -27,8 +27,9 @@ from compiler.specs.grading import PREDICATES
 ARTIFACTS: dict[str, type[BaseModel]] = {"manifest": Manifest, "job-file": JobFile, "job": Job}
 
 
-def _schema(model: type[BaseModel], title: str) -> dict[str, Any]:
-    schema = model.model_json_schema(by_alias=True)
+def model_schema(model: type[BaseModel], title: str, *, by_alias: bool = True) -> dict[str, Any]:
+    """A model's JSON Schema (draft 2020-12) under `title`."""
+    schema = model.model_json_schema(by_alias=by_alias)
     schema["title"] = title
     schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
     return schema
@@ -210,7 +211,7 @@ def spec_schemas(kinds: Mapping[str, CheckKindDoc] | None = None) -> dict[str, d
     """name -> JSON Schema of each spec kind; `kinds`: the project's own check kinds (`project_kinds`)."""
     out: dict[str, dict[str, Any]] = {}
     for kind, model in KINDS.items():
-        schema = _schema(model, f"assay {kind} spec")
+        schema = model_schema(model, f"assay {kind} spec")
         schema["properties"]["kind"] = {"const": kind}
         if kind == "scenario":
             defs = schema.setdefault("$defs", {})
@@ -227,7 +228,7 @@ def spec_schemas(kinds: Mapping[str, CheckKindDoc] | None = None) -> dict[str, d
 
 def artifact_schemas() -> dict[str, dict[str, Any]]:
     """name -> JSON Schema of each compiler artifact (manifest, job file, job)."""
-    return {name: _schema(model, f"assay {name}") for name, model in ARTIFACTS.items()}
+    return {name: model_schema(model, f"assay {name}") for name, model in ARTIFACTS.items()}
 
 
 def dumps(schema: dict[str, Any]) -> str:

@@ -17,6 +17,7 @@ import io
 import os
 import signal
 import subprocess
+import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import Any
@@ -168,3 +169,20 @@ def sigint_default() -> None:
     on a runner must give it the terminal's disposition.
     """
     signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
+def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
+    """argv of the assay CLI (`python -m harness`) running the job files `jobs` of `project` into `runs`."""
+    return [
+        sys.executable,
+        "-m",
+        "harness",
+        "--project",
+        str(project),
+        "matrix",
+        "--job-file",
+        str(jobs),
+        "--runs",
+        str(runs),
+        *args,
+    ]

@@ -24,7 +24,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 def schemas(project: Path) -> dict[str, str]:
     """File name -> content of every schema: spec kinds (with the project's own check kinds),
     compiler artifacts, run-time records."""
-    from compiler.schemas import artifact_schemas, dumps, project_kinds, spec_schemas
+    from compiler.schemas import artifact_schemas, dumps, model_schema, project_kinds, spec_schemas
     from harness.artifacts.records import Grade, RunRecord
     from harness.report.summary import Summary
 
@@ -36,10 +36,7 @@ def schemas(project: Path) -> dict[str, str]:
         ("summary", Summary),
     )
     for name, model in records:
-        schema = model.model_json_schema()
-        schema["title"] = f"assay {name} record"
-        schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
-        out[f"{name}.json"] = dumps(schema)
+        out[f"{name}.json"] = dumps(model_schema(model, f"assay {name} record", by_alias=False))
     return out
 
 

@@ -31,7 +31,7 @@ from compiler.contract import (
     Provisions,
 )
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import fix_scenario, make_job, sigint_default
+from tests.helpers import fix_scenario, make_job, matrix_argv, sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 FIXTURE = ROOT / "tests" / "fixtures" / "dask" / "project"
@@ -239,23 +239,6 @@ def alive(marker: str, *, argv0: str | None = None) -> list[int]:
         if marker.encode() in cmdline and state != "Z":
             found.append(int(entry.name))
     return found
-
-
-def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
-    """argv of the assay CLI running job files of `project` into `runs`."""
-    return [
-        sys.executable,
-        "-m",
-        "harness",
-        "--project",
-        str(project),
-        "matrix",
-        "--job-file",
-        str(jobs),
-        "--runs",
-        str(runs),
-        *args,
-    ]
 
 
 def on_cluster(

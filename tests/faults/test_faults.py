@@ -13,7 +13,6 @@ import contextlib
 import os
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -23,7 +22,7 @@ import pytest
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from harness.trial.faults import STAGES
-from tests.helpers import command_agent, make_job
+from tests.helpers import command_agent, make_job, matrix_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 4
@@ -53,20 +52,7 @@ def _write_jobs(folder: Path, command: str) -> None:
 
 
 def _matrix(project: Path, jobs: Path, runs: Path, env: dict[str, str]) -> subprocess.Popen[str]:
-    argv = [
-        sys.executable,
-        "-m",
-        "harness",
-        "--project",
-        str(project),
-        "matrix",
-        "--job-file",
-        str(jobs),
-        "--runs",
-        str(runs),
-        "--parallel",
-        "1",
-    ]
+    argv = matrix_argv(project, "--parallel", "1", runs=runs, jobs=jobs)
     return subprocess.Popen(
         argv,
         cwd=ROOT,

@@ -7,7 +7,6 @@ import os
 import re
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -15,7 +14,7 @@ import pytest
 
 from harness.artifacts.records import read_run
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import command_agent, make_job, sigint_default
+from tests.helpers import command_agent, make_job, matrix_argv, sigint_default
 from tests.runner.test_proc import _wait_gone
 
 N = 8
@@ -33,21 +32,7 @@ def _write_jobs(folder: Path, agent_cmd: str, n: int = N) -> list[str]:
 
 def _matrix(project: Path, jobs: Path, runs: Path, *extra: str) -> subprocess.Popen[bytes]:
     root = Path(__file__).resolve().parents[2]
-    argv = [
-        sys.executable,
-        "-m",
-        "harness",
-        "--project",
-        str(project),
-        "matrix",
-        "--job-file",
-        str(jobs),
-        "--runs",
-        str(runs),
-        "--parallel",
-        "2",
-        *extra,
-    ]
+    argv = matrix_argv(project, "--parallel", "2", *extra, runs=runs, jobs=jobs)
     env = {**os.environ, "PYTHONPATH": str(root)}
     return subprocess.Popen(
         argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default

@@ -19,7 +19,7 @@ from harness.artifacts import lock
 from harness.artifacts.names import GRADE_FILE, JOB_FILE, LOCK_FILE, RUN_FILE, SCRATCH_DIR
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs, read_job, run_dir_for
-from tests.helpers import assay, command_agent, make_job
+from tests.helpers import assay, command_agent, make_job, matrix_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -209,20 +209,7 @@ def test_an_unwritable_runs_folder_is_one_line(project: Path, tmp_path: Path) ->
 def test_a_closed_stderr_never_stops_the_matrix(project: Path, tmp_path: Path) -> None:
     _jobs(tmp_path / "jobs", n=3)
     runs = tmp_path / "runs"
-    argv = [
-        sys.executable,
-        "-m",
-        "harness",
-        "--project",
-        str(project),
-        "matrix",
-        "--job-file",
-        str(tmp_path / "jobs"),
-        "--runs",
-        str(runs),
-        "--parallel",
-        "1",
-    ]
+    argv = matrix_argv(project, "--parallel", "1", runs=runs, jobs=tmp_path / "jobs")
     done = subprocess.run(
         argv,
         cwd=ROOT,
