@@ -381,18 +381,7 @@ def agents(session: nox.Session) -> None:
     tests against the scripted model server (-- extra pytest args)."""
     py = _install(session)
     session.run(py, "-m", "adapters.install", *AGENT_CLIS)
-    session.run(
-        py,
-        "-m",
-        "pytest",
-        "-m",
-        "agents",
-        "-p",
-        "no:cacheprovider",
-        "tests/adapters",
-        "tests/isolation",
-        *session.posargs,
-    )
+    _pytest(session, py, "-m", "agents", "tests/adapters", "tests/isolation", *session.posargs)
 
 
 @nox.session
@@ -424,9 +413,7 @@ def browser(session: nox.Session) -> None:
     ):
         session.run("apt-get", "update", external=True)
         session.run("apt-get", "install", "-y", "chromium", external=True)
-    session.run(
-        py, "-m", "pytest", "-m", "browser", "-p", "no:cacheprovider", "-rs", "tests", *session.posargs
-    )
+    _pytest(session, py, "-m", "browser", "-rs", "tests", *session.posargs)
 
 
 @nox.session(name="perf-report")
@@ -442,19 +429,7 @@ def faults(session: nox.Session) -> None:
     """Fault injection into a real matrix: SIGKILL and SIGTERM of the runner at every stage boundary,
     a full disk; prints kills x stages with the counts lost, duplicated and differing (all 0)."""
     py = _install(session)
-    session.run(
-        py,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "-m",
-        "faults",
-        "-s",
-        "-rs",
-        "tests/faults",
-        *session.posargs,
-    )
+    _pytest(session, py, "-m", "faults", "-s", "-rs", "tests/faults", *session.posargs)
 
 
 @nox.session
@@ -462,17 +437,7 @@ def isolation(session: nox.Session) -> None:
     """The isolation suite: plug-ins, limits, gateway, path safety and the hostile-agent attacks,
     under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked."""
     py = _install(session)
-    session.run(
-        py,
-        "-m",
-        "pytest",
-        "-p",
-        "no:cacheprovider",
-        "tests/isolation",
-        "tests/gateway",
-        "tests/pathsafe",
-        *session.posargs,
-    )
+    _pytest(session, py, "tests/isolation", "tests/gateway", "tests/pathsafe", *session.posargs)
 
 
 @nox.session(name="perf-validate")
@@ -563,7 +528,7 @@ def _install_dask(session: nox.Session) -> str:
 def dask(session: nox.Session) -> None:
     """tests/dask: transport units, and (marked dask) a real scheduler and workers on loopback, the real runner."""
     py = _install_dask(session)
-    session.run(py, "-m", "pytest", "-p", "no:cacheprovider", "-rs", "tests/dask", *session.posargs)
+    _pytest(session, py, "-rs", "tests/dask", *session.posargs)
 
 
 @nox.session(name="perf-dask")
