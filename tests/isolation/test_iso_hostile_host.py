@@ -4,9 +4,10 @@ Each attack is an agent run by the real runner (`run_trial`) under a real isolat
 command in a bare sandbox where the runner adds nothing. The agent tries to become host root
 through a setuid shell left for a local user to run, to plant FIFOs, sockets and devices
 where the harness reads, and the test asserts that it failed on the host and that run.json
-says what was found. The limits are on by default: a fork bomb, a disk fill and a flood of the
-run directory's outbox are stopped within seconds and recorded in run.json (`limits_hit`), with
-a job that names no limit but its timeout. Tests named `test_attack_*` are counted by the
+says what was found. The limits are on by default: a fork bomb and a flood of the run
+directory's outbox are stopped within seconds and recorded in run.json (`limits_hit`), with a
+job that names no limit but its timeout; a disk fill without end is refused by the kernel at the
+workspace limit (a root harness puts the trial's folders on a tmpfs of that size). Tests named `test_attack_*` are counted by the
 suite's summary.
 """
 
