@@ -54,7 +54,8 @@ def code_version(extra: str) -> str:
     run's limits are counted against), plus extra: any change to them drops the cached aggregates."""
     digest = hashlib.sha256(extra.encode())
     report = Path(__file__).parent
-    for source in (*sorted(report.glob("*.py")), Path(contract.__file__)):
+    sources = (*sorted(report.glob("*.py")), *sorted(Path(contract.__file__).parent.glob("*.py")))
+    for source in sources:
         digest.update(source.name.encode())
         if source.is_file():
             digest.update(source.read_bytes())
