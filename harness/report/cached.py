@@ -7,7 +7,8 @@ entry in the same transaction that writes or removes a row under it (the grader'
 that finds a changed run folder), so a cached block never outlives a change the index has seen. A
 block is aggregated again from its runs' cached facts when its entry is missing, and the blocks are
 merged in path order (`Aggregator.merge`, exact for everything a block holds whole: its cells'
-moments, evidence, pairs, tallies).
+moments, evidence, pairs, tallies). A block's runs are cached as the outputs list them (`runlist`:
+summary.json's items, JUnit test cases, the page's links), so an unchanged block renders no run.
 
 Cached form: the accumulators' state as plain data (dicts, tuples, lists, sets, numbers, strings)
 in `marshal`'s format — data only, never code, rebuilt into the classes the caller names and no
@@ -39,6 +40,8 @@ class Accumulator(Protocol):
 
     def merge(self, other: Any) -> None: ...
 
+    def seal(self) -> None: ...
+
 
 A = TypeVar("A", bound=Accumulator)
 
@@ -54,7 +57,8 @@ def code_version(extra: str) -> str:
     run's limits are counted against), plus extra: any change to them drops the cached aggregates."""
     digest = hashlib.sha256(extra.encode())
     report = Path(__file__).parent
-    for source in (*sorted(report.glob("*.py")), Path(contract.__file__)):
+    sources = (*sorted(report.glob("*.py")), *sorted(Path(contract.__file__).parent.glob("*.py")))
+    for source in sources:
         digest.update(source.name.encode())
         if source.is_file():
             digest.update(source.read_bytes())
@@ -138,6 +142,7 @@ def aggregate(listing: Listing, new: Callable[[], A], classes: Iterable[type]) -
             runs = list(members)
             for run in facts(listing, runs):
                 part.add(run)
+            part.seal()  # its runs rendered for the outputs once, cached with it
             state = dumps(part) if block and not any(rel in listing.failed for rel in runs) else None
             if state is not None:
                 listing.index.put_aggregate(block, state, listing.generation)
