@@ -124,6 +124,11 @@ class PytestCheck(CheckCommon):
         default=None, description="Interpreter that runs pytest (default: python3 of the check's PATH)."
     )
     env: dict[str, str] | None = Field(default=None, description="Extra environment of the run.")
+    setup: list[str] | None = Field(
+        default=None,
+        description="Shell commands run first, in order, where pytest runs (a test script's data"
+        " generation); one that fails fails the check.",
+    )
 
 
 Count = Annotated[int, Field(ge=0)]

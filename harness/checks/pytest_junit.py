@@ -1,8 +1,10 @@
 """`pytest`: run a pytest suite on the workspace; one outcome per test, read from JUnit XML.
 
 Parameters: `tests` (a path or a list: test files or folders, workspace-relative, or absolute
-paths the scenario mounts), `args` (extra pytest arguments), `cwd` (default the workspace) and
-`env`. The check passes when pytest exits 0 having run at least one test, none failing; each
+paths the scenario mounts), `args` (extra pytest arguments), `cwd` (default the workspace), `env`
+and `setup` (shell commands run first, in the same place: a test script that regenerates its
+data before pytest; they may change the workspace as that script did, and one that fails fails
+the check). The check passes when pytest exits 0 having run at least one test, none failing; each
 test's own outcome goes into the check's `tests` (grade.json lists them one by one), and a
 negative may name one as `<check id>::<test id>`.
 
@@ -28,6 +30,9 @@ from harness.checks.command import command_env, shell, tail
 
 JUNIT = 'exec 3>&1 1>&2; exec "$@" --junitxml=/dev/fd/3'
 """Run "$@" with its stdout on stderr and its JUnit report on the original stdout."""
+SETUP_FAILED = 198
+JUNIT_SETUP = f'exec 3>&1 1>&2; "$0" -ec "$1" || exit {SETUP_FAILED}; shift; exec "$@" --junitxml=/dev/fd/3'
+"""JUNIT after the setup commands ($1, run by the same shell, $0); exit 198 when they fail."""
 
 PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q")
 """No cache folder in the judged workspace; xunit1 reports carry each test's file."""
@@ -44,7 +49,11 @@ class PytestCheck:
         tests = [str(t) for t in as_list(param(spec, "tests", required=True))]
         args = [str(a) for a in as_list(param(spec, "args"))]
         python = str(param(spec, "python", "python3"))
-        argv = [shell(), "-c", JUNIT, "pytest", python, *PYTEST, *args, *tests]
+        setup = [str(c) for c in as_list(param(spec, "setup"))]
+        sh = shell()
+        argv = [sh, "-c", JUNIT, "pytest", python, *PYTEST, *args, *tests]
+        if setup:
+            argv = [sh, "-c", JUNIT_SETUP, sh, "\n".join(setup), python, *PYTEST, *args, *tests]
         where = str(param(spec, "cwd", "."))
         if where.startswith("/"):  # a folder only the sandbox shows (the workdir, /tests)
             argv, cwd = sandbox_cwd(argv, where, ctx), workspace
@@ -59,6 +68,8 @@ class PytestCheck:
             raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr, workspace)}")
         cases = parse_junit(done.stdout)
         code = done.exit_code
+        if setup and code == SETUP_FAILED and cases is None:
+            return Verdict(False, f"the setup before pytest failed{tail(done.stderr, workspace)}", ())
         if code in (126, 127):
             raise CheckError(f"pytest could not start (exit {code}){tail(done.stderr, workspace)}")
         if code in (3, 4) or (cases is None and code != 5):

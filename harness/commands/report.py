@@ -11,7 +11,7 @@ from harness.artifacts.store import FutureSchemaError
 from harness.errors import NothingSelected, UsageError
 
 if TYPE_CHECKING:
-    from harness.report.summary import Summary
+    from harness.report.runlist import Report
 
 HELP = "report rates, paired uplift and diagnostics over a run tree"
 FORMATS = ("md", "json", "html", "junit")
@@ -50,52 +50,51 @@ def parse_formats(value: str) -> tuple[str, ...]:
     return names
 
 
-def write_reports(summary: Summary, out: Path, formats: tuple[str, ...]) -> list[Path]:
+def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     """Render and write each requested format; returns the paths written."""
     from harness.artifacts.store import write_atomic
     from harness.report.render_md import render_markdown
-    from harness.report.summary import write_summary
 
     out.mkdir(parents=True, exist_ok=True)
     written: list[Path] = []
     for fmt in formats:
         path = out / FILES[fmt]
         if fmt == "json":
-            write_summary(path, summary)
+            report.write_json(path)
         elif fmt == "md":
-            write_atomic(path, render_markdown(summary))
+            write_atomic(path, render_markdown(report.summary))
         elif fmt == "html":
             from harness.report.render_html import render_html
 
-            write_atomic(path, render_html(summary, links_from=out))
+            write_atomic(path, render_html(report.summary, links_from=out, runs=report.runs))
         else:
-            from harness.report.junit import render_junit
-
-            write_atomic(path, render_junit(summary))
+            write_atomic(path, report.runs.junit_xml())
         written.append(path)
     return written
 
 
 def execute(args: argparse.Namespace) -> int:
-    from harness.report.aggregate import build_summary
+    from harness.report.aggregate import build_report
+    from harness.report.runlist import Report
     from harness.report.summary import read_summary
 
     formats = parse_formats(args.format)
     tree: Path = args.tree
     try:
         if tree.is_file() and tree.suffix == ".json":
-            summary = read_summary(tree)
-            root = Path(summary.header.root)
+            report = Report.of(read_summary(tree))
+            root = Path(report.summary.header.root)
         elif tree.is_dir():
-            summary = build_summary(tree, regrade=args.regrade, project=Path(args.project), jobs=args.jobs)
+            report = build_report(tree, regrade=args.regrade, project=Path(args.project), jobs=args.jobs)
             root = tree
         else:
             raise UsageError(f"{tree}: no such run tree")
     except FutureSchemaError as exc:
         raise UsageError(str(exc)) from exc
+    summary = report.summary
     if summary.header.totals.runs == 0:
         raise NothingSelected(f"{tree}: no run directories (run.json) found")
-    written = write_reports(summary, args.out or root, formats)
+    written = write_reports(report, args.out or root, formats)
     from harness.report.terminal import render_terminal
 
     print(render_terminal(summary))

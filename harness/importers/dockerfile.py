@@ -16,7 +16,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from harness.importers.shellsteps import PackageSteps, split_commands
+from harness.importers.shellsteps import PackageSteps, program, split_commands, uv_installer
 
 REGISTRY = r"(?:[^/]*[.:][^/]*/|localhost/)?"
 """An image reference's registry, whichever it is: a first component with a dot or a colon
@@ -32,11 +32,13 @@ DISTRO = {
 """Distribution images and the python3 their packages give."""
 
 HARNESS_PACKAGES = frozenset({"tmux", "asciinema"})
+"""Terminal-Bench's own recording tools, installed for its harness rather than for the task."""
+UV_IMAGE = re.compile(rf"^{REGISTRY}astral-sh/uv(?:[:@]|$)")
+"""uv's own image, which Dockerfiles copy the uv binary from: the scenario environment stands in for uv."""
 INSTALLERS = frozenset({"apt-get", "apt", "pip", "pip3", "uv", "uvx", "conda", "npm", "npx", "gem", "cargo"})
 """Package managers: a RUN that calls one in a way the environment cannot provide is refused."""
 DOWNLOADERS = frozenset({"curl", "wget", "git", "scp", "rsync"})
 """Commands that fetch from the network, which a build step here does not have."""
-"""Terminal-Bench's own recording tools, installed for its harness rather than for the task."""
 
 
 @dataclass(frozen=True)
@@ -157,6 +159,10 @@ def _copy(word: str, args: str, build: Build) -> None:
         return
     flags = [p for p in parts if p.startswith("--")]
     paths = [p for p in parts if not p.startswith("--")]
+    source = next((f.split("=", 1)[1] for f in flags if f.startswith("--from=")), None)
+    if source is not None and UV_IMAGE.match(source):
+        build.notes.append(f"{word} of uv from its image left out: the environment stands in for uv")
+        return
     if any(f.startswith("--from") for f in flags):
         build.refusals.append(f"{word} --from another build stage or image ({args})")
         return
@@ -205,13 +211,15 @@ def _run(args: str, build: Build) -> None:
     if args.startswith("["):
         build.refusals.append(f"RUN in exec form cannot be read: {args}")
         return
-    commands = [c for c in split_commands(args) if c]
+    commands = [c for c in split_commands(args) if c and not uv_installer(c)]
     rest = [c for c in commands if not build.packages.take(c)]
     others = [c for c in rest if not _shapes_tree(c)]
     for command in others:
-        name = posixpath.basename(command[0])
+        name = program(command)
         if name in DOWNLOADERS:
             build.refusals.append(f"RUN step downloads ({shlex.join(command)[:160]}): it needs the network")
+        elif name == "uv" and command[1:2] == ["run"]:
+            continue  # runs a script with the environment's python (reference.SHIMS)
         elif name in INSTALLERS or command[1:3] == ["-m", "pip"]:
             build.refusals.append(f"RUN step the importer cannot reproduce: {shlex.join(command)}")
     # After a build step, shaping the tree runs as a step too: it may remove what the step used.

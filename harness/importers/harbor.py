@@ -20,7 +20,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, check_heavy, take_solution, take_tests
+from harness.importers.task import Task, finish, take_solution, take_tests
 
 FORMAT = "harbor"
 MARKER = "task.toml"
@@ -112,7 +112,7 @@ def read(folder: Path, *, task_id: str) -> Task:
     if not take_solution(task, folder / "solution" / "solve.sh", folder=folder / "solution"):
         task.refuse("no solution/solve.sh: the reference cannot be made")
     task.env.setdefault("TEST_DIR", TEST_DIR)
-    check_heavy(task)
+    finish(task)
     return task
 
 

@@ -81,6 +81,11 @@ export -f apt-get apt pip pip3 rm curl uv
 """Shell functions a build step or a solution runs with: the packages it installs (with apt,
 pip or uv) are in the scenario environment already, so installing them again does nothing, and
 `uv run` runs the environment's python. uv's installer, fetched with curl, is not needed."""
+UV_BY_PATH = "".join(
+    f'{where}/uv() {{ uv "$@"; }}; '
+    for where in ("/root/.local/bin", "/root/.cargo/bin", "/usr/local/bin", "/bin")
+)
+"""uv named by where its installer or image puts it (a function, not exported: each step defines it)."""
 
 
 @dataclass(frozen=True)
@@ -161,7 +166,7 @@ def run_build(
     lines = ["#!/bin/bash", SHIMS]
     for i, step in enumerate(steps, 1):
         lines.append(
-            f"(cd {shlex.quote(step.workdir)} && bash -c {shlex.quote(step.script)})"
+            f"(cd {shlex.quote(step.workdir)} && bash -c {shlex.quote(UV_BY_PATH + chr(10) + step.script)})"
             f" || {{ echo 'build step {i} failed' >&2; exit 1; }}"
         )
     (folder / "build.sh").write_text("\n".join(lines) + "\n", encoding="utf-8")

@@ -18,7 +18,14 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from harness.importers.shellsteps import PackageSteps, logical_lines, split_commands, strip_prefix
+from harness.importers.shellsteps import (
+    PackageSteps,
+    logical_lines,
+    program,
+    split_commands,
+    strip_prefix,
+    uv_installer,
+)
 from harness.sandbox.scenario_env import deb_installed
 
 TEST_DIR = "/tests"
@@ -27,8 +34,6 @@ TEST_DIR = "/tests"
 QUIET_OPTIONS = re.compile(r"^(-r\w*|-v+|-q+|-s|--tb(=.*)?|--color(=.*)?|--no-header|-W.*)$")
 """pytest options that change only its terminal output."""
 VALUE_OPTIONS = frozenset({"--ctrf", "--junitxml", "--junit-xml", "--json-report-file", "--tb", "--color"})
-UV_INSTALLER = re.compile(r"^https?://[^/\s]+/uv/(?:[^/\s]+/)?install\.sh$")
-"""The URL of uv's install script (any host: assay names none), which both formats pipe to sh."""
 BOILERPLATE = frozenset(
     {
         "source",
@@ -48,6 +53,8 @@ BOILERPLATE = frozenset(
         "exit_code=$?",
     }
 )
+BACKGROUND = re.compile(r"(?<![&>|])&\s*(?:#.*)?$")
+"""A shell line that ends by sending its command to the background (`server &`, not `&&`, `>&`)."""
 NETWORK = {
     "curl": "downloads",
     "wget": "downloads",
@@ -68,12 +75,9 @@ class TestPlan:
     """Absolute working folder of the run (None: the workdir)."""
     env: dict[str, str] = field(default_factory=dict)
     packages: PackageSteps = field(default_factory=PackageSteps)
+    setup: list[str] = field(default_factory=list)
+    """Shell commands the script runs before pytest (data generation): the check's `setup`."""
     refusals: list[str] = field(default_factory=list)
-
-
-def _uv_installer(cmd: list[str]) -> bool:
-    """`curl -LsSf <uv's install script> | sh`: installs uv, which the environment stands in for."""
-    return bool(cmd) and cmd[0] == "curl" and any(UV_INSTALLER.search(w) for w in cmd)
 
 
 def _expand(word: str) -> str:
@@ -123,15 +127,38 @@ def _pytest(args: list[str], plan: TestPlan) -> None:
                 plan.tests.append(path)
 
 
+SAFE_WORD = re.compile(r"[\w@%+=:,./${}*?-]+")
+"""Words left unquoted: variables expand and globs match as in the test script."""
+REDIRECTS = frozenset({"<", ">", ">>"})
+
+
+def _setup_command(cmd: list[str]) -> str | None:
+    """A command a check can run before pytest, as shell text (`uv run python x.py` runs the
+    environment's python); None when it pipes, runs in the background or needs the network."""
+    if program(cmd) == "uv":
+        if cmd[1:2] != ["run"]:
+            return None
+        rest = cmd[2:]
+        while rest and rest[0].startswith("-"):
+            rest = rest[1:]
+        cmd = ["python3", *(rest[1:] if rest[:1] in (["python"], ["python3"]) else rest)]
+    if program(cmd) in NETWORK or any(set(w) <= set("();<>|&") and w not in REDIRECTS for w in cmd):
+        return None
+    return " ".join(w if w in REDIRECTS or SAFE_WORD.fullmatch(w) else shlex.quote(w) for w in cmd)
+
+
 def read_tests(text: str) -> TestPlan:
-    """The pytest run, its packages and its environment that a test script describes."""
+    """The pytest run, its packages and its environment that a test script describes. Steps
+    before pytest that are not boilerplate (generating data) become the check's setup."""
     plan = TestPlan()
+    depth = 0
     for raw in split_commands(text):
         command = [_expand(w) for w in raw]
         cmd = strip_prefix(command)
         if not cmd:
             continue
         name = cmd[0]
+        depth += (name == "if") - (name == "fi")
         pytest_args = _pytest_args(command)
         if pytest_args is None and (
             "/logs/verifier" in " ".join(command) or (re.match(r"^\w+=", command[0]) and len(command) == 1)
@@ -153,7 +180,7 @@ def read_tests(text: str) -> TestPlan:
                 key, value = assignment.split("=", 1)
                 plan.env[key] = value
             continue
-        if _uv_installer(cmd):
+        if uv_installer(cmd):
             continue  # installs uv, which the environment replaces
         if name in BOILERPLATE or (name == "uv" and cmd[1:2] in (["venv"], ["init"])):
             continue
@@ -162,6 +189,10 @@ def read_tests(text: str) -> TestPlan:
         ):
             continue
         if plan.packages.take(command):
+            continue
+        setup = None if plan.tests or depth else _setup_command(cmd)
+        if setup is not None:
+            plan.setup.append(setup)
             continue
         plan.refusals.append(f"a test-script step the checks cannot reproduce: {shlex.join(raw)}")
     if not plan.tests:
@@ -177,6 +208,8 @@ class SolutionNeeds:
     pip: list[str] = field(default_factory=list)
     apt: list[str] = field(default_factory=list)
     """Debian packages it installs that this machine has (the environment provides them)."""
+    background: list[str] = field(default_factory=list)
+    """Lines that leave a process running (`cmd &`): a server the tests may talk to."""
     refusals: list[str] = field(default_factory=list)
 
 
@@ -184,12 +217,14 @@ def read_solution(text: str) -> SolutionNeeds:
     """Packages the solution installs (provided up front) and why it cannot run offline, if it cannot."""
     needs = SolutionNeeds()
     steps = PackageSteps()
-    for raw in split_commands("\n".join(logical_lines(text))):
+    lines = logical_lines(text)
+    needs.background = [line.strip() for line in lines if BACKGROUND.search(line)]
+    for raw in split_commands("\n".join(lines)):
         cmd = strip_prefix(raw)
         if not cmd:
             continue
         name = cmd[0]
-        if _uv_installer(cmd) or (name == "uv" and cmd[1:2] == ["init"]):
+        if uv_installer(cmd) or (name == "uv" and cmd[1:2] == ["init"]):
             continue  # the environment stands in for uv and its project
         if name in NETWORK and (name != "git" or cmd[1:2] in (["clone"], ["fetch"], ["pull"], ["submodule"])):
             needs.refusals.append(

@@ -9,6 +9,7 @@ up front instead.
 
 from __future__ import annotations
 
+import posixpath
 import re
 import shlex
 from dataclasses import dataclass, field
@@ -32,6 +33,10 @@ PIP_FLAGS_WITH_VALUE_OK = frozenset({"--python", "-p", "--target", "-t", "--pref
 APT_NOOPS = frozenset({"update", "clean", "autoclean", "autoremove"})
 PYTHON = re.compile(r"^python(?:3(?:\.\d+)?)?$")
 PIP = re.compile(r"^pip(?:3(?:\.\d+)?)?$")
+UV_INSTALLER = re.compile(r"^https?://[^/\s]+/uv/(?:[^/\s]+/)?install\.sh$")
+"""The URL of uv's install script (any host: assay names none), which both formats pipe to sh."""
+UV_HOUSEKEEPING = frozenset({"init", "venv"})
+"""uv subcommands that only make a project or a venv: the scenario environment is both."""
 
 
 HEREDOC = re.compile(r"<<-?\s*(['\"]?)(\w+)\1")
@@ -75,6 +80,16 @@ def split_commands(text: str) -> list[list[str]]:
     if current:
         out.append(current)
     return out
+
+
+def uv_installer(cmd: list[str]) -> bool:
+    """`curl -LsSf <uv's install script> | sh`: installs uv, which the environment stands in for."""
+    return bool(cmd) and cmd[0] == "curl" and any(UV_INSTALLER.search(w) for w in cmd)
+
+
+def program(command: list[str]) -> str:
+    """The program a simple command runs, by name (`/root/.local/bin/uv` -> uv)."""
+    return posixpath.basename(command[0]) if command else ""
 
 
 def strip_prefix(command: list[str]) -> list[str]:
@@ -123,7 +138,9 @@ class PackageSteps:
         cmd = strip_prefix(command)
         if not cmd or cmd[0] == "set" or (cmd[0] == "export" and all("=" in a for a in cmd[1:])):
             return True  # shell housekeeping of the step itself
-        name, args = cmd[0], cmd[1:]
+        name, args = program(cmd), cmd[1:]
+        if name == "uv" and args[:1] and args[0] in UV_HOUSEKEEPING:
+            return True
         if name in ("apt-get", "apt"):
             sub = next((a for a in args if not a.startswith("-")), "")
             if sub in APT_NOOPS:

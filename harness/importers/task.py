@@ -11,6 +11,7 @@ from __future__ import annotations
 import glob
 import posixpath
 import re
+import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -38,6 +39,11 @@ HEAVY_IMPORT = re.compile(
 )
 SCANNED = (".py", ".sh", ".ipynb")
 """Files of a task whose imports are read (the tests, the solution, the image's files)."""
+LOCAL_SERVER = re.compile(r"\b(?:localhost|127\.0\.0\.1|0\.0\.0\.0)\b")
+"""A test that names a local address talks to a server running beside it."""
+SCRIPT_BLOCK = re.compile(r"(?m)^# /// script[ \t]*\n((?:^#(?:[ \t].*)?\n)*?)^# ///[ \t]*$")
+"""Inline script metadata (PEP 723): the packages `uv run script.py` installs for the script."""
+UV_RUN_SCRIPT = re.compile(r"(?:^|[\s;&|(])(?:\S*/)?uv\s+run\s+(?:-\S+\s+)*(?:python3?\s+)?(\S+\.py)\b")
 
 
 def slug(text: str) -> str:
@@ -109,6 +115,55 @@ def requirements(task: Task) -> list[str]:
     if "pytest" not in seen:
         out.append("pytest")
     return out
+
+
+def finish(task: Task) -> None:
+    """What the task needs and why it cannot be imported, once all of it is read."""
+    take_script_packages(task)
+    check_servers(task)
+    check_heavy(task)
+
+
+def script_packages(text: str) -> list[str]:
+    """The `dependencies` of a script's inline metadata (PEP 723); [] without a block."""
+    m = SCRIPT_BLOCK.search(text)
+    if not m:
+        return []
+    body = "\n".join(line[2:] if line.startswith("# ") else line[1:] for line in m.group(1).splitlines())
+    try:
+        deps = tomllib.loads(body).get("dependencies", [])
+    except tomllib.TOMLDecodeError:
+        return []
+    return [str(d) for d in deps] if isinstance(deps, list) else []
+
+
+def take_script_packages(task: Task) -> None:
+    """A build step's `uv run script.py` installs the script's inline dependencies first: they
+    join the environment (the step then runs with the environment's python)."""
+    files = {p.dest: p.src for p in placed_files(task)}
+    for step in task.build.steps:
+        for name in UV_RUN_SCRIPT.findall(step.script):
+            src = files.get(posixpath.normpath(posixpath.join(step.workdir, name)))
+            if src is None:
+                continue
+            for req in script_packages(src.read_text(encoding="utf-8", errors="replace")):
+                if req not in task.build.packages.pip:
+                    task.build.packages.pip.append(req)
+
+
+def check_servers(task: Task) -> None:
+    """Refuse a task whose tests talk to a server its solution leaves running: a check sees the
+    files the agent left, never the processes it started."""
+    if not task.solution_needs.background or task.tests_dir is None:
+        return
+    for path in sorted(task.tests_dir.rglob("*.py")):
+        if LOCAL_SERVER.search(path.read_text(encoding="utf-8", errors="replace")):
+            started = task.solution_needs.background[0][:100]
+            task.refuse(
+                f"the tests talk to a server the solution leaves running ({started}): a check sees the"
+                " files the agent left, not the processes it started"
+            )
+            return
 
 
 def check_heavy(task: Task) -> None:

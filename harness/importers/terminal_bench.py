@@ -18,7 +18,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, check_heavy, take_solution, take_tests
+from harness.importers.task import Task, finish, take_solution, take_tests
 
 FORMAT = "terminal-bench"
 MARKER = "task.yaml"
@@ -133,7 +133,7 @@ def read(folder: Path, *, task_id: str) -> Task:
             if (folder / "solution.yaml").is_file()
             else "no solution.sh: the reference cannot be made"
         )
-    check_heavy(task)
+    finish(task)
     return task
 
 

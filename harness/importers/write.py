@@ -124,6 +124,8 @@ def scenario_doc(
         check["args"] = task.tests.args
     if task.tests.cwd:
         check["cwd"] = task.tests.cwd
+    if task.tests.setup:
+        check["setup"] = task.tests.setup
     extra_env = {**task.tests.env, **task.check_env}
     if extra_env:
         check["env"] = extra_env

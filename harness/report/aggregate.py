@@ -8,7 +8,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
-from typing import Any, NamedTuple
+from typing import NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
 from harness.artifacts.rounds import RoundsRecord, read_rounds
@@ -20,14 +20,13 @@ from harness.report.diagnostics import DiagAcc, Evidence
 from harness.report.headline import headlines
 from harness.report.indexed import opened
 from harness.report.integrity import Integrity
+from harness.report.runlist import Report, RunList
 from harness.report.stats import Moments
-from harness.report.summary import ControlDrift, Group, Header, RunEntry, Summary, VersionDelta
+from harness.report.summary import ControlDrift, Group, Header, Summary, VersionDelta
 from harness.report.uplift import Pairs, version_deltas
 from harness.report.wallclock import WallClock
 
 GroupKey = tuple[GroupBy, str, str | None, str, str]
-RunRow = tuple[Any, ...]
-"""A run as RunEntry's fields in order: tuples pickle and sort far faster than models."""
 """(by, key, version, agent, condition)."""
 
 
@@ -99,7 +98,7 @@ def read_versions(root: Path) -> tuple[str | None, str | None]:
 
 
 class Aggregator:
-    """Consumes runs one at a time; memory grows with cells, plus one small tuple per run."""
+    """Consumes runs one at a time; memory grows with cells, plus each run as the outputs list it."""
 
     def __init__(self) -> None:
         self.cells: dict[tuple[str | None, str, str, str], GroupAcc] = defaultdict(GroupAcc)
@@ -110,7 +109,7 @@ class Aggregator:
         self.control_cells: set[str] = set()
         self.sanity: dict[str, str] = {}
         """agent -> `pass` / `fail`: sanity bounds (run.json `sanity`), kept out of every comparison."""
-        self.runs: list[RunRow] = []
+        self.runs = RunList()
         self.agents: set[str] = set()
         self.scenarios: set[str] = set()
         self.versions: set[str] = set()
@@ -143,7 +142,7 @@ class Aggregator:
         self.diag.add(run)
         self.integrity.add(run)
         self.wallclock.add(run.version, run.concurrent, run.dir)
-        self.runs.append(
+        self.runs.add(
             (
                 run.dir,
                 v,
@@ -178,20 +177,14 @@ class Aggregator:
         self.control_cells |= other.control_cells
         for agent, expect in other.sanity.items():
             self.sanity.setdefault(agent, expect)
-        self.runs.extend(other.runs)
+        self.runs.merge(other.runs)
         self.agents |= other.agents
         self.scenarios |= other.scenarios
         self.versions |= other.versions
 
-    def run_entries(self) -> list[RunEntry]:
-        """The runs in path order, as summary models."""
-        names = tuple(RunEntry.model_fields)
-        entries = []
-        for row in sorted(self.runs, key=lambda r: r[0]):
-            values = dict(zip(names, row, strict=True))
-            values["artifacts"] = list(row[-1])
-            entries.append(RunEntry.model_construct(**values))
-        return entries
+    def seal(self) -> None:
+        """Render the runs added so far for the outputs (`RunList.seal`): a block is complete."""
+        self.runs.seal()
 
     def _control(self) -> tuple[str | None, str]:
         if not self.control_cells:
@@ -244,6 +237,11 @@ class Aggregator:
         return groups
 
     def summary(self, root: Path, *, regraded: bool = False, hints: ManifestHints | None = None) -> Summary:
+        """The whole summary, every run in it."""
+        return self.report(root, regraded=regraded, hints=hints).full()
+
+    def report(self, root: Path, *, regraded: bool = False, hints: ManifestHints | None = None) -> Report:
+        """The summary and, apart, the runs it lists (rendered by `RunList`, never one model per run)."""
         hints = hints or ManifestHints(None, {})
         sanity = {**hints.sanity, **self.sanity}
         control, note = self._control()
@@ -298,7 +296,7 @@ class Aggregator:
             regraded=regraded,
             sanity=dict(sorted((a, e) for a, e in sanity.items() if a in self.agents)),
         )
-        return Summary(
+        summary = Summary(
             header=header,
             headline=headlines(uplifts, groups),
             cells=cells,
@@ -322,12 +320,13 @@ class Aggregator:
             + self.integrity.diagnostics(skip=set(sanity))
             + self.wallclock.diagnostics(baseline, candidate),
             findings=self.diag.finding_rows(),
-            runs=self.run_entries(),
+            runs=[],
             rounds=read_all_rounds(root),
         )
+        return Report(summary, self.runs)
 
 
-CACHED = (Aggregator, GroupAcc, Moments, DiagAcc, Evidence, Pairs, Integrity, WallClock)
+CACHED = (Aggregator, GroupAcc, Moments, DiagAcc, Evidence, Pairs, Integrity, WallClock, RunList)
 """The classes a cached block aggregate (`report.cached`) is made of."""
 
 
@@ -349,6 +348,14 @@ def _aggregate_part(root: Path, starts: list[str], regrade: bool, project: Path 
 def build_summary(
     root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
 ) -> Summary:
+    """`build_report`'s summary with every run in it."""
+    report = build_report(root, regrade=regrade, project=project, jobs=jobs)
+    return report.full()
+
+
+def build_report(
+    root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
+) -> Report:
     """A run tree (grading what needs it, or everything with regrade) into a Summary.
 
     Without regrade the runs come through the tree's results index (`report.indexed`); a regrade
@@ -373,9 +380,8 @@ def build_summary(
             futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
             for future in futures:
                 agg.merge(future.result())
-    return with_completeness(
-        agg.summary(root, regraded=regrade, hints=read_manifest_hints(project)), root, project
-    )
+    report = agg.report(root, regraded=regrade, hints=read_manifest_hints(project))
+    return Report(with_completeness(report.summary, root, project), report.runs)
 
 
 def with_completeness(summary: Summary, root: Path, project: Path | None) -> Summary:

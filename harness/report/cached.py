@@ -7,7 +7,8 @@ entry in the same transaction that writes or removes a row under it (the grader'
 that finds a changed run folder), so a cached block never outlives a change the index has seen. A
 block is aggregated again from its runs' cached facts when its entry is missing, and the blocks are
 merged in path order (`Aggregator.merge`, exact for everything a block holds whole: its cells'
-moments, evidence, pairs, tallies).
+moments, evidence, pairs, tallies). A block's runs are cached as the outputs list them (`runlist`:
+summary.json's items, JUnit test cases, the page's links), so an unchanged block renders no run.
 
 Cached form: the accumulators' state as plain data (dicts, tuples, lists, sets, numbers, strings)
 in `marshal`'s format — data only, never code, rebuilt into the classes the caller names and no
@@ -38,6 +39,8 @@ class Accumulator(Protocol):
     def add(self, run: RunFacts | Unreadable) -> None: ...
 
     def merge(self, other: Any) -> None: ...
+
+    def seal(self) -> None: ...
 
 
 A = TypeVar("A", bound=Accumulator)
@@ -139,6 +142,7 @@ def aggregate(listing: Listing, new: Callable[[], A], classes: Iterable[type]) -
             runs = list(members)
             for run in facts(listing, runs):
                 part.add(run)
+            part.seal()  # its runs rendered for the outputs once, cached with it
             state = dumps(part) if block and not any(rel in listing.failed for rel in runs) else None
             if state is not None:
                 listing.index.put_aggregate(block, state, listing.generation)

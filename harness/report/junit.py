@@ -3,22 +3,25 @@
 A graded failing trial is a `<failure>`, a trial that produced no evidence (failed to run,
 ungradeable) is an `<error>`, and an invalid or not yet graded trial is `<skipped>`, so a dashboard
 never counts missing evidence as an agent failure. Written as text (escaped with the stdlib's
-saxutils) rather than through ElementTree: a 100,000-trial file is then a fraction of a second.
+saxutils) rather than through ElementTree: a 100,000-trial file is then a fraction of a second. The
+cases are rendered a block of runs at a time and cached with it (`report.runlist`).
 """
 
 from __future__ import annotations
 
-from collections import defaultdict
 from xml.sax.saxutils import escape, quoteattr
 
-from harness.report.summary import RunEntry, Summary
+from harness.report.summary import RunEntry
+
+KEYS = ("tests", "failures", "errors", "skipped")
 
 
-def _suite_name(run: RunEntry) -> str:
+def suite_name(run: RunEntry) -> str:
+    """The suite a run's test case is in: version/agent/condition."""
     return "/".join(p for p in (run.version, run.agent, run.condition) if p)
 
 
-def _case(name: str, run: RunEntry) -> tuple[str, str | None]:
+def case(name: str, run: RunEntry) -> tuple[str, str | None]:
     """The testcase element and its outcome (failures / errors / skipped / None)."""
     attrs = (
         f"classname={quoteattr(f'{name}.{run.scenario}'.replace('/', '.'))} "
@@ -41,30 +44,22 @@ def _case(name: str, run: RunEntry) -> tuple[str, str | None]:
     return f"    <testcase {attrs} />", None
 
 
-def render_junit(summary: Summary) -> str:
-    """The whole JUnit XML document."""
-    suites: dict[str, list[RunEntry]] = defaultdict(list)
-    for run in summary.runs:
-        suites[_suite_name(run)].append(run)
-    totals = {"tests": 0, "failures": 0, "errors": 0, "skipped": 0}
+Suite = tuple[str, tuple[int, int, int, int], float, str]
+"""(name, (tests, failures, errors, skipped), seconds, its test cases' text)."""
+
+
+def document(suites: list[Suite]) -> str:
+    """The whole JUnit XML document from its suites, in order."""
+    totals = [0, 0, 0, 0]
     body: list[str] = []
-    for name in sorted(suites):
-        runs = suites[name]
-        counts = {"tests": len(runs), "failures": 0, "errors": 0, "skipped": 0}
-        cases = []
-        for run in runs:
-            text, outcome = _case(name, run)
-            cases.append(text)
-            if outcome:
-                counts[outcome] += 1
-        elapsed = sum(r.duration_s or 0.0 for r in runs)
-        attrs = " ".join(f'{k}="{v}"' for k, v in counts.items())
+    for name, counts, elapsed, cases in suites:
+        attrs = " ".join(f'{k}="{v}"' for k, v in zip(KEYS, counts, strict=True))
         body.append(f'  <testsuite name={quoteattr(name)} {attrs} time="{elapsed:.3f}">')
-        body.extend(cases)
+        if cases:
+            body.append(cases)
         body.append("  </testsuite>")
-        for key, value in counts.items():
-            totals[key] += value
-    head = " ".join(f'{k}="{v}"' for k, v in totals.items())
+        totals = [t + c for t, c in zip(totals, counts, strict=True)]
+    head = " ".join(f'{k}="{v}"' for k, v in zip(KEYS, totals, strict=True))
     return "\n".join(
         [
             '<?xml version="1.0" encoding="utf-8"?>',

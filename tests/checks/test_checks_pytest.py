@@ -85,3 +85,15 @@ def test_no_tests_or_no_pytest_is_an_error(ws: Path) -> None:
     assert check(ws, tests="tests/test_none.py").outcome == "error"
     missing = check(ws, tests="tests", python="/nonexistent/python3")
     assert missing.outcome == "error" and "could not start" in missing.message
+
+
+def test_setup_runs_first_where_pytest_runs(ws: Path) -> None:
+    """`setup` (a test script's data generation) runs before pytest, in order, in its folder; a
+    setup that fails fails the check with its output, and pytest does not run."""
+    write(ws, {"tests/test_out.py": TESTS})
+    made = check(ws, tests="tests/test_out.py", setup=["echo hi > out.txt", "sed -i s/hi/hello/ out.txt"])
+    assert (made.outcome, made.message) == ("pass", "4 test(s) passed, 1 skipped")
+    broken = check(ws, tests="tests/test_out.py", setup=["echo making data >&2; exit 3", "echo no > out.txt"])
+    assert broken.outcome == "fail" and broken.tests == ()
+    assert broken.message.startswith("the setup before pytest failed") and "making data" in broken.message
+    assert (ws / "out.txt").read_text() == "hello\n"

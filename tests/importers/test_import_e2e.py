@@ -38,8 +38,11 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     done = assay("--project", project, "import", "terminal-bench", dataset("terminal-bench"), "--name", "tb")
     assert done.returncode == 0, done.stderr
     report = json.loads((project / "imports" / "tb.json").read_text())
-    assert report["imported"] == ["tb-csv-summary", "tb-generates-data"]
+    assert report["imported"] == ["tb-csv-summary", "tb-generates-data", "tb-regenerates-data"]
     assert {k: v["reasons"][0] for k, v in report["refused"].items()} == {
+        "tb-leaves-server": "the tests talk to a server the solution leaves running (cd /app/site && nohup"
+        " python3 -m http.server 8765 > /dev/null 2>&1 &): a check sees the files the agent left, not"
+        " the processes it started",
         "tb-needs-server": "extra compose services (client, server): the task needs more than one container",
         "tb-no-solution": "no solution.sh: the reference cannot be made",
     }
@@ -80,6 +83,15 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     assert ran.returncode == 0, ran.stderr
     grades = _grades(project, "tb", "tb-generates-data")
     assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
+    # uv's image, its installer and `uv run` by path stood in for; the test script's data
+    # generation is the check's setup, run before pytest on the agent's workspace.
+    again = project / "scenarios" / "tb-regenerates-data"
+    assert (again / "seed" / "orders.csv").read_text().splitlines()[-1] == "10"
+    assert not (again / "seed" / "make_data.py").exists()
+    assert "python3 /tests/generate_data.py" in (again / "scenario.yaml").read_text()
+    grades = _grades(project, "tb", "tb-regenerates-data")
+    assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
+    assert [t["outcome"] for t in grades["noop"]["checks"][0]["tests"]] == ["pass", "fail"]
     grades = _grades(project, "tb", "tb-csv-summary")
     assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
     (check,) = grades["oracle"]["checks"]

@@ -8,7 +8,7 @@ from pathlib import Path
 from harness.importers import dockerfile, harbor, terminal_bench
 from harness.importers.scripts import read_solution, read_tests
 from harness.importers.shellsteps import split_commands
-from harness.importers.task import requirements
+from harness.importers.task import requirements, script_packages
 from harness.importers.write import escape_template, scenario_doc
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
@@ -84,9 +84,34 @@ def test_test_scripts_become_a_pytest_run() -> None:
         ["/tests/test_outputs.py"],
         ["-x", "--timeout", "30"],
     )
-    assert read_tests("uv run python $TEST_DIR/gen.py\nuv run pytest $TEST_DIR/t.py\n").refusals == [
-        "a test-script step the checks cannot reproduce: uv run python '$TEST_DIR/gen.py'"
-    ]
+
+
+def test_steps_before_pytest_become_the_checks_setup() -> None:
+    """Data generation before pytest runs first in the check (uv run: the environment's python);
+    a step under a condition, after pytest, or one that downloads stays a refusal."""
+    regen = read_tests((TB / "regenerates-data" / "run-tests.sh").read_text())
+    assert (regen.setup, regen.tests, regen.refusals) == (
+        ["python3 /tests/generate_data.py"],
+        ["/tests/test_outputs.py"],
+        [],
+    )
+    mixed = read_tests("cp -r $TEST_DIR/data/* .\nsqlite3 db.sqlite < $TEST_DIR/schema.sql\npytest t.py\n")
+    assert (mixed.setup, mixed.refusals) == (
+        ["cp -r /tests/data/* .", "sqlite3 db.sqlite < /tests/schema.sql"],
+        [],
+    )
+    refused = {
+        "if [ -f /app/x.sql ]; then\n  sqlite3 db < /app/x.sql\nfi\npytest t.py\n": "sqlite3 db '<' /app/x.sql",
+        "pytest t.py\npython3 after.py\n": "python3 after.py",
+        "curl -o d.csv https://x.invalid/d.csv\npytest t.py\n": "curl -o d.csv https://x.invalid/d.csv",
+        "python3 gen.py | tee log\npytest t.py\n": "python3 gen.py '|' tee log",
+    }
+    for text, step in refused.items():
+        plan = read_tests(text)
+        assert (plan.setup, plan.refusals) == (
+            [],
+            [f"a test-script step the checks cannot reproduce: {step}"],
+        )
 
 
 def test_solutions_that_need_the_network_are_named() -> None:
@@ -113,6 +138,45 @@ def test_solution_installs_become_the_environment() -> None:
         "the solution installs Debian packages this machine does not have (assay-no-such-package):"
         " it needs root and the network"
     ]
+
+
+def test_uv_is_stood_in_for_in_the_image() -> None:
+    """uv copied from its image, fetched by its installer, run by its path: the environment is uv;
+    `uv init` makes nothing, `uv add` installs, `uv run` is a build step. Its script's inline
+    dependencies (PEP 723) join the environment."""
+    build = dockerfile.read(
+        "FROM python:3.12\nCOPY --from=registry.invalid/astral-sh/uv:0.8 /uv /uvx /bin/\nWORKDIR /app\n"
+        "RUN curl -LsSf https://x.invalid/uv/install.sh | sh\nRUN /root/.local/bin/uv init\n"
+        "RUN /root/.local/bin/uv add pandas==2.1.4\nRUN uv run gen.py\n"
+    )
+    assert (build.refusals, build.packages.pip, [s.script for s in build.steps]) == (
+        [],
+        ["pandas==2.1.4"],
+        ["uv run gen.py"],
+    )
+    assert build.notes == ["COPY of uv from its image left out: the environment stands in for uv"]
+    assert dockerfile.read("FROM python:3.12\nWORKDIR /app\nRUN uv tool install ruff\n").refusals == [
+        "RUN step the importer cannot reproduce: uv tool install ruff"
+    ]
+    assert script_packages(
+        '# /// script\n# dependencies = [\n#   "datasets==3.6.0",\n# ]\n# ///\nimport x\n'
+    ) == ["datasets==3.6.0"]
+    assert script_packages("import x\n") == []
+
+
+def test_tests_that_talk_to_a_server_the_solution_leaves_running_are_refused(tmp_path: Path) -> None:
+    assert terminal_bench.read(TB / "leaves-server", task_id="s").refusals == [
+        "the tests talk to a server the solution leaves running (cd /app/site && nohup python3 -m"
+        " http.server 8765 > /dev/null 2>&1 &): a check sees the files the agent left, not the processes"
+        " it started"
+    ]
+    quiet = tmp_path / "quiet"
+    shutil.copytree(TB / "leaves-server", quiet)
+    (quiet / "tests" / "test_outputs.py").write_text(
+        "def test_page():\n    assert open('/app/site/index.html')\n"
+    )
+    assert terminal_bench.read(quiet, task_id="q").refusals == []  # a background job the tests ignore
+    assert read_solution("a && b &\nc 2>&1\nd &&\n e\n").background == ["a && b &"]
 
 
 def test_split_commands_keeps_quotes_across_lines() -> None:
@@ -143,7 +207,15 @@ def test_terminal_bench_task_reads_and_refusals() -> None:
     assert generated.refusals == []
     assert requirements(generated) == ["pytest"] and generated.solution_needs.apt == ["coreutils"]
     assert terminal_bench.dataset_tasks(TB) == [
-        TB / n for n in ("csv-summary", "generates-data", "needs-server", "no-solution")
+        TB / n
+        for n in (
+            "csv-summary",
+            "generates-data",
+            "leaves-server",
+            "needs-server",
+            "no-solution",
+            "regenerates-data",
+        )
     ]
 
 
