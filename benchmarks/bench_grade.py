@@ -1,17 +1,18 @@
 """Grading benchmark: runs graded per second, and where the time goes.
 
 Builds a stored run tree from the example suite (the project at the repository root
-when it has specs/ and scenarios/, else a small built-in project): for each compiled
-job one run whose workspace is the seed with the reference overlaid (a passing run) or
-the bare seed (a failing one), with a trace and two snapshots of the entry. Then:
+when it has specs/ and scenarios/, else a small built-in project): runs of every scenario in
+turn (`--scenario ID`: of one), whose workspace is the seed with the reference overlaid (a passing
+run) or the bare seed (a failing one), with a trace and two snapshots of the entry. Then:
 
 1. grades the tree serially in this process, timing every check subprocess
-   (`harness.checks._proc.run_command`) to split wall time into check subprocesses vs
+   (`harness.checks._proc.run_command`) and batch of them (`harness.sandbox.batch.run_batch`: a
+   sandbox launch running a run's check commands in turn) to split wall time into check processes vs
    the harness (copying workspaces, reading artifacts, deriving sections, writing JSON);
 2. regrades it with `--parallel` worker processes (default 2, the machine's cores) for
    throughput.
 
-    python benchmarks/bench_grade.py [--runs 60] [--parallel 2] [--project PATH]
+    python benchmarks/bench_grade.py [--runs 60] [--parallel 2] [--project PATH] [--scenario ID]
 """
 
 from __future__ import annotations
@@ -36,6 +37,7 @@ from harness.artifacts.records import RunRecord  # noqa: E402
 from harness.artifacts.store import write_record  # noqa: E402
 from harness.checks import _proc  # noqa: E402
 from harness.grade import grade_tree  # noqa: E402
+from harness.sandbox import batch  # noqa: E402
 
 
 def _project(arg: str | None, scratch: Path) -> Path:
@@ -129,14 +131,20 @@ def _make_run(run_dir: Path, job: Job, project: Path, passing: bool) -> None:
     )
 
 
-def _build(project: Path, runs: Path, count: int) -> int:
+def _build(project: Path, runs: Path, count: int, only: str | None = None) -> int:
+    """`count` runs taking the scenarios in turn (each scenario's first job), passing and failing in
+    turn per scenario; `only` grades one scenario (as this bench did before it took them all)."""
     jobs = list(iter_jobs(project / "generated"))
     if not jobs:
         raise SystemExit("the project compiled no job")
+    first: dict[str, Job] = {}
+    for job in jobs:
+        first.setdefault(job.scenario.id, job)
+    chosen = [first[only]] if only else [first[k] for k in sorted(first)]
     for n in range(count):
-        job = jobs[n % len(jobs)]
-        _make_run(runs / f"run-{n:04d}", job, project, passing=n % 2 == 0)
-    return len({j.scenario.id for j in jobs})
+        job = chosen[n % len(chosen)]
+        _make_run(runs / f"run-{n:04d}", job, project, passing=(n // len(chosen)) % 2 == 0)
+    return len(chosen)
 
 
 def _timed(fn: Callable[..., Any], box: list[float]) -> Callable[..., Any]:
@@ -155,21 +163,24 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=60)
     parser.add_argument("--parallel", type=int, default=2)
     parser.add_argument("--project", default=None)
+    parser.add_argument("--scenario", default=None, help="grade only this scenario's runs")
     args = parser.parse_args()
     scratch = Path(tempfile.mkdtemp(prefix="assay-bench-grade-"))
     try:
         project = _project(args.project, scratch)
         _compile(project)
         runs = scratch / "runs"
-        scenarios = _build(project, runs, args.runs)
+        scenarios = _build(project, runs, args.runs, args.scenario)
 
+        load_start = os.getloadavg()[0]
         in_subprocess = [0.0]
-        real = _proc.run_command
-        _proc.run_command = _timed(real, in_subprocess)  # type: ignore[assignment]
+        real, real_batch = _proc.run_command, batch.run_batch
+        _proc.run_command = _timed(real, in_subprocess)
+        batch.run_batch = _timed(real_batch, in_subprocess)
         start = time.perf_counter()
         serial = grade_tree(runs, project=project, regrade=True)
         serial_s = time.perf_counter() - start
-        _proc.run_command = real  # type: ignore[assignment]
+        _proc.run_command, batch.run_batch = real, real_batch
 
         start = time.perf_counter()
         grade_tree(runs, project=project, regrade=True, parallel=args.parallel)
@@ -191,9 +202,11 @@ def main() -> int:
                 by_check[f"{c.kind}:{c.id}"] = by_check.get(f"{c.kind}:{c.id}", 0.0) + c.duration_s
         top = sorted(by_check.items(), key=lambda kv: -kv[1])[:5]
         print("slowest checks (total s): " + ", ".join(f"{k} {v:.1f}" for k, v in top))
-        print(f"load average at the end: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
         print(
-            f"time in check subprocesses: {share:5.1%}  harness: {1 - share:5.1%}  "
+            f"load average: {load_start:.1f} at the start, {os.getloadavg()[0]:.1f} at the end, on {os.cpu_count()} cores"
+        )
+        print(
+            f"time in check processes: {share:5.1%}  harness: {1 - share:5.1%}  "
             f"({in_subprocess[0]:.2f} s of {serial_s:.2f} s)"
         )
     finally:

@@ -29,6 +29,10 @@ class Completed(NamedTuple):
     stdout: str
     stderr: str
     timed_out: bool
+    capped: bool = False
+    """Its stdout passed OUTPUT_CAP and it was ended (exit_code is None)."""
+    duration_s: float | None = None
+    """How long it ran, when it ran elsewhere (a batch) and not in the caller's own time."""
 
 
 def run_command(
@@ -53,4 +57,5 @@ def run_command(
         stdout=done.output.decode("utf-8", "replace"),
         stderr=err.decode("utf-8", "replace"),
         timed_out=done.timed_out,
+        capped=done.output_capped,
     )

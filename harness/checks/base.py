@@ -18,10 +18,19 @@ from typing import Any, NamedTuple, Protocol
 
 from compiler.contract import CheckSpec, ScenarioJob
 from harness.artifacts.records import CaseOutcome
+from harness.checks import _proc
 from harness.sandbox.pathsafe import PathEscape, glob_regex, is_inside, resolve_inside
 
 Wrapper = Callable[[Sequence[str]], Sequence[str]]
 """Turns the argv of a check's command into the argv that runs it confined."""
+
+
+class Runner(Protocol):
+    """Runs a check's command (argv already wrapped): `harness.checks._proc.run_command`'s shape."""
+
+    def __call__(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float, namespaces: bool
+    ) -> _proc.Completed: ...
 
 
 class CheckError(Exception):
@@ -71,6 +80,16 @@ class CheckContext:
     path_first: tuple[str, ...] = ()
     """Folders put first on the PATH of check commands, before the harness's own tools (a
     scenario environment's `bin`: the interpreter and packages its tests need)."""
+    runner: Runner | None = None
+    """Runs the check's command instead of a process of its own (the engine's batch: a command
+    already run, or recording one to run); None runs it here."""
+
+    def run_command(
+        self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float
+    ) -> _proc.Completed:
+        """Run a check's command (argv already wrapped by `wrap`) to its end or its timeout."""
+        run = self.runner or _proc.run_command
+        return run(argv, cwd=cwd, env=env, timeout_s=timeout_s, namespaces=not self.sandboxed)
 
     def timeout_for(self, spec: CheckSpec) -> float:
         """The effective timeout of one check."""

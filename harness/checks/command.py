@@ -50,6 +50,12 @@ class CommandCheck:
 
     name = "command"
 
+    def batchable(self, spec: CheckSpec) -> bool:
+        """Whether its command may run in a batch (`harness.checks.engine`): its verdict must read
+        only the command's exit status and output, not a file it leaves (a batch resets the files)."""
+        result = param(spec, "result") or {}
+        return not isinstance(result, Mapping) or str(result.get("source", "stdout")) == "stdout"
+
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
         run = param(spec, "run", required=True)
         argv = [shell(), "-c", run] if isinstance(run, str) else [str(a) for a in run]
@@ -64,11 +70,12 @@ class CommandCheck:
             argv = list(ctx.wrap(argv))
         timeout = ctx.timeout_for(spec)
         env = command_env(spec, workspace, ctx)
-        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
+        done = ctx.run_command(argv, cwd=cwd, env=env, timeout_s=timeout)
         shown = run if isinstance(run, str) else " ".join(argv)
         if done.timed_out:
             raise CheckError(f"`{shown}` timed out after {timeout:g}s")
-        assert done.exit_code is not None
+        if done.capped or done.exit_code is None:
+            raise CheckError(f"`{shown}` printed more than {_proc.OUTPUT_CAP} bytes and was ended")
         if done.exit_code in _NOT_RUNNABLE:
             raise CheckError(
                 f"`{shown}`: command {_NOT_RUNNABLE[done.exit_code]}{tail(done.stderr, workspace)}"

@@ -13,6 +13,7 @@ from pathlib import Path
 
 from compiler.contract import CheckSpec
 from harness.artifacts.records import CaseOutcome, CheckOutcome
+from harness.checks import batching
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, unplace
 from harness.checks.registry import get_kind
 
@@ -75,6 +76,20 @@ def run_check(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> CheckOutco
 def run_checks(
     checks: Sequence[CheckSpec], workspace: Path, ctx: CheckContext | None = None
 ) -> list[CheckOutcome]:
-    """Every check's outcome on the workspace, in the order given."""
+    """Every check's outcome on the workspace, in the order given.
+
+    The commands of the checks that run one go first, together in one launch, each on the
+    workspace as it was given (`harness.checks.batching`); then every check is judged in order.
+    """
     context = ctx or CheckContext()
-    return [run_check(spec, workspace, context) for spec in checks]
+    ran = batching.prerun(checks, workspace, context)
+    outcomes: list[CheckOutcome] = []
+    for n, spec in enumerate(checks):
+        if n not in ran:
+            outcomes.append(run_check(spec, workspace, context))
+            continue
+        call, done = ran[n]
+        outcome = run_check(spec, workspace, batching.replay(context, call, done))
+        spent = outcome.duration_s + (done.duration_s or 0.0)
+        outcomes.append(outcome.model_copy(update={"duration_s": round(spent, 3)}))
+    return outcomes

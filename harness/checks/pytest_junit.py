@@ -45,6 +45,10 @@ class PytestCheck:
 
     name = "pytest"
 
+    def batchable(self, spec: CheckSpec) -> bool:
+        """Its command may run in a batch (`harness.checks.engine`): the verdict reads only its output."""
+        return True
+
     def run(self, spec: CheckSpec, workspace: Path, ctx: CheckContext) -> Verdict:
         tests = [str(t) for t in as_list(param(spec, "tests", required=True))]
         args = [str(a) for a in as_list(param(spec, "args"))]
@@ -63,9 +67,11 @@ class PytestCheck:
             argv = list(ctx.wrap(argv))
         timeout = ctx.timeout_for(spec)
         env = command_env(spec, workspace, ctx)
-        done = _proc.run_command(argv, cwd=cwd, env=env, timeout_s=timeout, namespaces=not ctx.sandboxed)
+        done = ctx.run_command(argv, cwd=cwd, env=env, timeout_s=timeout)
         if done.timed_out:
             raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr, workspace)}")
+        if done.capped:
+            raise CheckError(f"pytest printed more than {_proc.OUTPUT_CAP} bytes and was ended")
         cases = parse_junit(done.stdout)
         code = done.exit_code
         if setup and code == SETUP_FAILED and cases is None:

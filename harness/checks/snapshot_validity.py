@@ -63,7 +63,7 @@ def validity(
     if key in view.cache:
         cached: tuple[SnapshotVerdict, ...] = view.cache[key]
         return cached
-    from harness.checks.engine import run_check
+    from harness.checks.engine import run_checks
 
     paths = watched(view)
     scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
@@ -88,7 +88,7 @@ def validity(
             digest = _digest(state)
             if digest not in memo:
                 _materialise(tree, state)
-                memo[digest] = _verdict([scrub_outcome(run_check(d, tree, ctx), tree) for d in deciders])
+                memo[digest] = _verdict([scrub_outcome(o, tree) for o in run_checks(deciders, tree, ctx)])
             valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)

@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from compiler.contract import CheckSpec
-from harness.checks import CheckContext, run_checks
+from harness.checks import CheckContext, batching, run_checks
+from harness.sandbox.isolation import confines
 from harness.sandbox.isolation.checks import check_wrapper
 from tests.isolation.conftest import ISOLATIONS, require
 
@@ -57,3 +58,44 @@ def test_none_gives_no_wrapper(tmp_path: Path) -> None:
     from harness.sandbox.isolation import select
 
     assert check_wrapper(select("none"), home=tmp_path / "h") is None
+
+
+@pytest.mark.parametrize("name", ISOLATIONS)
+def test_checks_in_one_launch_leave_nothing_to_each_other(tmp_path: Path, name: str) -> None:
+    iso = require(name)
+    ws = tmp_path / "scratch" / "ws"
+    ws.mkdir(parents=True)
+    (ws / "app.py").write_text("VALUE = 1\n")
+    wrap = check_wrapper(iso, home=tmp_path / "scratch" / "home")
+    ctx = CheckContext(env={"PATH": "/usr/bin:/bin"}, wrap=wrap, sandboxed=confines(iso))
+    left = "app.py planted $HOME/dotfile /tmp/t /dev/shm/s /var/tmp/v"
+    checks = (
+        CheckSpec(
+            id="leaky",
+            kind="command",
+            params={"run": f"echo changed > app.py; touch {left.split(' ', 1)[1]}; (sleep 300 &); true"},
+        ),
+        CheckSpec(
+            id="clean",
+            kind="command",
+            params={
+                "run": "grep -qx 'VALUE = 1' app.py && ! ls -d "
+                + left.split(" ", 1)[1]
+                + " && ! pgrep -x sleep"
+            },
+        ),
+        # the server is not dumpable: a command cannot reach its descriptors, memory or environment
+        CheckSpec(
+            id="server-closed",
+            kind="command",
+            params={"run": "! ls /proc/$PPID/fd && ! cat /proc/$PPID/environ"},
+        ),
+        CheckSpec(id="kills-server", kind="command", params={"run": "kill -9 $PPID; true"}),
+        CheckSpec(id="after", kind="command", params={"run": "grep -qx 'VALUE = 1' app.py"}),
+    )
+    assert sorted(batching.prerun(checks[:3], ws, ctx)) == [0, 1, 2]  # they do share a launch
+    outcomes = run_checks(checks, ws, ctx)
+    assert {o.id: o.outcome for o in outcomes} == {k.id: "pass" for k in checks}, [
+        o.message for o in outcomes
+    ]
+    assert (ws / "app.py").read_text() == "VALUE = 1\n" and not (ws / "planted").exists()

@@ -14,6 +14,7 @@ A check whose `cwd` is a subfolder sees only that subfolder.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 
 from harness.sandbox.isolation.base import Isolation, Mount, SandboxSpec
@@ -45,17 +46,27 @@ def check_wrapper(
         *mounts,
     )
 
-    def wrap(argv: Sequence[str]) -> list[str]:
+    return CheckWrapper(isolation, home, binds, cwd_map)
+
+
+@dataclass(frozen=True)
+class CheckWrapper:
+    """Wraps a check command's argv in the isolation; every command gets `home` as HOME."""
+
+    isolation: Isolation
+    home: Path
+    binds: tuple[Mount, ...]
+    cwd_map: tuple[Path, Path] | None
+
+    def __call__(self, argv: Sequence[str]) -> list[str]:
         spec = SandboxSpec(
-            argv=["env", f"HOME={home}", *argv],
+            argv=["env", f"HOME={self.home}", *argv],
             cwd=Path("."),
             env={},
-            home=home,
-            mounts=binds,
+            home=self.home,
+            mounts=self.binds,
             network=False,
-            bind_cwd=cwd_map is None,
-            cwd_map=cwd_map,
+            bind_cwd=self.cwd_map is None,
+            cwd_map=self.cwd_map,
         )
-        return isolation.wrap(spec)
-
-    return wrap
+        return self.isolation.wrap(spec)

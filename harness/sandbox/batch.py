@@ -1,0 +1,151 @@
+"""Several commands in one sandbox launch, each reported on its own.
+
+Starting a sandbox, an interpreter and pytest costs more than most checks take to run. A batch
+starts one sandbox (the same `wrap` each command would get) running `batch_server.py`, which
+runs the commands in turn and reports each one's exit status, stdout, stderr, timing and
+whether it timed out, with each command's own timeout and output cap enforced. Before each
+command every process the previous one left is killed and the writable folders (`roots`) are
+reset to the state the batch began with, so one command's files, processes and temp files never
+reach the next (nor the caller's reading of the workspace afterwards). Python commands that run
+this interpreter are forked from a server that has `preload` imported (pytest) instead of
+starting cold; the trial pipeline can use the same server for Python adapters.
+
+The batch is an optimisation, never an authority: a command the batch did not report on (the
+server refused — no pid namespace of its own, a workspace too big to hold — or died, or the
+launch ran out of time) comes back as None, and the caller runs it on its own as before.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import functools
+import json
+import os
+import sys
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import NamedTuple
+
+from harness.sandbox import proc
+
+STARTUP_S = 60.0
+"""Time the launch may take on top of the commands' own timeouts (sandbox, interpreter, preload)."""
+SANDBOX_ROOTS = ("/tmp", "/dev/shm", "/var/tmp")
+"""Writable folders of a sandbox's own (bwrap, unshare) that are reset between commands."""
+
+
+class Command(NamedTuple):
+    """One command of a batch, as it would run on its own (before any sandbox wrapper)."""
+
+    argv: tuple[str, ...]
+    env: Mapping[str, str]
+    timeout_s: float
+
+
+class Outcome(NamedTuple):
+    """What one command of a batch left."""
+
+    exit_code: int | None
+    """Exit status (128+N for a signal inside a sandbox, -N outside); None when it was ended."""
+    stdout: bytes
+    stderr: bytes
+    timed_out: bool
+    capped: bool
+    """Its stdout passed the output cap (it was ended)."""
+    duration_s: float
+    forked: bool
+    """It ran in an interpreter forked from the server (not exec'd)."""
+
+
+class Launch(NamedTuple):
+    """How the batch's sandbox starts: the wrapper every command would get, and what it confines."""
+
+    wrap: Callable[[Sequence[str]], Sequence[str]] | None
+    sandboxed: bool
+    """`wrap` is a sandbox with its own pid, mount and network namespaces and private temp folders."""
+    home: Path | None = None
+    """HOME the wrapper gives every command (it overrides the command's environment)."""
+
+
+@functools.cache
+def server_source() -> str:
+    """The server's code, passed to `python -c` (the sandbox need not see assay's sources)."""
+    return (Path(__file__).parent / "batch_server.py").read_text(encoding="utf-8")
+
+
+def _host_pidns() -> str:
+    try:
+        return os.readlink("/proc/self/ns/pid")
+    except OSError:
+        return ""
+
+
+def run_batch(
+    commands: Sequence[Command],
+    *,
+    cwd: Path,
+    launch: Launch,
+    preload: Sequence[str] = (),
+    output_cap: int,
+) -> list[Outcome | None]:
+    """Run the commands in turn in one launch; one outcome per command, None where there is none."""
+    if not commands:
+        return []
+    if not launch.sandboxed and (launch.wrap is not None or not proc.pidns_available()):
+        # kill(-1) needs a pid namespace of the batch's own; a netns-only wrapper has none
+        return [None] * len(commands)
+    roots = ["."]
+    if launch.sandboxed:
+        roots += [*([str(launch.home)] if launch.home is not None else []), *SANDBOX_ROOTS]
+    request = {
+        "checks": [
+            {"argv": list(c.argv), "env": dict(c.env), "timeout": c.timeout_s, "cap": output_cap}
+            for c in commands
+        ],
+        "preload": list(preload),
+        "roots": roots,
+        "home": str(launch.home) if launch.home is not None else None,
+        "host_pidns": _host_pidns(),
+        "signal_base": 128 if launch.sandboxed else 0,
+    }
+    argv: Sequence[str] = [sys.executable, "-c", server_source()]
+    if launch.wrap is not None:
+        argv = launch.wrap(argv)
+    done = proc.run(
+        list(argv),
+        cwd=cwd,
+        env=dict(commands[0].env),  # the server starts as the first command would
+        stdin=json.dumps(request).encode(),
+        timeout_s=sum(c.timeout_s for c in commands) + STARTUP_S,
+        output_cap=len(commands) * (3 * output_cap + 4096) + 65536,
+        capture=True,
+        namespaces=not launch.sandboxed,
+    )
+    return parse(done.output, len(commands))
+
+
+def parse(output: bytes, count: int) -> list[Outcome | None]:
+    """The outcomes the server reported (its stdout); None for each command it did not report."""
+    found: list[Outcome | None] = [None] * count
+    for line in output.splitlines():
+        try:
+            row = json.loads(line)
+            if not isinstance(row, dict) or "index" not in row:
+                continue
+            n = int(row["index"])
+            exit_code = row["exit"]
+            outcome = Outcome(
+                exit_code=None if exit_code is None else int(exit_code),
+                stdout=base64.b64decode(row["stdout"], validate=True),
+                stderr=base64.b64decode(row["stderr"], validate=True),
+                timed_out=bool(row["timed_out"]),
+                capped=bool(row["capped"]),
+                duration_s=float(row["duration_s"]),
+                forked=bool(row["forked"]),
+            )
+        except (ValueError, KeyError, TypeError, binascii.Error):
+            continue  # a line the server did not finish (it was ended while writing)
+        if 0 <= n < count:
+            found[n] = outcome
+    return found

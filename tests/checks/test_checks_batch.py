@@ -1,0 +1,166 @@
+"""Check commands in one launch (`harness.checks.batching`, `harness.sandbox.batch`): real processes.
+
+Without a sandbox wrapper the batch runs in the process wrapper's own pid namespace; the bwrap
+and unshare batches are tested in tests/isolation/test_iso_checks.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from compiler.contract import CheckSpec
+from harness.checks import CheckContext, run_checks
+from harness.checks.engine import scrub
+from harness.sandbox import batch, proc
+from tests.checks.checks_util import write
+
+pytestmark = pytest.mark.skipif(not proc.pidns_available(), reason="no pid namespaces here: no batch")
+
+ENV = {
+    "PATH": os.pathsep.join([str(Path(sys.executable).parent), "/usr/bin", "/bin"]),
+    "LANG": "C.UTF-8",
+}
+
+
+def cmd(id: str, run: str, **params: object) -> CheckSpec:
+    return CheckSpec(id=id, kind="command", params={"run": run, **params})
+
+
+def outcomes(checks: list[CheckSpec], ws: Path) -> list[tuple[str, str, str]]:
+    """(id, outcome, message) with durations masked, as the grader records them."""
+    return [(o.id, o.outcome, scrub(o.message, ws)) for o in run_checks(checks, ws, CheckContext(env=ENV))]
+
+
+def test_a_check_leaves_nothing_to_the_next(ws: Path) -> None:
+    write(ws, {"app.py": "VALUE = 1\n", "keep/data.txt": "seed\n"})
+    (ws / "keep" / "data.txt").chmod(0o444)
+    leaky = cmd(
+        "leaky",
+        "echo changed > app.py; chmod 644 keep/data.txt; echo x > keep/data.txt; touch planted.txt; "
+        "mkdir -p deep/er; chmod 000 deep; (sleep 300 &) ; true",
+    )
+    checks = [
+        leaky,
+        cmd("app-untouched", "grep -qx 'VALUE = 1' app.py"),
+        cmd("data-untouched", "grep -qx seed keep/data.txt && test ! -w keep/data.txt || test $(id -u) = 0"),
+        cmd("no-new-files", "test ! -e planted.txt && test ! -e deep"),
+        cmd("no-process-left", "! pgrep -x sleep"),
+    ]
+    got = outcomes(checks, ws)
+    assert [(i, o) for i, o, _ in got] == [(c.id, "pass") for c in checks], got
+    # the caller's own reading of the workspace afterwards sees it as it was given, too
+    assert (ws / "app.py").read_text() == "VALUE = 1\n" and not (ws / "planted.txt").exists()
+    assert oct((ws / "keep" / "data.txt").stat().st_mode & 0o777) == oct(0o444)
+
+
+def test_batched_verdicts_equal_alone(ws: Path) -> None:
+    write(
+        ws,
+        {
+            "tests/test_x.py": "def test_ok():\n    assert 1\n\ndef test_bad():\n    assert 2 + 2 == 5\n",
+            "tests/test_y.py": "def test_ok():\n    assert True\n",
+            "tool.py": "import sys\nprint('argv', sys.argv[1:])\nsys.exit(int(sys.argv[1]))\n",
+            "crash.py": "def f():\n    raise ValueError('boom')\n\nf()\n",
+            "report.py": "import json\nprint(json.dumps({'findings': [1, 2]}))\n",
+        },
+    )
+    pytest_env = {"PYTHONDONTWRITEBYTECODE": "1", "PYTEST_DISABLE_PLUGIN_AUTOLOAD": "1"}
+    checks = [
+        cmd("tests-x", "python -m pytest -q -p no:cacheprovider tests/test_x.py", env=pytest_env),
+        cmd("tests-y", "python -m pytest -q -p no:cacheprovider tests/test_y.py", env=pytest_env),
+        cmd("exit-3", "python tool.py 3", exit=3),
+        cmd("exit-0", "python tool.py 0", exit=[1, 2]),
+        cmd("crash", "python crash.py"),
+        cmd("count", "python report.py", result={"count": {"json_path": "$.findings", "max": 1}}),
+        CheckSpec(id="junit", kind="pytest", params={"tests": "tests/test_y.py"}),
+        cmd("shell", "echo out; echo err >&2; exit 4"),
+    ]
+    together = outcomes(checks, ws)
+    alone = [outcomes([c], ws)[0] for c in checks]
+    assert together == alone
+    assert [o for _, o, _ in together] == ["fail", "pass", "pass", "fail", "fail", "fail", "pass", "fail"]
+    assert "ValueError: boom" in together[4][2] and 'crash.py", line 4' in together[4][2]
+
+
+def test_one_hang_or_crash_leaves_the_others_verdicts(ws: Path) -> None:
+    write(ws, {"ok.txt": "ok\n"})
+    checks = [
+        CheckSpec(id="hangs", kind="command", params={"run": "sleep 60"}, timeout_s=0.5),
+        cmd("ok", "grep -q ok ok.txt"),
+        cmd("kills-server", "kill -9 1 $PPID; exit 0"),
+        cmd("still-ok", "test -f ok.txt"),
+        cmd("fails", "false"),
+    ]
+    got = outcomes(checks, ws)
+    assert [(i, o) for i, o, _ in got] == [
+        ("hangs", "error"),
+        ("ok", "pass"),
+        ("kills-server", "pass"),
+        ("still-ok", "pass"),
+        ("fails", "fail"),
+    ]
+    assert "timed out after 0.5s" in got[0][2]
+
+
+def test_python_commands_fork_from_the_server_as_a_fresh_interpreter_would(ws: Path) -> None:
+    write(
+        ws,
+        {
+            "sub/show.py": (
+                "import json, os, sys\n"
+                "print(json.dumps({'argv': sys.argv, 'name': __name__, 'file': __file__,"
+                " 'path0': sys.path[0], 'cwd': os.getcwd(), 'env': os.environ.get('ONLY_HERE'),"
+                " 'main': sys.modules['__main__'].__dict__.get('__file__')}))\n"
+                "raise SystemExit('bye')\n"
+            ),
+        },
+    )
+    env = {**ENV, "ONLY_HERE": "1"}
+    commands = [
+        batch.Command(("python", "sub/show.py", "a b"), env, 30),
+        batch.Command(("python", "-m", "json.tool", "--help"), env, 30),
+    ]
+    got = batch.run_batch(commands, cwd=ws, launch=batch.Launch(None, False), output_cap=1 << 20)
+    assert all(o is not None and o.forked for o in got), got
+    fresh = [subprocess.run(c.argv, cwd=ws, env=env, capture_output=True, check=False) for c in commands]
+    for outcome, done in zip(got, fresh, strict=True):
+        assert outcome is not None
+        assert (outcome.exit_code, outcome.stdout, outcome.stderr) == (
+            done.returncode,
+            done.stdout,
+            done.stderr,
+        )
+    shown = got[0]
+    assert shown is not None and json.loads(shown.stdout)["argv"] == ["sub/show.py", "a b"]
+
+
+def test_the_server_refuses_outside_a_pid_namespace_of_its_own(ws: Path) -> None:
+    request = {
+        "checks": [{"argv": ["true"], "env": ENV, "timeout": 5, "cap": 100}],
+        "roots": ["."],
+        "host_pidns": os.readlink("/proc/self/ns/pid"),
+    }
+    done = subprocess.run(
+        [sys.executable, "-c", batch.server_source()],
+        cwd=ws,
+        env=ENV,
+        input=json.dumps(request).encode(),
+        capture_output=True,
+        timeout=60,
+        check=False,
+    )
+    assert json.loads(done.stdout) == {"refused": "not in a pid namespace of its own"}
+    assert batch.parse(done.stdout, 1) == [None]
+
+
+def test_a_half_written_report_gives_no_outcome() -> None:
+    row = {"index": 0, "exit": 0, "stdout": "", "stderr": "", "timed_out": False, "capped": False}
+    line = json.dumps({**row, "duration_s": 0.1, "forked": False}).encode()
+    assert batch.parse(line + b"\n" + line[:20], 2)[0] is not None
+    assert batch.parse(line[:-5] + b"\n", 1) == [None]
