@@ -9,7 +9,10 @@ Figures printed:
   baseline commit, a command agent that exits at once, capture) under none, bwrap, unshare;
 - workspace preparation for a seed of N files totalling M MB: a full copy
   (`shutil.copytree`, and the symlink-safe `harness.sandbox.pathsafe.copy_tree`) against an overlay
-  (making upper/work folders plus the extra cost of mounting it in a bwrap sandbox).
+  (making upper/work folders plus the extra cost of mounting it in a bwrap sandbox);
+- the size-limited filesystems of a trial (`harness.sandbox.disk`, root only): mount + close
+  with empty folders, and with the seed copied in and the workspace copied out at the end,
+  against the seed copied onto the run directory's disk as without them.
 """
 
 from __future__ import annotations
@@ -31,6 +34,7 @@ from harness.sandbox.isolation import Mount, SandboxLimits, SandboxSpec, select 
 from harness.sandbox.isolation import overlay as overlays  # noqa: E402
 from harness.sandbox.isolation.limits import confine  # noqa: E402
 from harness.sandbox.pathsafe import copy_tree  # noqa: E402
+from harness.trial.workspace import copy_tree as tar_copy  # noqa: E402
 
 
 def _times(fn: Callable[[], None], runs: int) -> list[float]:
@@ -187,6 +191,51 @@ def workspace_prep(runs: int, tmp: Path, files: int, total_mb: int) -> None:
     )
 
 
+def disk_limit(runs: int, tmp: Path, files: int, total_mb: int) -> None:
+    import os
+
+    from harness.sandbox import disk
+
+    print("Size-limited filesystems of a trial (tmpfs per trial, copied out at its end):")
+    if os.geteuid() != 0:
+        print("  unavailable: the harness is not root")
+        return
+    seed = tmp / "seed"
+    if not seed.exists():
+        make_seed(seed, files, total_mb)
+    made_runs = []
+    for i in range(runs * 2 + 10):  # made beforehand: the figures time only what a trial adds
+        made_runs.append(tmp / f"disk{i}")
+        for name in ("workspace", "home", "tmp", "state", ".sandbox-out"):
+            (made_runs[-1] / name).mkdir(parents=True)
+    pending = iter(made_runs)
+
+    def trial(*, copy: bool, limited: bool) -> None:
+        run = next(pending)
+        folders = [run / n for n in ("workspace", "home", "tmp", "state")]
+        made = (
+            disk.mount(run, folders, size_mb=1024, outbox=run / ".sandbox-out", outbox_mb=256)
+            if limited
+            else None
+        )
+        if copy:
+            tar_copy(seed, run / "workspace")
+        if made is not None:
+            made.close()
+
+    print(_row("mount + close, empty folders", _times(lambda: trial(copy=False, limited=True), runs)))
+    n = max(3, runs // 8)
+    plain = _times(lambda: trial(copy=True, limited=False), n)
+    print(_row(f"seed copied to disk ({files} files)", plain))
+    ms = _times(lambda: trial(copy=True, limited=True), n)
+    print(
+        _row("mount + seed in + copy-out + close", ms)
+        + f"   +{statistics.median(ms) - statistics.median(plain):.1f} ms over the copy alone"
+    )
+    for run in made_runs:
+        shutil.rmtree(run)
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(
         description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -202,6 +251,7 @@ def main() -> int:
         per_process(args.runs, work)
         per_trial(args.runs, tmp)
         workspace_prep(args.runs, tmp, args.files, args.mb)
+        disk_limit(args.runs, tmp, args.files, args.mb)
     return 0
 
 

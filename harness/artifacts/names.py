@@ -67,6 +67,8 @@ META_DIR = ".assay"
 GATEWAY_DIR = ".gateway"
 OUTBOX_DIR = ".sandbox-out"
 """Where a sandboxed process writes what later moves into the run directory."""
+DISK_DIR = ".disk"
+"""During a trial: the size-limited filesystem holding the agent's own folders (harness.sandbox.disk)."""
 
 RUN_DIR_FOLDERS = frozenset({WORKSPACE_DIR, SNAPSHOTS_DIR, STATE_DIR, STEPS_DIR})
 """A run's own artifact folders: never searched for other runs (a workspace may hold anything)."""
@@ -95,6 +97,7 @@ RESERVED = frozenset(
         META_DIR,
         GATEWAY_DIR,
         OUTBOX_DIR,
+        DISK_DIR,
     }
 )
 """Run-directory names only the harness writes; an outbox entry of that name is refused."""

@@ -42,6 +42,11 @@ class Protections(BaseModel):
         default=False,
         description="Every agent-writable tree was neutralised after each command (harness.sandbox.neutralise).",
     )
+    disk_limited: bool = Field(
+        default=False,
+        description="The agent's writable folders were on filesystems of their size limits, kept by the "
+        "kernel (harness.sandbox.disk); False: watched (polled) or off.",
+    )
     failed: tuple[str, ...] = Field(default=(), description="One sentence per protection that did not hold.")
 
 

@@ -53,6 +53,8 @@ class Launcher:
     """(outbox, run dir): the sandbox sees the outbox at the run dir's path; collected after each command."""
     watch: tuple[Path, ...] = ()
     """Writable folders whose total size limits.workspace_mb caps."""
+    disks: dict[str, Path] = field(default_factory=dict)
+    """Size limit name -> a path on the size-limited filesystem that keeps it (`harness.sandbox.disk`)."""
     label: str = "trial"
     """Name of the command's cgroups (the job id)."""
     refused: list[str] = field(default_factory=list)
@@ -105,7 +107,9 @@ class Launcher:
         (`harness.sandbox.gate`)."""
         spec = self.spec(argv)
         outbox = (self.outbox[0],) if self.outbox is not None else ()
-        with confine(self.isolation, spec, label=self.label, watch=self.watch, outbox=outbox) as box:
+        with confine(
+            self.isolation, spec, label=self.label, watch=self.watch, outbox=outbox, disks=self.disks
+        ) as box:
             self.enforced.clear()
             self.enforced.update(box.enforced)
             try:

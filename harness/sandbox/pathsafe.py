@@ -27,6 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.artifacts.names import RESERVED, TRACE_FILE
 from harness.artifacts.sandbox_sections import printable
+from harness.sandbox.disk import copy_data
 from harness.sandbox.neutralise import remove_tree, walk_tree
 
 
@@ -303,9 +304,38 @@ def _collect_one(
         with open(target, "ab") as fout:
             fout.write(read_inside(outbox, entry))
         return []
-    os.replace(src, target)
+    _move(entry, target, outbox)
     _own(target)
     return []
+
+
+def _move(name: str | bytes, target: Path, folder: Path | int) -> None:
+    """Rename `name` (in `folder`, a path or a descriptor) to target, or copy it there and remove
+    it when the outbox is a filesystem of its own (`harness.sandbox.disk`: EXDEV)."""
+    fd = folder if isinstance(folder, int) else os.open(folder, os.O_RDONLY | os.O_DIRECTORY | os.O_CLOEXEC)
+    try:
+        try:
+            os.rename(name, target, src_dir_fd=fd)
+            return
+        except OSError as exc:
+            if exc.errno != errno.EXDEV:
+                raise
+        src = os.open(name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=fd)
+        try:
+            st = os.fstat(src)
+            if not stat.S_ISREG(st.st_mode):
+                raise OSError(errno.EINVAL, "not a regular file")
+            out = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW | os.O_CLOEXEC, 0o644)
+            try:
+                copy_data(src, out, st.st_size, [st.st_blocks * 512])
+            finally:
+                os.close(out)
+        finally:
+            os.close(src)
+        os.unlink(name, dir_fd=fd)
+    finally:
+        if not isinstance(folder, int):
+            os.close(fd)
 
 
 def _move_folder(src: Path, target: Path, shown: str, left: list[int]) -> list[str]:
@@ -325,7 +355,7 @@ def _move_folder(src: Path, target: Path, shown: str, left: list[int]) -> list[s
             refused.append(f"{where} (over the outbox limit)")
             continue
         elif item.kind == "file":  # no symlink may enter the run directory: the harness writes there as root
-            os.rename(item.name, dest, src_dir_fd=item.dir_fd)
+            _move(item.name, dest, item.dir_fd)
         else:
             refused.append(where)
             continue

@@ -23,6 +23,7 @@ from harness.artifacts.names import GRADE_FILE, RUN_FILE
 from harness.artifacts.records import RunRecord
 from harness.artifacts.run_tree import start_run
 from harness.artifacts.store import write_record
+from harness.sandbox import disk
 from harness.sandbox.isolation import select
 from harness.trial import capture, faults, prepare, provision, session
 from harness.trial.record import Outcome, record
@@ -43,11 +44,13 @@ def run_trial(
         concurrent: Whether other trials share the machine (recorded; wall-clock not comparable).
     """
     project, run_dir = project.resolve(), run_dir.resolve()
+    disk.sweep_once()  # a killed runner's mounts, before the run directory is cleared
     start_run(run_dir, job)
     faults.stop_point("preparing", run_dir, cancel)
     out = Outcome(iso=select(job.options.isolation))
     try:
-        trial = prepare.new_trial(job, project=project, run_dir=run_dir)
+        trial = prepare.new_trial(job, project=project, run_dir=run_dir, limit_disk=True)
+        out.disk, out.disk_note = trial.disk, trial.disk_note
         out.lap("workspace")
         faults.stop_point("provisioning", run_dir, cancel)
         ready = provision.provide(trial, out)

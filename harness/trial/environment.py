@@ -161,10 +161,12 @@ def launcher(
     prefix: tuple[str, ...] = (),
     seen: View | None = None,
     hook: CommandHook | None = None,
+    disks: Mapping[str, Path] | None = None,
 ) -> Launcher:
     """The sandbox every command of the trial runs in: setup, canaries and the agent (and the
     scenario's own view: its workspace at its workdir, its mounts, its environment), each behind
-    `hook`, the tool runner, when the cell traces a tool."""
+    `hook`, the tool runner, when the cell traces a tool; `disks`, the trial's size-limited
+    filesystems by limit name (`harness.sandbox.disk`)."""
     lim = job.limits
     # Only the adapters package, not the checkout that holds it: that may hold scenarios and .git.
     code_dirs = {Path(sys.prefix), Path(sys.base_prefix), CODE_ROOT / "adapters"}
@@ -218,6 +220,7 @@ def launcher(
         prefix=prefix,
         hook=hook,
         watch=(paths.workspace, paths.home, paths.tmp, paths.state),
+        disks=dict(disks or {}),
         label=job.id,
     )
 

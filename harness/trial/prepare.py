@@ -2,16 +2,29 @@
 
 Nothing of the cell is in place yet: provisions, the baseline commit and the canaries are
 the next stage's (`harness.trial.provision`). Every folder of the trial is in its run
-directory, named by `harness.artifacts.names`.
+directory, named by `harness.artifacts.names`. The folders the agent can write (workspace,
+home, tmp, state, the outbox) are put on size-limited filesystems first, where the harness may
+mount (`harness.sandbox.disk`), so the seed is copied straight onto them; they are copied out
+and unmounted when the trial ends (`closing`).
 """
 
 from __future__ import annotations
 
+import errno
 from dataclasses import dataclass
 from pathlib import Path
 
 from compiler.contract import Job
-from harness.artifacts.names import HOME_DIR, META_DIR, SKILL_DIR, STATE_DIR, TMP_DIR, WORKSPACE_DIR
+from harness.artifacts.names import (
+    HOME_DIR,
+    META_DIR,
+    OUTBOX_DIR,
+    SKILL_DIR,
+    STATE_DIR,
+    TMP_DIR,
+    WORKSPACE_DIR,
+)
+from harness.sandbox import disk
 from harness.trial import workspace
 from harness.trial.environment import TrialPaths
 
@@ -25,6 +38,11 @@ class Trial:
     """The project root (holds generated/, scenarios/...); job paths are relative to it."""
     paths: TrialPaths
     ws: workspace.Workspace
+    disk: disk.TrialDisk | None = None
+    """The size-limited filesystems of the agent's folders (None: none could be made, or no
+    size limit is set)."""
+    disk_note: str | None = None
+    """Why a size limit that is set is not kept by the kernel (the watcher keeps it), else None."""
 
 
 def trial_paths(job: Job, run_dir: Path, project: Path) -> TrialPaths:
@@ -41,8 +59,38 @@ def trial_paths(job: Job, run_dir: Path, project: Path) -> TrialPaths:
     )
 
 
-def new_trial(job: Job, *, project: Path, run_dir: Path) -> Trial:
-    """The trial's paths and its workspace, a copy of the seed (read-only links left out)."""
+def new_trial(job: Job, *, project: Path, run_dir: Path, limit_disk: bool = False) -> Trial:
+    """The trial's paths and its workspace, a copy of the seed (read-only links left out).
+
+    With `limit_disk`, the agent's folders go on size-limited filesystems first, where the harness
+    may mount; the caller then owns `Trial.disk` and closes it when the trial ends.
+    """
     paths = trial_paths(job, run_dir, project)
-    ws = workspace.create(project / job.scenario.seed, run_dir, exclude=tuple(job.cell.provisions.links))
-    return Trial(job=job, project=project, paths=paths, ws=ws)
+    made, note = _disk(job, paths) if limit_disk else (None, None)
+    try:
+        ws = workspace.create(project / job.scenario.seed, run_dir, exclude=tuple(job.cell.provisions.links))
+    except OSError as exc:
+        if made is not None:
+            made.close()
+        if exc.errno == errno.ENOSPC and made is not None:
+            raise workspace.WorkspaceError(
+                f"the seed {job.scenario.seed} does not fit the workspace limit of {job.limits.workspace_mb} MB"
+            ) from exc
+        raise
+    return Trial(job=job, project=project, paths=paths, ws=ws, disk=made, disk_note=note)
+
+
+def _disk(job: Job, paths: TrialPaths) -> tuple[disk.TrialDisk | None, str | None]:
+    size, outbox = job.limits.workspace_mb, job.limits.outbox_mb
+    if not size and not outbox:
+        return None, None
+    try:
+        return disk.mount(
+            paths.run_dir,
+            (paths.workspace, paths.home, paths.tmp, paths.state),
+            size_mb=size,
+            outbox=paths.run_dir / OUTBOX_DIR,
+            outbox_mb=outbox,
+        ), None
+    except disk.DiskUnavailable as exc:
+        return None, str(exc)

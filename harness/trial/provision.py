@@ -136,6 +136,7 @@ def provide(trial: Trial, out: Outcome) -> Ready:
         prefix=tuple(gw.wrap([])) if gw and carried else (),
         seen=seen,
         hook=tracer,
+        disks=trial.disk.limits if trial.disk is not None else None,
     )
     if out.iso.name != "none":  # the sandbox's uid owns its folders; without one, commands run as we do
         for folder in (paths.workspace, paths.home, paths.tmp, paths.state, paths.run_dir / OUTBOX_DIR):

@@ -19,6 +19,7 @@ from compiler.contract import Job
 from harness.artifacts.names import AGENT_INFO, TRACE_FILE
 from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, StepRecord
 from harness.artifacts.run_tree import identity
+from harness.artifacts.sandbox_sections import Protections
 from harness.sandbox import proc, protections
 from harness.sandbox.isolation import Isolation, limits
 from harness.sandbox.launch import Launcher
@@ -28,6 +29,7 @@ from harness.trial.environment import ancestor_instruction_files
 if TYPE_CHECKING:
     from harness.gateway import Meter
     from harness.gateway.model_route import TrialGateway
+    from harness.sandbox.disk import TrialDisk
     from harness.trial.provision import Provided
     from harness.trial.session import Session
     from harness.trial.tracing import Collector
@@ -56,6 +58,10 @@ class Outcome:
     """The trial's budgets, kept by the gateway; None when it has none or none could be enforced."""
     budget_note: str | None = None
     """Why the trial's budgets were not enforced."""
+    disk: TrialDisk | None = None
+    """The trial's size-limited filesystems; `close` copies them out and unmounts them."""
+    disk_note: str | None = None
+    """Why a size limit that is set is not kept by the kernel (`harness.trial.prepare.Trial.disk_note`)."""
     closing: contextlib.ExitStack = field(default_factory=contextlib.ExitStack)
     """What ends with the trial: the model gateway and the tool-use collector, when there are."""
     timings: dict[str, float] = field(default_factory=dict)
@@ -81,6 +87,9 @@ class Outcome:
             self.fields["trace_channel"] = self.tracer.report()
         self.gateway_summary = self.gateway.summary() if self.gateway else None
         self.closing.close()
+        problem = self.disk.close() if self.disk is not None else None
+        if problem and not self.fields.get("error"):  # the preserved workspace is incomplete: not gradeable
+            self.fields["error"] = problem
 
 
 def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRecord:
@@ -88,6 +97,8 @@ def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRec
     extra = _extra(out.provided, out.launcher)
     if out.gateway_summary:
         extra["gateway"] = out.gateway_summary
+    if out.disk is not None and out.disk.skipped:
+        extra["disk_skipped"] = out.disk.skipped[:100]
     if out.meter is not None:
         extra["budget"] = {**out.meter.summary(), "enforced": "gateway"}
     elif job.limits.budgets():
@@ -105,12 +116,23 @@ def record(job: Job, run_dir: Path, out: Outcome, *, concurrent: bool) -> RunRec
         concurrent=concurrent,
         metrics=_sum_metrics(out.steps) if out.steps else RunnerMetrics(),
         steps=tuple(out.steps) if job.scenario.steps else (),
-        protections=protections.measure(out.iso, neutralised=True) if out.launcher is not None else None,
+        protections=_protections(out) if out.launcher is not None else None,
         sandbox_trees=dict(sorted(out.launcher.trees.items())) if out.launcher is not None else {},
         limits_applied=_limits_applied(job, out.launcher),
         extra=extra | {"timings_s": out.timings},
         **out.fields,
     )
+
+
+def _protections(out: Outcome) -> Protections:
+    """The isolation's measured protections, plus whether the kernel kept the size limits."""
+    held = protections.measure(out.iso, neutralised=True)
+    assert out.launcher is not None
+    kept = out.launcher.disks.keys()
+    if out.disk_note is None:
+        return held.model_copy(update={"disk_limited": bool(kept)})
+    why = f"the size limits of the agent's folders are only watched, so it can write past them between two looks ({out.disk_note})"
+    return held.model_copy(update={"disk_limited": False, "failed": (*held.failed, why)})
 
 
 def _environment(iso: Isolation, job: Job, provided: Provided | None) -> dict[str, str]:

@@ -41,6 +41,7 @@ from harness.artifacts.names import (
 )
 from harness.artifacts.records import StepRecord
 from harness.sandbox import fdtree, neutralise, proc
+from harness.sandbox.isolation import limits
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, capture, patch, workspace
 from harness.trial.environment import TrialPaths
@@ -297,8 +298,10 @@ class Session:
             error = f"agent output passed the cap of {self.job.limits.output_bytes} bytes"
         elif done.exit_code == INFRA_EXIT and not spent:
             error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
-        elif done.limits_hit:  # like a timeout: stopped by the harness, so never graded as a pass
-            error = f"agent hit its {', '.join(done.limits_hit)} limit"
+        elif stopped := limits.stopping(done.limits_hit, self.launcher.enforced):
+            # like a timeout: stopped by the harness, so never graded as a pass (a size the kernel
+            # kept stopped nothing: the write failed, the agent went on, its work is graded)
+            error = f"agent hit its {', '.join(stopped)} limit"
         else:  # exit 126/127 from the launch itself (the shell could not run the adapter's program)
             error = agent.launch_failure(self.job, done.exit_code, _tail(self.paths.agent_log))
         window = (self.usage_log, started, time.time()) if self.usage_log is not None else None

@@ -53,6 +53,8 @@ from harness.trial.inotify import Inotify
 
 INTERVAL_S = 0.05
 """How often the poller looks (without inotify)."""
+RETRY_MS = 10
+"""How soon a file found busy with no write under way is looked at again (inotify)."""
 
 _ENDED = inotify.CLOSE_WRITE | inotify.MOVED_TO | inotify.MOVED_FROM | inotify.DELETE | inotify.ATTRIB
 """Events after which a file is looked at: a write ended, it was renamed in or out, removed."""
@@ -163,7 +165,9 @@ class Watcher:
         waiter.register(self._notify.fd, select.POLLIN)
         waiter.register(self._wake[0], select.POLLIN)
         while not self._stop.is_set():
-            waiter.poll()
+            with self._lock:  # a file found busy is looked at again soon, event or not
+                retry = bool(self._due - self._writing)
+            waiter.poll(RETRY_MS if retry else None)
             if not self._stop.is_set():
                 self.poll()
 
@@ -179,6 +183,10 @@ class Watcher:
             looked = time.time()
             looks = {name: _read(self._ws, name, lease=self._leases) for name in ready}
             self._drain(looking=looks)  # no lease: a write that began as we read made it half-written
+            # Busy: still open for writing. The kernel reports a write's end (close) a moment before
+            # it drops the writer's count, so a look woken by that report can find the file busy, and
+            # no later event will come: it stays due and is looked at again.
+            self._due.update(name for name, look in looks.items() if look.busy)
             self._record(
                 {
                     name: look

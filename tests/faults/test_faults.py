@@ -181,3 +181,32 @@ def test_a_full_disk_stops_in_one_line_and_resume_finishes(
     _out, err = resumed.communicate(timeout=300)
     assert resumed.returncode == 0, err
     assert _verdicts(runs) == baseline
+
+
+def _mounts(folder: Path) -> list[str]:
+    return [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if f" {folder}/" in line]
+
+
+def test_a_killed_runner_leaves_no_mount_once_the_next_starts(project: Path, tmp_path: Path) -> None:
+    """A SIGKILLed runner cannot unmount its trial's size-limited filesystems; the next runner
+    removes them before it clears the run directory, and finishes the matrix."""
+    if os.geteuid() != 0:
+        pytest.skip("only a root harness mounts size-limited filesystems for its trials")
+    faults, runs = tmp_path / "f", tmp_path / "runs"
+    faults.mkdir()
+    _write_jobs(tmp_path / "jobs", _agent(tmp_path / "ledger", faults, wait=True))
+    first = _matrix(project, tmp_path / "jobs", runs, {})
+    deadline = time.monotonic() + 120
+    while not (faults / "agent").exists():
+        assert first.poll() is None, first.communicate()[1]
+        assert time.monotonic() < deadline, "the agent never started"
+        time.sleep(0.02)  # polls for a marker file the agent writes; no verdict rides on timing
+    assert _mounts(runs), "the running trial has no size-limited filesystem"
+    first.send_signal(signal.SIGKILL)
+    first.communicate(timeout=120)
+    assert _mounts(runs), "mounts vanished with a SIGKILLed runner: the test proves nothing"
+    second = _matrix(project, tmp_path / "jobs", runs, {})
+    _out, err = second.communicate(timeout=300)
+    assert second.returncode == 0, err
+    assert _mounts(runs) == []
+    assert sorted(v[0] for v in _verdicts(runs).values()) == ["graded"] * N

@@ -4,9 +4,10 @@ Each attack is an agent run by the real runner (`run_trial`) under a real isolat
 command in a bare sandbox where the runner adds nothing. The agent tries to become host root
 through a setuid shell left for a local user to run, to plant FIFOs, sockets and devices
 where the harness reads, and the test asserts that it failed on the host and that run.json
-says what was found. The limits are on by default: a fork bomb, a disk fill and a flood of the
-run directory's outbox are stopped within seconds and recorded in run.json (`limits_hit`), with
-a job that names no limit but its timeout. Tests named `test_attack_*` are counted by the
+says what was found. The limits are on by default: a fork bomb and a flood of the run
+directory's outbox are stopped within seconds and recorded in run.json (`limits_hit`), with a
+job that names no limit but its timeout; a disk fill without end is refused by the kernel at the
+workspace limit (a root harness puts the trial's folders on a tmpfs of that size). Tests named `test_attack_*` are counted by the
 suite's summary.
 """
 
@@ -124,11 +125,14 @@ def test_attack_e2e_fork_bomb_under_the_default_limits(project: Path, tmp_path: 
     assert record.limits_applied["pids"] == f"{Limits().pids} (cgroup)" or os.geteuid() != 0
 
 
+def _disk_kept() -> bool:
+    """Whether this harness can put a trial's folders on size-limited filesystems (it is root)."""
+    return os.geteuid() == 0
+
+
 def test_attack_e2e_fill_the_disk_under_the_default_limits(project: Path, tmp_path: Path, iso: str) -> None:
     # fallocate takes the blocks at once: 2 GB in a blink, in TMPDIR (the workspace limit counts it).
-    # Bounded at 10 files: unbounded, the loop filled this machine's whole disk between two of the
-    # watcher's looks (docs/isolation.md, known limits), which no test may do to its host.
-    cmd = 'i=0; while [ $i -lt 10 ] && fallocate -l 200M "$TMPDIR/fill$i"; do i=$((i+1)); done; sleep 50; exit 0'
+    cmd = 'i=0; while [ $i -lt 10 ] && fallocate -l 200M "$TMPDIR/fill$i"; do i=$((i+1)); done; exit 0'
     started = time.monotonic()
     run_dir = tmp_path / "run"
     try:
@@ -137,18 +141,108 @@ def test_attack_e2e_fill_the_disk_under_the_default_limits(project: Path, tmp_pa
         shutil.rmtree(run_dir / "tmp", ignore_errors=True)
     assert "workspace" in record.limits_hit, record.limits_hit
     assert not record.timed_out and time.monotonic() - started < 20
-    assert record.limits_applied["workspace"] == f"{Limits().workspace_mb} MB (watch)"
+    how = "tmpfs" if _disk_kept() else "watch"
+    assert record.limits_applied["workspace"] == f"{Limits().workspace_mb} MB ({how})"
+    if _disk_kept():  # refused by the kernel, not stopped: the agent's exit and its work are graded
+        assert record.error is None and record.exit_code == 0, record.error
+        assert record.protections is not None and record.protections.disk_limited
+
+
+def _free(path: Path) -> int:
+    st = os.statvfs(path)
+    return st.f_bavail * st.f_frsize
+
+
+def _mounted_under(folder: Path) -> list[str]:
+    return [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if f" {folder}/" in line]
+
+
+def test_attack_e2e_fill_the_disk_without_end(project: Path, tmp_path: Path, iso: str) -> None:
+    """fallocate and dd until the disk refuses: the kernel stops them at the limit, the host's disk
+    loses at most the limit, and the agent, refused, carries on and is graded."""
+    if not _disk_kept():
+        pytest.skip(
+            "mounting a size-limited filesystem needs a root harness (the limit is only watched here)"
+        )
+    limit = 48
+    # The test's own safety bound: 4 GB, 85 times the limit (the kernel must stop it long before).
+    cmd = (
+        'i=0; while [ $i -lt 512 ] && fallocate -l 8M "$TMPDIR/fill$i"; do i=$((i+1)); done; '
+        "echo $i > $BENCH_RUN_DIR/fallocated.txt; "
+        "dd if=/dev/zero of=app/dd.bin bs=1M count=4096 2>/dev/null; "
+        "echo refused-and-went-on > $BENCH_RUN_DIR/after.txt; exit 3"
+    )
+    run_dir = tmp_path / "run"
+    free_before = _free(tmp_path)
+    job = make_job(
+        agent=command_agent(cmd),
+        options=Options(isolation=iso, infra_retries=0),
+        limits=Limits(timeout_s=60, workspace_mb=limit),
+    )
+    record = run_trial(job, project=project, run_dir=run_dir)
+    lost = free_before - _free(tmp_path)
+    assert lost < 400 * 1024 * 1024, f"the host's disk lost {lost >> 20} MB"  # 4 GB without the limit
+    assert record.error is None and not record.timed_out, record.error
+    assert "workspace" in record.limits_hit, record.limits_hit
+    assert record.limits_applied["workspace"] == f"{limit} MB (tmpfs)"
+    assert record.exit_code == 3 and (run_dir / "after.txt").read_text() == "refused-and-went-on\n"
+    assert 0 < int((run_dir / "fallocated.txt").read_text()) < limit // 8
+    # What it wrote is real files in the preserved workspace, and no more than the limit.
+    written = sum(
+        f.stat().st_size  # a fallocated block is copied out as a hole: it holds only zeros
+        for f in (*run_dir.joinpath("tmp").iterdir(), run_dir / "workspace/app/dd.bin")
+    )
+    assert limit * 1024 * 1024 * 0.9 < written <= limit * 1024 * 1024
+    assert not _mounted_under(run_dir), _mounted_under(run_dir)
+    assert not (run_dir / ".disk").exists()
+    from harness.grade.core import grade_run
+
+    grade = grade_run(run_dir, project=project)
+    assert grade.status.value == "graded", grade
+
+
+def test_attack_e2e_fill_the_disk_in_concurrent_trials(project: Path, tmp_path: Path) -> None:
+    """Each trial has a limit of its own: two filling at once each get their limit, no more, no less."""
+    if not _disk_kept():
+        pytest.skip(
+            "mounting a size-limited filesystem needs a root harness (the limit is only watched here)"
+        )
+    from concurrent.futures import ThreadPoolExecutor
+
+    cmd = "dd if=/dev/zero of=app/dd.bin bs=1M count=512 2>/dev/null; exit 0"
+
+    def one(name: str, limit: int) -> RunRecord:
+        job = make_job(
+            agent=command_agent(cmd),
+            options=Options(isolation="bwrap", infra_retries=0),
+            limits=Limits(timeout_s=60, workspace_mb=limit),
+        )
+        return run_trial(job, project=project, run_dir=tmp_path / name)
+
+    with ThreadPoolExecutor(2) as pool:
+        records = list(pool.map(one, ("a", "b"), (24, 40)))
+    for name, limit, record in zip(("a", "b"), (24, 40), records, strict=True):
+        assert record.error is None and "workspace" in record.limits_hit, record
+        size = (tmp_path / name / "workspace/app/dd.bin").stat().st_size
+        assert (limit - 2) * 1024 * 1024 < size <= limit * 1024 * 1024, (name, size >> 20)
 
 
 def test_attack_e2e_flood_the_run_directory_outbox(project: Path, tmp_path: Path, iso: str) -> None:
-    cmd = 'echo small > "$BENCH_RUN_DIR/a-note.txt"; fallocate -l 300M "$BENCH_RUN_DIR/flood.bin"; sleep 50; exit 0'
+    cmd = (
+        'echo small > "$BENCH_RUN_DIR/a-note.txt"; '
+        'dd if=/dev/zero of="$BENCH_RUN_DIR/flood.bin" bs=1M count=400 2>/dev/null; exit 0'
+    )
     run_dir = tmp_path / "run"
     started = time.monotonic()
     record = _run(project, run_dir, iso, cmd, timeout_s=30)
     assert "outbox" in record.limits_hit, record.limits_hit
+    if _disk_kept():  # the kernel refused past 256 MB; what the outbox held is the run's
+        assert record.limits_applied["outbox"] == f"{Limits().outbox_mb} MB (tmpfs)"
+        assert (run_dir / "flood.bin").stat().st_size <= Limits().outbox_mb * 1024 * 1024
+    else:  # the watcher stopped it and the flood was refused
+        assert not (run_dir / "flood.bin").exists(), "the flood reached the run directory"
+        assert "flood.bin (over the outbox limit)" in record.extra["sandbox_refused"]
     assert not record.timed_out and time.monotonic() - started < 20
-    assert not (run_dir / "flood.bin").exists(), "the flood reached the run directory"
-    assert "flood.bin (over the outbox limit)" in record.extra["sandbox_refused"]
     assert (run_dir / "a-note.txt").read_text() == "small\n"  # what fits the limit is kept
 
 

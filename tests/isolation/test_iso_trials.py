@@ -182,7 +182,8 @@ def test_attack_e2e_fill_the_disk(project: Path, tmp_path: Path, iso: str) -> No
         project,
         tmp_path / "run",
         iso,
-        "i=0; while true; do head -c 4000000 /dev/zero > app/f$i; i=$((i+1)); done",
+        # Until a write fails: refused by a size-limited filesystem (root), or stopped by the watcher.
+        "i=0; while head -c 4000000 /dev/zero > app/f$i; do i=$((i+1)); done; exit 0",
         limits=Limits(timeout_s=30, workspace_mb=30, file_size_mb=8),
     )
     assert "workspace" in record.limits_hit and not record.timed_out

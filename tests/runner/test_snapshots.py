@@ -46,6 +46,30 @@ def test_a_file_being_written_is_never_taken(tmp_path: Path) -> None:
 
 
 @needs_inotify
+def test_a_file_found_busy_after_its_write_ended_is_looked_at_again(tmp_path: Path) -> None:
+    """The kernel reports a write's end (close) a moment before it drops the writer's count: a look
+    woken by the report can find the file still open for writing, and no later event comes."""
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out) as watcher:
+        with watcher._lock:  # the watcher thread waits while the scene is set
+            (ws / "app.py").write_text("a = 2\n")  # a write ended: reported
+            writer = os.open(ws / "app.py", os.O_WRONLY)  # but the file is still open for writing
+        watcher.poll()
+        assert watcher.count == 0  # busy: nothing read
+        with watcher._lock:
+            os.close(writer)  # the writer goes, and its report is lost, as in the kernel's window
+            assert watcher._notify is not None
+            list(watcher._notify.read())
+        deadline = time.monotonic() + 30
+        while watcher.count == 0 and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert watcher.count == 1  # taken while the agent runs, not only by the last look
+    assert _texts(out) == ["a = 2\n"]
+
+
+@needs_inotify
 def test_a_write_that_begins_during_a_look_is_not_taken_half_done(tmp_path: Path) -> None:
     ws, out = tmp_path / "ws", tmp_path / "snaps"
     ws.mkdir()

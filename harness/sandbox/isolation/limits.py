@@ -4,7 +4,8 @@ Measured on this kind of machine: cgroup v1 memory and pids controllers work as 
 (v2 controllers are not delegated); `RLIMIT_AS`, `RLIMIT_FSIZE` and `RLIMIT_CPU` take
 effect; `RLIMIT_NPROC` only for a non-root uid. So memory and processes use a per-trial
 cgroup when one can be made, `RLIMIT_AS` for memory otherwise; file size and CPU time
-are rlimits; the total size of the writable folders is watched from outside.
+are rlimits; the total size of the writable folders is kept by the kernel where the trial's
+folders live on size-limited filesystems (`harness.sandbox.disk`), else watched from outside.
 
     with confine(isolation, spec, label=job_id, watch=(workspace,)) as box:
         result = run(box.argv, env=dict(spec.env))      # harness.sandbox.proc
@@ -16,6 +17,9 @@ Some hits also end the command at once, because nothing useful follows them: a w
 folder past its size (the workspace, the outbox) and a refused fork (a fork bomb saturates
 the pids limit and would otherwise spin until the timeout). The watcher polls every 0.25 s,
 or four times as long as its last walk took (a huge workspace costs the agent little CPU).
+A size the kernel keeps (a `disks` filesystem) is never a reason to end the command: the write
+past it fails (ENOSPC), the agent carries on, and the hit is recorded when the filesystem was
+seen full (`harness.sandbox.disk.full`, looked at by the watcher and after the command).
 """
 
 from __future__ import annotations
@@ -27,10 +31,11 @@ import signal
 import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from harness.sandbox import disk
 from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
 from harness.sandbox.neutralise import TreeChanged, walk_tree
 
@@ -41,6 +46,8 @@ SETTLE_S = 0.002
 with the sandbox's pid namespace) leave within microseconds, and a command costs each wait."""
 LIMIT_NAMES = ("memory", "pids", "file_size", "cpu", "workspace", "outbox")
 """Names a hit is recorded under (RunRecord.limits_hit also has timeout and output, the runner's)."""
+KERNEL_FS = "tmpfs"
+"""How a size limit is enforced when a filesystem of that size holds the folders (`enforced`)."""
 
 
 def _sanitize(label: str) -> str:
@@ -146,6 +153,8 @@ class Confinement:
     watch: tuple[Path, ...] = ()
     outbox: tuple[Path, ...] = ()
     on_exceed: Callable[[], None] | None = None
+    disks: dict[str, Path] = field(default_factory=dict)
+    """Size limit name -> a path on the filesystem of that size that holds its folders."""
     enforced: dict[str, str] = field(default_factory=dict)
     """Limit name -> how it is enforced ("cgroup", "rlimit", "watch"); absent: not enforced."""
     _hits: set[str] = field(default_factory=set)
@@ -153,11 +162,19 @@ class Confinement:
     _stop: threading.Event = field(default_factory=threading.Event)
 
     def _sizes(self) -> list[tuple[str, tuple[Path, ...], int]]:
+        """The size limits the watcher keeps (those no filesystem keeps)."""
         sized = (
             ("workspace", self.watch, self.limits.workspace_mb),
             ("outbox", self.outbox, self.limits.outbox_mb),
         )
-        return [(name, paths, mb * MIB) for name, paths, mb in sized if mb is not None and paths]
+        return [
+            (name, paths, mb * MIB)
+            for name, paths, mb in sized
+            if mb is not None and paths and name not in self.disks
+        ]
+
+    def _full(self) -> set[str]:
+        return {name for name, path in self.disks.items() if disk.full(path)}
 
     def _crossed(self) -> str | None:
         if self._forks_refused():
@@ -180,6 +197,7 @@ class Confinement:
         interval = 0.25
         while not self._stop.wait(interval):
             began = time.monotonic()
+            self._hits |= self._full()  # refused by the kernel: recorded, the command goes on
             crossed = self._crossed()
             if crossed is not None:
                 self._hits.add(crossed)
@@ -191,7 +209,7 @@ class Confinement:
 
     def start(self) -> None:
         """Start the watcher (confine does this) when there is a size or a pids limit to watch."""
-        if self._sizes() or "pids" in self.cgroups:
+        if self._sizes() or "pids" in self.cgroups or self.disks:
             threading.Thread(target=self._watch, daemon=True, name="assay-limits-watch").start()
 
     def pids(self) -> list[int]:
@@ -229,7 +247,7 @@ class Confinement:
             hits.add("file_size")
         if signal.SIGXCPU in died_of:
             hits.add("cpu")
-        hits |= self._hits
+        hits |= self._hits | self._full()
         for name, paths, limit in self._sizes():
             if (size if paths == self.watch else tree_size(paths)) > limit:
                 hits.add(name)
@@ -282,6 +300,7 @@ def confine(
     watch: Sequence[Path] = (),
     outbox: Sequence[Path] = (),
     on_exceed: Callable[[], None] | None = None,
+    disks: Mapping[str, Path] | None = None,
 ) -> Iterator[Confinement]:
     """Wrap spec with `isolation` and apply spec.limits; always cleans up its cgroups.
 
@@ -293,6 +312,9 @@ def confine(
         outbox: The folder(s) whose total size spec.limits.outbox_mb caps.
         on_exceed: Called when the watcher sees a limit crossed (after the cgroup kill),
             so a caller without cgroups can end its process tree.
+        disks: Size limit name ("workspace", "outbox") -> a path on the size-limited filesystem
+            that holds those folders (`harness.sandbox.disk`): the kernel keeps that limit, the
+            watcher does not walk them.
     """
     limits = spec.limits
     # Named after this process too: a later harness removes what a killed one left (_sweep).
@@ -331,11 +353,15 @@ def confine(
         watch=tuple(watch),
         outbox=tuple(outbox),
         on_exceed=on_exceed,
+        disks={
+            name: path for name, path in (disks or {}).items() if getattr(limits, f"{name}_mb") is not None
+        },
         enforced=enforced,
     )
     try:
         box.argv = [*_prefix(limits, cgroups, box.enforced), *isolation.wrap(spec)]
         box.enforced.update({name: "watch" for name, _paths, _limit in box._sizes()})
+        box.enforced.update(dict.fromkeys(box.disks, KERNEL_FS))
         box.start()
         yield box
     finally:
@@ -364,3 +390,9 @@ def applied(limits: SandboxLimits, enforced: dict[str, str]) -> dict[str, str]:
         else:
             out[name] = f"{value}{unit} ({enforced.get(name, 'not enforced here')})"
     return out
+
+
+def stopping(hits: Sequence[str], enforced: Mapping[str, str]) -> tuple[str, ...]:
+    """The hits that stopped the command: all but the sizes a filesystem keeps (the kernel refused
+    the write; the agent went on and its work is graded)."""
+    return tuple(name for name in hits if enforced.get(name) != KERNEL_FS)

@@ -1,0 +1,399 @@
+"""Size-limited filesystems for everything a trial's agent can write: limits the kernel keeps.
+
+The size watcher of `harness.sandbox.isolation.limits` polls, and between two of its looks a loop
+of `fallocate` calls filled this machine's whole disk. So where the harness may mount (it is
+root), each trial's writable folders live on filesystems of their own size:
+
+- one tmpfs of `workspace_mb` at `<run>/.disk`, whose folders are bound at their usual places in
+  the run directory (`workspace`, `home`, `tmp`, `state`: one limit for their total);
+- one tmpfs of `outbox_mb` at the outbox (`<run>/.sandbox-out`, emptied after every command, so
+  its limit is per command).
+
+Both are `nosuid,nodev`, with one inode per KB of their size (empty files cost kernel memory that
+`size=` does not count). A write past the limit fails with ENOSPC; the host's disk is never
+asked for a byte of it. A tmpfs is memory: its pages are charged to the writer's memory cgroup
+(the agent's memory limit covers its files too) and cost RAM until the trial ends.
+
+`TrialDisk.close` copies the folders out to the run directory's own disk (`copy_out`: on
+directory descriptors, any depth and any name; FIFOs and sockets made anew and never opened;
+holes and hard links kept; devices never copied; never more bytes than the filesystem held) and
+unmounts. Every mount is named after the harness process (`assay-disk-p<pid>`), so the first
+trial of a later harness removes what a killed one left (`sweep`).
+
+    disk = mount(run_dir, [run_dir / "workspace", ...], size_mb=1024, outbox=..., outbox_mb=256)
+    ...                                   # the trial: its folders are real files on a tmpfs
+    disk.close()                          # copied out, unmounted
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import errno
+import functools
+import os
+import stat
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from harness.artifacts.names import DISK_DIR
+from harness.sandbox.neutralise import UNSAFE_BITS, TreeChanged, TreeEntry, walk_tree
+
+SOURCE = "assay-disk"
+"""Prefix of every mount's source name (`assay-disk-p<pid>`, as /proc/self/mountinfo shows it)."""
+FULL = 0.95
+"""A filesystem this full (or out of inodes) counts as its limit hit: the agent was refused, or
+nearly so (a write the kernel refused leaves no trace but a full filesystem)."""
+MIB = 1024 * 1024
+_MS_NOSUID, _MS_NODEV, _MS_REMOUNT, _MS_BIND = 2, 4, 32, 4096
+_MNT_DETACH = 2
+_DIR = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+
+
+class DiskUnavailable(OSError):
+    """No size-limited filesystem could be made here (the reason is the message)."""
+
+
+@functools.cache
+def _libc() -> ctypes.CDLL:
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.mount.argtypes = (ctypes.c_char_p, ctypes.c_char_p, ctypes.c_char_p, ctypes.c_ulong, ctypes.c_char_p)
+    libc.umount2.argtypes = (ctypes.c_char_p, ctypes.c_int)
+    return libc
+
+
+def _mount(source: str, target: Path, fstype: str | None, flags: int, data: str | None = None) -> None:
+    """mount(2) itself: a mount(8) process per call would cost milliseconds."""
+    done = _libc().mount(
+        source.encode(),
+        os.fsencode(target),
+        fstype.encode() if fstype else None,
+        flags,
+        data.encode() if data else None,
+    )
+    if done != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, os.strerror(err), str(target))
+
+
+def _umount(target: Path | bytes) -> bool:
+    """Unmount; lazily (detached) when something still holds it, so nothing can keep it; False
+    when it was no mount. (A plain umount costs about 0.4 ms here, a detach 5 ms.)"""
+    point = target if isinstance(target, bytes) else os.fsencode(target)
+    libc = _libc()
+    return bool(libc.umount2(point, 0) == 0 or libc.umount2(point, _MNT_DETACH) == 0)
+
+
+def _source() -> str:
+    return f"{SOURCE}-p{os.getpid()}"
+
+
+def _unescape(field_: str) -> bytes:
+    """A mountinfo path: spaces, tabs, newlines and backslashes are written as octal escapes."""
+    raw = field_.encode("utf-8", "surrogateescape")
+    out, i = bytearray(), 0
+    while i < len(raw):
+        if raw[i : i + 1] == b"\\" and raw[i + 1 : i + 4].isdigit():
+            out.append(int(raw[i + 1 : i + 4], 8))
+            i += 4
+        else:
+            out.append(raw[i])
+            i += 1
+    return bytes(out)
+
+
+def _owner_gone(source: str) -> bool:
+    tail = source.rsplit("-p", 1)
+    if not source.startswith(SOURCE + "-p") or len(tail) != 2 or not tail[1].isdigit():
+        return False
+    try:
+        os.kill(int(tail[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
+def sweep() -> list[bytes]:
+    """Detach every assay disk whose harness process is gone (killed mid-trial); returns their
+    mount points. What they held is lost with them: the trial never finished, it runs again."""
+    try:
+        lines = (
+            Path("/proc/self/mountinfo").read_text(encoding="utf-8", errors="surrogateescape").splitlines()
+        )
+    except OSError:
+        return []
+    stale: list[bytes] = []
+    for line in lines:
+        head, sep, tail = line.partition(" - ")
+        parts, fs = head.split(), tail.split()
+        if sep and len(parts) > 4 and len(fs) > 1 and _owner_gone(fs[1]):
+            stale.append(_unescape(parts[4]))
+    for point in reversed(stale):  # binds and inner mounts first
+        _umount(point)
+    return stale
+
+
+_SWEPT: list[bool] = []
+"""Whether this process has swept (once: stale disks come from processes gone before it started)."""
+
+
+def sweep_once() -> None:
+    """`sweep`, the first time this process asks (a runner, before it clears a run directory that a
+    killed runner may have left mounted)."""
+    if not _SWEPT and os.geteuid() == 0:
+        _SWEPT.append(True)
+        sweep()
+
+
+def usage(path: Path) -> tuple[float, bool]:
+    """(share of the filesystem's blocks in use, whether it is out of inodes) of the one holding path."""
+    st = os.statvfs(path)
+    used = (st.f_blocks - st.f_bfree) / st.f_blocks if st.f_blocks else 0.0
+    return used, st.f_files > 0 and st.f_ffree == 0
+
+
+def full(path: Path) -> bool:
+    """Whether the filesystem holding path reached its limit (see FULL)."""
+    try:
+        share, no_inodes = usage(path)
+    except OSError:
+        return False
+    return share >= FULL or no_inodes
+
+
+@dataclass
+class TrialDisk:
+    """One trial's size-limited filesystems (made by `mount`; `close` ends them)."""
+
+    own: Path | None
+    """The tmpfs holding the agent's own folders (None: their size is not limited here)."""
+    folders: tuple[Path, ...]
+    """Where those folders are bound (their place in the run directory)."""
+    outbox: Path | None
+    """The outbox's tmpfs (None: its size is not limited here)."""
+    budget: int
+    """Bytes the copy-out may write (the own filesystem's size)."""
+    skipped: list[str] = field(default_factory=list)
+    """What the copy-out left out, printable, with why."""
+    failed: int = 0
+    """Entries the copy-out could not write (a problem of the host's side, e.g. its disk full)."""
+
+    @property
+    def limits(self) -> dict[str, Path]:
+        """Limit name -> a path on the filesystem that enforces it."""
+        found = {"workspace": self.own, "outbox": self.outbox}
+        return {name: path for name, path in found.items() if path is not None}
+
+    def close(self) -> str | None:
+        """Copy the folders out to the run directory's disk, then unmount everything; returns what
+        went wrong on the host's side (entries not copied out), else None."""
+        if self.own is not None:
+            own_dev = os.stat(self.own).st_dev
+            left = [self.budget]
+            for folder in self.folders:
+                _umount(folder)
+                with contextlib.suppress(OSError):
+                    if os.stat(folder).st_dev == own_dev:  # still the tmpfs: never copy a tree onto itself
+                        self.skipped.append(f"{folder.name}/ (could not be unmounted: left on the tmpfs)")
+                        continue
+                failures: list[str] = []
+                left_out = copy_out(self.own / folder.name, folder, left, failures)
+                self.skipped += [f"{folder.name}/{s}" for s in left_out]
+                self.failed += len(failures)
+            _umount(self.own)
+            with contextlib.suppress(OSError):
+                self.own.rmdir()
+            self.own = None
+        if self.outbox is not None:
+            _umount(self.outbox)  # collected after every command: what is left was refused
+            self.outbox = None
+        if self.failed:
+            first = next((s for s in self.skipped if not s.endswith(_AGENT_CAUSED)), "")
+            return f"{self.failed} entries could not be copied out of the trial's size-limited filesystem (first: {first})"
+        return None
+
+
+def mount(
+    run_dir: Path, folders: Sequence[Path], *, size_mb: int | None, outbox: Path | None, outbox_mb: int | None
+) -> TrialDisk:
+    """Put `folders` (in run_dir) on one tmpfs of size_mb and the outbox on one of outbox_mb.
+
+    A size that is None or 0 gets no filesystem (its limit is off, or the watcher keeps it).
+
+    Raises:
+        DiskUnavailable: the harness may not mount here (not root, or the kernel refused).
+    """
+    if os.geteuid() != 0:
+        raise DiskUnavailable("the harness is not root, so it cannot mount a size-limited filesystem")
+    sweep_once()
+    own = run_dir / DISK_DIR if size_mb else None
+    disk = TrialDisk(own=None, folders=(), outbox=None, budget=(size_mb or 0) * MIB)
+    try:
+        if own is not None:
+            own.mkdir(mode=0o755)
+            _mount(_source(), own, "tmpfs", _MS_NOSUID | _MS_NODEV, _options(size_mb or 0))
+            disk.own = own
+            for folder in folders:
+                (own / folder.name).mkdir(mode=0o755)
+                folder.mkdir(mode=0o755, exist_ok=True)
+                _mount(str(own / folder.name), folder, None, _MS_BIND)
+                disk.folders += (folder,)
+                _mount("none", folder, None, _MS_REMOUNT | _MS_BIND | _MS_NOSUID | _MS_NODEV)
+        if outbox is not None and outbox_mb:
+            outbox.mkdir(mode=0o755, exist_ok=True)
+            _mount(_source(), outbox, "tmpfs", _MS_NOSUID | _MS_NODEV, _options(outbox_mb))
+            disk.outbox = outbox
+    except OSError as exc:
+        disk.close()
+        raise DiskUnavailable(f"no size-limited filesystem could be mounted: {exc.strerror or exc}") from exc
+    return disk
+
+
+def _options(size_mb: int) -> str:
+    return f"size={size_mb}m,nr_inodes={max(1024, size_mb * 1024)},mode=0755"
+
+
+_AGENT_CAUSED = (" not copied)", "(over the size limit when copied out)")
+
+
+def copy_out(
+    src: Path, dest: Path, left: list[int] | None = None, failures: list[str] | None = None
+) -> list[str]:
+    """Copy the tree at src into the existing folder dest; returns what was left out, with why.
+
+    Walked and written on directory descriptors (any depth, any name). Regular files keep their
+    holes and hard links, everything keeps its owner, mode (setuid bits never) and times (folders
+    but their times); FIFOs and sockets are made anew (never opened), devices never copied. At most
+    `left[0]` bytes of file data are written (then files are left out): the host's disk never
+    takes more than the filesystem held. What could not be written (an error of the host's side)
+    is also added to `failures`.
+    """
+    left = [1 << 62] if left is None else left
+    skipped: list[str] = []
+    stack = [os.open(dest, _DIR)]
+    links: dict[int, bytes] = {}
+    """Inode in src -> its first copy's path, for the next hard link to it."""
+    try:
+        for entry in walk_tree(src):
+            while len(stack) > entry.depth:
+                fd = stack.pop()
+                if fd >= 0:
+                    os.close(fd)
+            parent = stack[-1]
+            if parent < 0:  # below a folder that could not be copied
+                if entry.kind == "dir":
+                    stack.append(-1)
+                continue
+            try:
+                why = _copy_entry(entry, parent, stack, links, left)
+            except OSError as exc:
+                why = exc.strerror or str(exc)
+                if exc.errno != errno.ENOSPC or left[0] > 0:  # ENOSPC with no budget left: the agent's
+                    (failures if failures is not None else []).append(entry.shown)
+                if entry.kind == "dir" and len(stack) == entry.depth:
+                    stack.append(-1)
+            if why:
+                skipped.append(f"{entry.shown} ({why})")
+    except TreeChanged:
+        skipped.append("(the tree changed while it was copied)")
+    finally:
+        for fd in stack:
+            if fd >= 0:
+                os.close(fd)
+    return skipped
+
+
+def _copy_entry(
+    entry: TreeEntry, parent: int, stack: list[int], links: dict[int, bytes], left: list[int]
+) -> str | None:
+    st, name, kind = entry.st, entry.name, entry.kind
+    mode = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
+    if kind == "dir":
+        os.mkdir(name, 0o700, dir_fd=parent)
+        fd = os.open(name, _DIR, dir_fd=parent)
+        stack.append(fd)
+        os.fchown(fd, st.st_uid, st.st_gid)
+        os.fchmod(fd, mode & ~UNSAFE_BITS | (st.st_mode & stat.S_ISVTX))
+        return None
+    if kind == "file":
+        if st.st_nlink > 1 and st.st_ino in links:
+            with contextlib.suppress(OSError):
+                os.link(links[st.st_ino], name, src_dir_fd=stack[0], dst_dir_fd=parent)
+                return None
+        if st.st_blocks * 512 > left[0]:
+            return "over the size limit when copied out"
+        _copy_file(entry, parent, mode, left)
+        if st.st_nlink > 1:
+            links[st.st_ino] = entry.rel
+        return None
+    if kind == "symlink":
+        os.symlink(os.readlink(name, dir_fd=entry.dir_fd), name, dir_fd=parent)
+    elif kind == "fifo":
+        os.mkfifo(name, mode, dir_fd=parent)
+    elif kind == "socket":
+        os.mknod(name, stat.S_IFSOCK | mode, dir_fd=parent)
+    else:
+        return f"{kind} not copied"
+    os.chown(name, st.st_uid, st.st_gid, dir_fd=parent, follow_symlinks=False)
+    os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=parent, follow_symlinks=False)
+    return None
+
+
+def _copy_file(entry: TreeEntry, parent: int, mode: int, left: list[int]) -> None:
+    st = entry.st
+    src = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=entry.dir_fd)
+    try:
+        now = os.fstat(src)
+        if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
+            raise OSError(errno.ESTALE, "replaced while it was copied")
+        out = os.open(
+            entry.name,
+            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
+            0o600,
+            dir_fd=parent,
+        )
+        try:
+            copy_data(src, out, now.st_size, left, dense=now.st_blocks * 512 >= now.st_size)
+            if (st.st_uid, st.st_gid) != (0, 0):
+                os.fchown(out, st.st_uid, st.st_gid)
+            os.fchmod(out, mode)
+            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
+        finally:
+            os.close(out)
+    finally:
+        os.close(src)
+
+
+def copy_data(src: int, out: int, size: int, left: list[int], *, dense: bool = False) -> None:
+    """Copy the data of src into out, hole for hole (a sparse file stays sparse), taking what is
+    written off `left[0]`; ENOSPC when that runs out. `dense`: src has no holes (one pass)."""
+    if dense and size <= left[0]:
+        done = 0
+        while done < size and (sent := os.sendfile(out, src, done, size - done)):
+            done += sent
+        left[0] -= done
+        if done == size:
+            return
+    pos = 0
+    while pos < size:
+        try:
+            start = os.lseek(src, pos, os.SEEK_DATA)
+        except OSError as exc:
+            if exc.errno != errno.ENXIO:  # ENXIO: only a hole is left
+                raise
+            break
+        end = os.lseek(src, start, os.SEEK_HOLE)
+        os.lseek(out, start, os.SEEK_SET)
+        while start < end:
+            if left[0] <= 0:
+                raise OSError(errno.ENOSPC, "over the size limit when copied out")
+            sent = os.sendfile(out, src, start, min(end - start, left[0], 1 << 30))
+            if sent == 0:
+                break
+            start += sent
+            left[0] -= sent
+        pos = end
+    os.ftruncate(out, size)
