@@ -1,6 +1,6 @@
 """The noop agent: reads the prompt and changes nothing (the negative control, harness overhead).
 
-The runner starts the same behaviour as `sh -c 'exec cat >/dev/null'` (`harness.trial.agent.NOOP`):
+The runner starts the same behaviour as `dd of=/dev/null status=none` (`harness.trial.agent.NOOP`):
 no interpreter for an agent that does nothing. This module is the adapter contract's reference."""
 
 from __future__ import annotations

@@ -51,9 +51,11 @@ def _python_module(module: str) -> list[str]:
     return [sys.executable, "-S", "-c", _RUN_MODULE, str(CODE_ROOT), sites, module]
 
 
-NOOP = ("sh", "-c", "exec cat >/dev/null")
+NOOP = ("dd", "of=/dev/null", "status=none")
 """The noop adapter (`adapters/noop.py`: read the prompt, change nothing, write nothing) without an
-interpreter: it is every matrix's negative control, and a Python start was most of its cost."""
+interpreter: it is every matrix's negative control, and a Python start was most of its cost. One
+program, no shell: every program started costs about a millisecond of CPU here (the loader's
+CPU-feature probing traps to the hypervisor)."""
 
 
 def command(job: Job) -> list[str]:
@@ -88,19 +90,30 @@ class AdapterCannotStart(RuntimeError):
     start, a program the shell cannot find): the run failed to run, it is not the agent's failure."""
 
 
-LAUNCH_PROBE = (
-    'for f in "$@"; do [ -r "$f" ] || { echo "assay: $f is not readable in the sandbox" >&2; exit 126; }; done; '
-    'command -v "$0" >/dev/null 2>&1 || { echo "assay: $0 is not found in the sandbox" >&2; exit 127; }'
-)
-"""Exits 0 when the adapter's program and the files it names are there, inside the sandbox."""
-
-
-def launch_probe(job: Job, argv: list[str]) -> list[str]:
-    """A command that checks, inside the sandbox, that the adapter can start."""
+def launch_check(job: Job, argv: list[str]) -> str:
+    """Shell code that exits 0 when the adapter's program and the files it names are there,
+    inside the sandbox (126: a file is not readable, 127: the program is not found). It runs
+    in the first phase of the agent's own launch, in a subshell of the phase's shell (no
+    process of its own to start), or alone (`launch_probe`)."""
     program = argv[0]
     if job.agent.adapter == "command" and job.agent.command:
         program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
-    return ["/bin/sh", "-c", LAUNCH_PROBE, program, *sorted(job.agent.host_files)]
+    files = " ".join(shlex.quote(f) for f in sorted(job.agent.host_files))
+    loop = (
+        f'for f in {files}; do [ -r "$f" ] || {{ echo "assay: $f is not readable in the sandbox" >&2; exit 126; }}; done; '
+        if files
+        else ""
+    )
+    name = shlex.quote(program)
+    return (
+        f"{loop}command -v {name} >/dev/null 2>&1 || "
+        f'{{ echo "assay: "{name}" is not found in the sandbox" >&2; exit 127; }}'
+    )
+
+
+def launch_probe(job: Job, argv: list[str]) -> list[str]:
+    """A command that checks, inside the sandbox, that the adapter can start (`launch_check`)."""
+    return ["/bin/sh", "-c", launch_check(job, argv)]
 
 
 SHELL_WORDS = frozenset({"if", "for", "while", "until", "case", "exec", "cd", "export", "set", "source", "."})

@@ -9,7 +9,8 @@ off the machine. `ASSAY_PROBE_URL` names that listener for a spec's own commands
 canary makes the run invalid: it is excluded from rates and counted by the report.
 
 All canaries of a trial run in ONE launch of the agent's sandbox (a launch costs more than
-most canaries), each in its own subshell, its output and exit status framed by markers: as the
+most canaries), each in its own subshell (an `absent` name, a builtin's look-up, in the shell
+itself), its output and exit status framed by markers: as the
 first phase of the agent's own launch (`Phase`, through `harness.sandbox.gate`: the agent starts
 once they are over, in the same sandbox), or alone (`run`).
 """
@@ -41,9 +42,12 @@ def _tail(data: bytes, limit: int = 300) -> str:
 def _script(items: list[tuple[Kind, str]], probe: LoopbackProbe) -> str:
     lines = [f"export ASSAY_PROBE_URL={shlex.quote(probe.url)}"]
     for index, (kind, what) in enumerate(items):
-        command = {"absent": f"command -v {shlex.quote(what)}", "network": probe.command()}.get(kind, what)
+        if kind == "absent":  # a builtin, run by the phase's shell itself: no process to start
+            command = f"command -v {shlex.quote(what)} </dev/null 2>&1"
+        else:
+            command = f"( {probe.command() if kind == 'network' else what}\n) </dev/null 2>&1"
         lines.append(
-            f"printf '{_MARK}-begin {index}\\n'; ( {command}\n) </dev/null 2>&1; printf '\\n{_MARK}-end {index} %d\\n' $?"
+            f"printf '{_MARK}-begin {index}\\n'; {command}; printf '\\n{_MARK}-end {index} %d\\n' $?"
         )
     return "\n".join(lines) + "\n"
 

@@ -12,7 +12,6 @@ are provisions too, placed for that step only.
 from __future__ import annotations
 
 import os
-import shlex
 import shutil
 import stat
 from collections.abc import Callable
@@ -161,9 +160,9 @@ def _first_phase(
     job: Job, found: canaries.Phase | None, launcher: Launcher, paths: TrialPaths, out: Outcome
 ) -> FirstPhase:
     """The canaries, then the launch probe (`probe_launch`), as the first phase of the agent's launch."""
-    probe = shlex.join(agent.launch_probe(job, out.argv))
+    check = agent.launch_check(job, out.argv)
     script = (found.script if found else "") + (
-        f"{probe} 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
+        f"( {check}\n) 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
     )
     timeout_s = (found.timeout_s if found else 0.0) + PROBE_TIMEOUT_S
     gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths, out.tracer))

@@ -1,7 +1,7 @@
 """A fresh workspace per trial, its baseline, and what changed in it.
 
 The seed is copied with a tar pipe (measured here faster than `cp -a` and `shutil.copytree`
-on a 2,000-file seed; see benchmarks/bench_runner.py). Hardlinks are never used: an agent
+on a 2,000-file seed; see benchmarks/bench_runner.py), a small one (`SMALL_TREE`) in-process. Hardlinks are never used: an agent
 writing through one would change the seed for every later trial.
 
 The baseline is a stat manifest, not a git commit (a `git add` of a 2,000-file seed costs
@@ -66,10 +66,32 @@ class Workspace:
         return self.root / ANSWER_FILE
 
 
+SMALL_TREE = 64
+"""A tree of at most this many files, folders and links is copied in this process: the tar pipe
+starts two programs, each about a millisecond of CPU here, more than copying a few files costs."""
+
+
+def _small(root: Path, limit: int = SMALL_TREE) -> bool:
+    """True when root holds at most `limit` entries, each a file, folder or symlink (a FIFO or
+    device goes through tar, which recreates it instead of opening it)."""
+    count, folders = 0, [root]
+    while folders:
+        with os.scandir(folders.pop()) as entries:
+            for entry in entries:
+                count += 1
+                if count > limit:
+                    return False
+                if entry.is_dir(follow_symlinks=False):
+                    folders.append(Path(entry.path))
+                elif not (entry.is_file(follow_symlinks=False) or entry.is_symlink()):
+                    return False
+    return True
+
+
 def copy_tree(src: Path, dest: Path) -> None:
     """Copy a folder's contents into dest (created), keeping modes, times and symlinks."""
     dest.mkdir(parents=True, exist_ok=True)
-    if shutil.which("tar"):
+    if shutil.which("tar") and not _small(src):
         pack = subprocess.Popen(["tar", "-C", str(src), "-cf", "-", "."], stdout=subprocess.PIPE)
         unpack = subprocess.run(
             ["tar", "-C", str(dest), "-xf", "-"], stdin=pack.stdout, capture_output=True, check=False
