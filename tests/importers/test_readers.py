@@ -210,6 +210,7 @@ def test_terminal_bench_task_reads_and_refusals() -> None:
         TB / n
         for n in (
             "csv-summary",
+            "fills-gaps",
             "generates-data",
             "leaves-server",
             "needs-server",
