@@ -2,7 +2,8 @@
 
 The runner copies the reference into the run directory and names it in BENCH_AGENT_ARGS
 (`reference_dir`), because the agent's sandbox cannot see the scenario folder. A file
-`.deleted` in the overlay lists workspace paths to remove, one per line.
+`.deleted` in the overlay lists workspace paths to remove, one per line. A writable mount's
+reference overlay (`mount_reference_dirs`: mount path -> copy) is applied at the mount's path.
 """
 
 from __future__ import annotations
@@ -45,6 +46,8 @@ def main() -> int:
         print("oracle: no reference_dir in BENCH_AGENT_ARGS", file=sys.stderr)
         return 2
     touched = apply_overlay(Path(ref), Path.cwd())
+    for where, overlay in sorted((args.get("mount_reference_dirs") or {}).items()):
+        touched += [f"{where}/{rel}" for rel in apply_overlay(Path(overlay), Path(where))]
     transcript = os.environ.get("BENCH_TRANSCRIPT")
     if transcript:
         with open(transcript, "a", encoding="utf-8") as fh:

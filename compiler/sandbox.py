@@ -18,6 +18,7 @@ from compiler.errors import Collector
 from compiler.load import Sources
 from compiler.paths import rel_path
 from compiler.specs import ScenarioDoc
+from compiler.specs.scenario import MountDoc
 from compiler.yamlio import Doc, Path_, dotted
 
 PYTHON_VERSION = re.compile(r"^3\.\d{1,2}$")
@@ -89,8 +90,15 @@ def _mounts(
                 "add at least one file (a .gitkeep will do)",
             )
             continue
+        reference = _mount_reference(c, doc, src, base, m)
         mounts.append(
-            ScenarioMount(path=m.path, source=source, writable=bool(m.writable), hidden=bool(m.hidden))
+            ScenarioMount(
+                path=m.path,
+                source=source,
+                writable=bool(m.writable),
+                hidden=bool(m.hidden),
+                reference=reference,
+            )
         )
         if m.writable and m.hidden:
             c.add(
@@ -100,6 +108,30 @@ def _mounts(
                 "a hidden mount is for the checks only; it cannot also be writable",
             )
     return mounts
+
+
+def _mount_reference(c: Collector, doc: Doc, src: Sources, base: Path_, m: MountDoc) -> str | None:
+    """A writable mount's reference overlay, project-relative (None: none, or an error added)."""
+    if m.reference is None:
+        return None
+    where = (*base, "reference")
+    folder = rel_path(c, doc, where, m.reference)
+    if folder is None:
+        return None
+    if not m.writable:
+        c.add(
+            doc.loc(where),
+            dotted(where),
+            "E100",
+            "only a writable mount has a reference: the agent cannot change a read-only one",
+        )
+        return None
+    if not src.inputs.under(folder):
+        c.add(
+            doc.loc(where), dotted(where), "E238", f"mount reference folder '{folder}/' is missing or empty"
+        )
+        return None
+    return folder
 
 
 def _environment(c: Collector, doc: Doc, spec: ScenarioDoc) -> Environment | None:

@@ -35,7 +35,7 @@ from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_checks
 from harness.sandbox.isolation import select
 from harness.sandbox.isolation.checks import check_wrapper
-from harness.sandbox.scenario import checks_view, needs_view, refuse_without_mounts
+from harness.sandbox.scenario import checks_view, mount_dir, needs_view, refuse_without_mounts
 from harness.sandbox.scenario_env import CannotRunHere
 
 REFERENCE = "reference"
@@ -57,6 +57,9 @@ class Workspace:
     """Folders copied on last (the grader's files)."""
     fails: frozenset[str] | None = None
     """For a negative: the checks it must fail."""
+    mount_references: bool = False
+    """Whether the writable mounts' reference overlays are laid on their copies (the workspace
+    holds the reference)."""
 
 
 @dataclass(frozen=True)
@@ -132,7 +135,7 @@ def workspaces(scenario: ScenarioJob, project: Path) -> list[Workspace]:
     grader = (project / scenario.grader,) if scenario.grader else ()
     reference = (project / scenario.reference,) if scenario.reference else ()
     found = [
-        Workspace(scenario, REFERENCE, (seed, *reference), after=grader),
+        Workspace(scenario, REFERENCE, (seed, *reference), after=grader, mount_references=True),
         Workspace(scenario, SEED, (seed,), after=grader),
     ]
     for neg in scenario.negatives:
@@ -140,7 +143,11 @@ def workspaces(scenario: ScenarioJob, project: Path) -> list[Workspace]:
         patch = project / neg.patch if neg.patch else None
         name = f"negative {neg.name}"
         under = reference if neg.base == "reference" else ()
-        found.append(Workspace(scenario, name, (seed, *under, *overlay), patch, grader, frozenset(neg.fails)))
+        found.append(
+            Workspace(
+                scenario, name, (seed, *under, *overlay), patch, grader, frozenset(neg.fails), bool(under)
+            )
+        )
     return found
 
 
@@ -174,6 +181,12 @@ def assess(w: Workspace, project: Path, scratch: Path) -> Assessed:
         ctx = _context(w.scenario, project, dest)
     except CannotRunHere as exc:
         return Assessed(w, (), (), setup_error=str(exc))
+    if w.mount_references:
+        for m in w.scenario.mounts:
+            if m.reference is not None:
+                shutil.copytree(
+                    project / m.reference, mount_dir(dest.parent, m), dirs_exist_ok=True, symlinks=True
+                )
     first = tuple(run_checks(w.scenario.checks, dest, ctx))
     second = tuple(run_checks(w.scenario.checks, dest, ctx))
     shutil.rmtree(dest.parent, ignore_errors=True)

@@ -44,6 +44,11 @@ class ScenarioMount(Frozen):
     hidden: bool = Field(
         default=False, description="Only the checks (and validate) see it, never the agent: hidden tests."
     )
+    reference: str | None = Field(
+        default=None,
+        description="Project-relative overlay of a writable mount for the reference (the oracle applies it,"
+        " validate lays it); never shown to agents.",
+    )
 
 
 class Environment(Frozen):

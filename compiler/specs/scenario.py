@@ -40,6 +40,11 @@ class MountDoc(SpecModel):
     hidden: bool | None = Field(
         default=None, description="Only the checks see it, never the agent (a suite's hidden tests)."
     )
+    reference: str | None = Field(
+        default=None,
+        description="Folder, relative to the scenario file, laid on a writable mount for the reference"
+        " (what the reference solution changes there): the oracle applies it, validate judges it.",
+    )
 
 
 class EnvironmentDoc(SpecModel):

@@ -139,9 +139,13 @@ class Importer:
             timeout_s=task.timeout_s or 600.0,
         )
         try:
-            shutil.move(str(ref), folder / "reference")
+            shutil.move(str(ref.workspace), folder / "reference")
+            for where, overlay in ref.mounts.items():
+                shutil.move(str(overlay), folder / write.mount_reference(where))
+            write.set_mount_references(folder, sorted(ref.mounts))
+            write.fill(folder / "reference")
         finally:
-            shutil.rmtree(ref.parent, ignore_errors=True)
+            shutil.rmtree(ref.workspace.parent, ignore_errors=True)
 
 
 def spec_docs(project: Path) -> list[dict[str, Any]]:

@@ -34,7 +34,7 @@ from harness.grade import derive, expectations, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
-from harness.sandbox import fdtree, isolation, neutralise, pathsafe
+from harness.sandbox import disk, fdtree, isolation, neutralise, pathsafe
 from harness.sandbox.isolation.checks import check_wrapper
 from harness.sandbox.scenario import View, checks_view, needs_view
 from harness.sandbox.scenario_env import CannotRunHere
@@ -240,6 +240,8 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
         # Nothing runs in the workspace and nothing hidden goes into it: no copy to make.
         return _assess(view, view.workspace, judge, scenario.notable_exits, project, base, in_place=True)
     scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
+    # Checks run code the agent wrote: the scratch is a filesystem of its own size, as its workspace was.
+    release = disk.limit_scratch(scratch, 2 * job.limits.workspace_mb if job.limits.workspace_mb else None)
     try:
         workspace = scratch / "ws"
         # The agent wrote this tree: FIFOs, sockets, devices and paths too long to name stay
@@ -262,6 +264,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
             grade = grade.model_copy(update={"details": details})
         return grade
     finally:
+        release()
         neutralise.remove_tree(scratch, ignore_errors=True)
 
 

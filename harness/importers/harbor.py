@@ -27,8 +27,11 @@ MARKER = "task.toml"
 
 
 def is_task(folder: Path) -> bool:
-    """A folder holding a Harbor task."""
-    return (folder / MARKER).is_file() and (folder / "instruction.md").is_file()
+    """A folder holding a Harbor task (a multi-step one has its instructions under steps/: it is
+    listed, and refused with that reason, rather than passed over)."""
+    return (folder / MARKER).is_file() and (
+        (folder / "instruction.md").is_file() or (folder / "steps").is_dir()
+    )
 
 
 def _env(table: Any, what: str, task: Task) -> dict[str, str]:
@@ -94,9 +97,10 @@ def read(folder: Path, *, task_id: str) -> Task:
     task = Task(format=FORMAT, name=name, id=task_id, root=folder, context=folder / "environment")
     if refusal:
         task.refuse(refusal)
-    task.instruction = (folder / "instruction.md").read_text(encoding="utf-8", errors="replace")
     if (folder / "steps").is_dir():
         task.refuse("a multi-step task (steps/): one instruction per scenario is imported")
+    if (folder / "instruction.md").is_file():
+        task.instruction = (folder / "instruction.md").read_text(encoding="utf-8", errors="replace")
     task.meta = {
         k: v for k, v in spec.items() if k in ("task", "metadata", "source", "version", "schema_version")
     }

@@ -3,8 +3,9 @@
 The solution runs the way an agent would: the workspace at the task's working directory, the
 mounts the agent sees, the scenario environment, the network off, the agent's time limit; its
 script is shown read-only at /solution. What it added or changed under the working directory
-becomes `reference/`. A solution that fails, deletes seed files, or changes a folder other than
-the working directory cannot be expressed as a reference overlay: the task is refused with that.
+becomes `reference/`, what it added or changed in a writable mount that mount's reference
+overlay. A solution that fails or deletes files cannot be expressed as reference overlays: the
+task is refused with that.
 
 Before it, the image's build steps (RUNs that make files: a data generator, `echo ... > file`)
 run the same way on the seed and the writable mounts, and what they leave replaces them. Both
@@ -19,6 +20,7 @@ import shutil
 import tempfile
 from dataclasses import dataclass
 from pathlib import Path
+from typing import NamedTuple
 
 from compiler.contract import ScenarioJob
 from harness.importers.dockerfile import Step
@@ -50,18 +52,33 @@ def _tail(log: Path, lines: int = 6) -> str:
     return " | ".join(text[-lines:])
 
 
-def _changed_mounts(scenario: ScenarioJob, project: Path, root: Path) -> list[str]:
-    changed: list[str] = []
-    for m in scenario.mounts:
-        if not m.writable:
-            continue
-        cmp = filecmp.dircmp(project / m.source, mount_dir(root, m))
-        stack = [(cmp, m.path)]
-        while stack:
-            d, where = stack.pop()
-            changed += [f"{where}/{n}" for n in (*d.left_only, *d.right_only, *d.diff_files)]
-            stack += [(sub, f"{where}/{name}") for name, sub in d.subdirs.items()]
-    return sorted(changed)
+class Changes(NamedTuple):
+    """What a run changed in one writable mount, relative to it."""
+
+    written: list[str]
+    """Files and folders added, and files changed."""
+    deleted: list[str]
+
+
+def _mount_changes(before: Path, after: Path) -> Changes:
+    written: list[str] = []
+    deleted: list[str] = []
+    stack = [(filecmp.dircmp(before, after, ignore=[]), "")]
+    while stack:
+        d, where = stack.pop()
+        deleted += [f"{where}{n}" for n in d.left_only]
+        written += [f"{where}{n}" for n in (*d.right_only, *d.diff_files)]
+        stack += [(sub, f"{where}{name}/") for name, sub in d.subdirs.items()]
+    return Changes(sorted(written), sorted(deleted))
+
+
+@dataclass(frozen=True)
+class Reference:
+    """A solution's result: the overlay of the working directory, and of each writable mount it changed."""
+
+    workspace: Path
+    mounts: dict[str, Path]
+    """Mount path -> its overlay."""
 
 
 SHIMS = r"""
@@ -210,10 +227,11 @@ def run_solution(
     extra_env: dict[str, str],
     timeout_s: float,
     isolation: str = "auto",
-) -> Path:
-    """Run the solution on a copy of the seed; return a folder holding the reference overlay.
+) -> Reference:
+    """Run the solution on a copy of the seed; return the reference overlays (of the working
+    directory, and of each writable mount the solution changed).
 
-    The caller moves the returned folder into place (it lives in a temporary folder of its own).
+    The caller moves them into place (they live in a temporary folder of their own).
     """
     # A solution folder (Harbor's solution/) is shown at /solution; a lone script at /solution/<name>.
     shown = Mount(
@@ -243,17 +261,33 @@ def run_solution(
         raise SolutionFailed(
             f"the solution deletes seed files ({', '.join(deleted[:5])}); a reference overlay cannot"
         )
-    outside = _changed_mounts(scenario, project, scratch)
-    if outside:
-        raise SolutionFailed(
-            f"the solution changes files outside the working directory ({', '.join(outside[:5])}); "
-            "a reference covers the working directory only"
-        )
-    if not changed:
-        raise SolutionFailed("the solution changes nothing in the working directory")
+    mounts: dict[str, Path] = {}
+    for m in scenario.mounts:
+        if not m.writable:
+            continue
+        after = mount_dir(scratch, m)
+        done_here = _mount_changes(project / m.source, after)
+        if done_here.deleted:
+            gone = ", ".join(f"{m.path}/{rel}" for rel in done_here.deleted[:5])
+            raise SolutionFailed(
+                f"the solution deletes files of {m.path} ({gone}); a reference overlay cannot"
+            )
+        if done_here.written:
+            overlay = scratch / "reference-mounts" / str(len(mounts))
+            for rel in done_here.written:
+                src, target = after / rel, overlay / rel
+                target.parent.mkdir(parents=True, exist_ok=True)
+                if src.is_dir() and not src.is_symlink():
+                    shutil.copytree(src, target, symlinks=True)
+                else:
+                    shutil.copy2(src, target, follow_symlinks=False)
+            mounts[m.path] = overlay
+    if not changed and not mounts:
+        raise SolutionFailed("the solution changes nothing in the working directory or the writable mounts")
     reference = scratch / "reference"
+    reference.mkdir()
     for rel in changed:
         target = reference / rel
         target.parent.mkdir(parents=True, exist_ok=True)
         shutil.copy2(ws.root / rel, target, follow_symlinks=False)
-    return reference
+    return Reference(reference, mounts)

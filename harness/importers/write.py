@@ -39,7 +39,7 @@ def _copy_file(src: Path, dest: Path) -> None:
     shutil.copy2(src, dest)
 
 
-def _fill(folder: Path) -> None:
+def fill(folder: Path) -> None:
     """Empty folders get a placeholder: a scenario's trees are made of files."""
     for dirpath, dirnames, filenames in os.walk(folder):
         if not dirnames and not filenames:
@@ -48,6 +48,27 @@ def _fill(folder: Path) -> None:
 
 def _mount_name(path: str) -> str:
     return path.strip("/").replace("/", "-") or "root"
+
+
+def mount_reference(path: str) -> str:
+    """Scenario-relative folder of a writable mount's reference overlay."""
+    return f"reference-mounts/{_mount_name(path)}"
+
+
+def set_mount_references(folder: Path, paths: list[str]) -> None:
+    """Name the reference overlays of the given mounts in the scenario.yaml written in folder."""
+    if not paths:
+        return
+    file = folder / "scenario.yaml"
+    text = file.read_text(encoding="utf-8")
+    head = "".join(line for line in text.splitlines(keepends=True) if line.startswith("#"))
+    doc = yaml.safe_load(text)
+    for m in doc.get("mounts") or []:
+        if m["path"] in paths:
+            m["reference"] = mount_reference(m["path"])
+    file.write_text(
+        head + yaml.safe_dump(doc, sort_keys=False, allow_unicode=True, width=100), encoding="utf-8"
+    )
 
 
 def files(task: Task, dest: Path) -> list[str]:
@@ -78,9 +99,9 @@ def files(task: Task, dest: Path) -> list[str]:
             target = seed / os.path.relpath(path, task.workdir)
             if target.is_file():
                 target.chmod(stat.S_IMODE(mode))
-    _fill(seed)
+    fill(seed)
     if (dest / "mounts").is_dir():
-        _fill(dest / "mounts")
+        fill(dest / "mounts")
     return sorted(mounts)
 
 

@@ -14,7 +14,7 @@ Both are `nosuid,nodev`, with one inode per KB of their size (empty files cost k
 asked for a byte of it. A tmpfs is memory: its pages are charged to the writer's memory cgroup
 (the agent's memory limit covers its files too) and cost RAM until the trial ends.
 
-`TrialDisk.close` copies the folders out to the run directory's own disk (`copy_out`: on
+`TrialDisk.close` copies the folders out to the run directory's own disk (`fdtree.mirror_tree`: on
 directory descriptors, any depth and any name; FIFOs and sockets made anew and never opened;
 holes and hard links kept; devices never copied; never more bytes than the filesystem held) and
 unmounts. Every mount is named after the harness process (`assay-disk-p<pid>`), so the first
@@ -29,16 +29,14 @@ from __future__ import annotations
 
 import contextlib
 import ctypes
-import errno
 import functools
 import os
-import stat
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.artifacts.names import DISK_DIR
-from harness.sandbox.neutralise import UNSAFE_BITS, TreeChanged, TreeEntry, walk_tree
+from harness.sandbox import fdtree
 
 SOURCE = "assay-disk"
 """Prefix of every mount's source name (`assay-disk-p<pid>`, as /proc/self/mountinfo shows it)."""
@@ -200,7 +198,7 @@ class TrialDisk:
                         self.skipped.append(f"{folder.name}/ (could not be unmounted: left on the tmpfs)")
                         continue
                 failures: list[str] = []
-                left_out = copy_out(self.own / folder.name, folder, left, failures)
+                left_out = fdtree.mirror_tree(self.own / folder.name, folder, left, failures)
                 self.skipped += [f"{folder.name}/{s}" for s in left_out]
                 self.failed += len(failures)
             _umount(self.own)
@@ -211,9 +209,27 @@ class TrialDisk:
             _umount(self.outbox)  # collected after every command: what is left was refused
             self.outbox = None
         if self.failed:
-            first = next((s for s in self.skipped if not s.endswith(_AGENT_CAUSED)), "")
+            first = next((s for s in self.skipped if not s.endswith(fdtree.AGENT_CAUSED)), "")
             return f"{self.failed} entries could not be copied out of the trial's size-limited filesystem (first: {first})"
         return None
+
+
+def limit_scratch(folder: Path, size_mb: int | None) -> Callable[[], None]:
+    """Mount a tmpfs of size_mb (mode 0700, `nosuid,nodev`) on the empty folder `folder`, a
+    grading scratch where check commands run code the agent wrote; returns what unmounts it (the
+    content goes with it). Nothing is mounted without a size or where the harness may not mount."""
+    if not size_mb or os.geteuid() != 0:
+        return lambda: None
+    sweep_once()
+    try:
+        _mount(_source(), folder, "tmpfs", _MS_NOSUID | _MS_NODEV, _options(size_mb, mode="0700"))
+    except OSError:
+        return lambda: None
+
+    def release() -> None:
+        _umount(folder)
+
+    return release
 
 
 def mount(
@@ -252,148 +268,5 @@ def mount(
     return disk
 
 
-def _options(size_mb: int) -> str:
-    return f"size={size_mb}m,nr_inodes={max(1024, size_mb * 1024)},mode=0755"
-
-
-_AGENT_CAUSED = (" not copied)", "(over the size limit when copied out)")
-
-
-def copy_out(
-    src: Path, dest: Path, left: list[int] | None = None, failures: list[str] | None = None
-) -> list[str]:
-    """Copy the tree at src into the existing folder dest; returns what was left out, with why.
-
-    Walked and written on directory descriptors (any depth, any name). Regular files keep their
-    holes and hard links, everything keeps its owner, mode (setuid bits never) and times (folders
-    but their times); FIFOs and sockets are made anew (never opened), devices never copied. At most
-    `left[0]` bytes of file data are written (then files are left out): the host's disk never
-    takes more than the filesystem held. What could not be written (an error of the host's side)
-    is also added to `failures`.
-    """
-    left = [1 << 62] if left is None else left
-    skipped: list[str] = []
-    stack = [os.open(dest, _DIR)]
-    links: dict[int, bytes] = {}
-    """Inode in src -> its first copy's path, for the next hard link to it."""
-    try:
-        for entry in walk_tree(src):
-            while len(stack) > entry.depth:
-                fd = stack.pop()
-                if fd >= 0:
-                    os.close(fd)
-            parent = stack[-1]
-            if parent < 0:  # below a folder that could not be copied
-                if entry.kind == "dir":
-                    stack.append(-1)
-                continue
-            try:
-                why = _copy_entry(entry, parent, stack, links, left)
-            except OSError as exc:
-                why = exc.strerror or str(exc)
-                if exc.errno != errno.ENOSPC or left[0] > 0:  # ENOSPC with no budget left: the agent's
-                    (failures if failures is not None else []).append(entry.shown)
-                if entry.kind == "dir" and len(stack) == entry.depth:
-                    stack.append(-1)
-            if why:
-                skipped.append(f"{entry.shown} ({why})")
-    except TreeChanged:
-        skipped.append("(the tree changed while it was copied)")
-    finally:
-        for fd in stack:
-            if fd >= 0:
-                os.close(fd)
-    return skipped
-
-
-def _copy_entry(
-    entry: TreeEntry, parent: int, stack: list[int], links: dict[int, bytes], left: list[int]
-) -> str | None:
-    st, name, kind = entry.st, entry.name, entry.kind
-    mode = stat.S_IMODE(st.st_mode) & ~(stat.S_ISUID | stat.S_ISGID)
-    if kind == "dir":
-        os.mkdir(name, 0o700, dir_fd=parent)
-        fd = os.open(name, _DIR, dir_fd=parent)
-        stack.append(fd)
-        os.fchown(fd, st.st_uid, st.st_gid)
-        os.fchmod(fd, mode & ~UNSAFE_BITS | (st.st_mode & stat.S_ISVTX))
-        return None
-    if kind == "file":
-        if st.st_nlink > 1 and st.st_ino in links:
-            with contextlib.suppress(OSError):
-                os.link(links[st.st_ino], name, src_dir_fd=stack[0], dst_dir_fd=parent)
-                return None
-        if st.st_blocks * 512 > left[0]:
-            return "over the size limit when copied out"
-        _copy_file(entry, parent, mode, left)
-        if st.st_nlink > 1:
-            links[st.st_ino] = entry.rel
-        return None
-    if kind == "symlink":
-        os.symlink(os.readlink(name, dir_fd=entry.dir_fd), name, dir_fd=parent)
-    elif kind == "fifo":
-        os.mkfifo(name, mode, dir_fd=parent)
-    elif kind == "socket":
-        os.mknod(name, stat.S_IFSOCK | mode, dir_fd=parent)
-    else:
-        return f"{kind} not copied"
-    os.chown(name, st.st_uid, st.st_gid, dir_fd=parent, follow_symlinks=False)
-    os.utime(name, ns=(st.st_atime_ns, st.st_mtime_ns), dir_fd=parent, follow_symlinks=False)
-    return None
-
-
-def _copy_file(entry: TreeEntry, parent: int, mode: int, left: list[int]) -> None:
-    st = entry.st
-    src = os.open(entry.name, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC, dir_fd=entry.dir_fd)
-    try:
-        now = os.fstat(src)
-        if not stat.S_ISREG(now.st_mode) or now.st_ino != st.st_ino:
-            raise OSError(errno.ESTALE, "replaced while it was copied")
-        out = os.open(
-            entry.name,
-            os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | os.O_CLOEXEC,
-            0o600,
-            dir_fd=parent,
-        )
-        try:
-            copy_data(src, out, now.st_size, left, dense=now.st_blocks * 512 >= now.st_size)
-            if (st.st_uid, st.st_gid) != (0, 0):
-                os.fchown(out, st.st_uid, st.st_gid)
-            os.fchmod(out, mode)
-            os.utime(out, ns=(st.st_atime_ns, st.st_mtime_ns))
-        finally:
-            os.close(out)
-    finally:
-        os.close(src)
-
-
-def copy_data(src: int, out: int, size: int, left: list[int], *, dense: bool = False) -> None:
-    """Copy the data of src into out, hole for hole (a sparse file stays sparse), taking what is
-    written off `left[0]`; ENOSPC when that runs out. `dense`: src has no holes (one pass)."""
-    if dense and size <= left[0]:
-        done = 0
-        while done < size and (sent := os.sendfile(out, src, done, size - done)):
-            done += sent
-        left[0] -= done
-        if done == size:
-            return
-    pos = 0
-    while pos < size:
-        try:
-            start = os.lseek(src, pos, os.SEEK_DATA)
-        except OSError as exc:
-            if exc.errno != errno.ENXIO:  # ENXIO: only a hole is left
-                raise
-            break
-        end = os.lseek(src, start, os.SEEK_HOLE)
-        os.lseek(out, start, os.SEEK_SET)
-        while start < end:
-            if left[0] <= 0:
-                raise OSError(errno.ENOSPC, "over the size limit when copied out")
-            sent = os.sendfile(out, src, start, min(end - start, left[0], 1 << 30))
-            if sent == 0:
-                break
-            start += sent
-            left[0] -= sent
-        pos = end
-    os.ftruncate(out, size)
+def _options(size_mb: int, *, mode: str = "0755") -> str:
+    return f"size={size_mb}m,nr_inodes={max(1024, size_mb * 1024)},mode={mode}"

@@ -27,7 +27,7 @@ from pathlib import Path, PurePosixPath
 
 from harness.artifacts.names import RESERVED, TRACE_FILE
 from harness.artifacts.sandbox_sections import printable
-from harness.sandbox.disk import copy_data
+from harness.sandbox.fdtree import copy_data
 from harness.sandbox.neutralise import remove_tree, walk_tree
 
 

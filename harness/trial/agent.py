@@ -36,6 +36,9 @@ same names, `compiler.load.builtin_adapters`)."""
 
 REFERENCE_DIR = ".assay/reference"
 """Run-dir-relative copy of the scenario's reference, for the oracle only."""
+REFERENCE_MOUNTS_DIR = ".assay/reference-mounts"
+"""Run-dir-relative copies of the writable mounts' reference overlays (`mount_reference_dirs`:
+mount path -> copy), for the oracle only."""
 
 _RUN_MODULE = (
     "import sys; sys.path[0:0] = [sys.argv.pop(1)]; sys.path += sys.argv.pop(1).split(':'); "
@@ -209,6 +212,14 @@ def resolve_args(job: Job, *, project: Path, run_dir: Path) -> dict[str, Any]:
         dest = run_dir / REFERENCE_DIR
         copy_tree(project / job.scenario.reference, dest)
         args["reference_dir"] = str(dest)
+        overlays: dict[str, str] = {}
+        for i, m in enumerate(sorted(job.scenario.mounts, key=lambda m: m.path)):
+            if m.reference is not None:
+                copy = run_dir / REFERENCE_MOUNTS_DIR / str(i)
+                copy_tree(project / m.reference, copy)
+                overlays[m.path] = str(copy)
+        if overlays:
+            args["mount_reference_dirs"] = overlays
     return args
 
 

@@ -95,3 +95,22 @@ def test_matrices_select_by_tag() -> None:
         },
     )
     assert {k: m.scenarios for k, m in plan.matrices.items()} == {"m": (), "n": ("s",)}  # type: ignore[attr-defined]
+
+
+def test_a_writable_mount_may_name_its_reference() -> None:
+    with_ref = SCENARIO.replace(b"writable: true }", b"writable: true, reference: data-ref }")
+    plan = _plan(with_ref, **{"scenarios/s/data-ref/in.csv": b"a,b\n1,2\n"})
+    job = plan.validated.scenarios["s"].job  # type: ignore[attr-defined]
+    assert [(m.path, m.reference) for m in job.mounts] == [
+        ("/data", "scenarios/s/data-ref"),
+        ("/tests", None),
+    ]
+    assert _errors(with_ref) == [
+        "scenarios/s/scenario.yaml:6:59: error[E238]: mounts[0].reference: mount reference folder"
+        " 'scenarios/s/data-ref/' is missing or empty"
+    ]
+    read_only = SCENARIO.replace(b"hidden: true }", b"reference: data }")
+    assert _errors(read_only) == [
+        "scenarios/s/scenario.yaml:7:45: error[E100]: mounts[1].reference: only a writable mount has a"
+        " reference: the agent cannot change a read-only one"
+    ]

@@ -38,7 +38,12 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     done = assay("--project", project, "import", "terminal-bench", dataset("terminal-bench"), "--name", "tb")
     assert done.returncode == 0, done.stderr
     report = json.loads((project / "imports" / "tb.json").read_text())
-    assert report["imported"] == ["tb-csv-summary", "tb-generates-data", "tb-regenerates-data"]
+    assert report["imported"] == [
+        "tb-csv-summary",
+        "tb-fills-gaps",
+        "tb-generates-data",
+        "tb-regenerates-data",
+    ]
     assert {k: v["reasons"][0] for k, v in report["refused"].items()} == {
         "tb-leaves-server": "the tests talk to a server the solution leaves running (cd /app/site && nohup"
         " python3 -m http.server 8765 > /dev/null 2>&1 &): a check sees the files the agent left, not"
@@ -92,6 +97,14 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     grades = _grades(project, "tb", "tb-regenerates-data")
     assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
     assert [t["outcome"] for t in grades["noop"]["checks"][0]["tests"]] == ["pass", "fail"]
+    # The solution changed a file of the writable /data in place: that mount's reference overlay,
+    # which validate judged and the oracle applies at /data.
+    gaps = project / "scenarios" / "tb-fills-gaps"
+    assert (gaps / "reference-mounts" / "data" / "levels.csv").read_text() == "level\n1\n2\n3\n"
+    assert (gaps / "mounts" / "data" / "levels.csv").read_text() == "level\n1\n\n3\n"
+    assert "reference: reference-mounts/data" in (gaps / "scenario.yaml").read_text()
+    grades = _grades(project, "tb", "tb-fills-gaps")
+    assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
     grades = _grades(project, "tb", "tb-csv-summary")
     assert {a: g["passed"] for a, g in grades.items()} == {"noop": False, "oracle": True}
     (check,) = grades["oracle"]["checks"]

@@ -210,6 +210,7 @@ def test_terminal_bench_task_reads_and_refusals() -> None:
         TB / n
         for n in (
             "csv-summary",
+            "fills-gaps",
             "generates-data",
             "leaves-server",
             "needs-server",
@@ -268,3 +269,16 @@ def test_scenario_doc_and_escaped_prompt() -> None:
         "{% raw %}a {{ b }} {% endraw %}{{ '{% endraw %}' }}{% raw %}{% endraw %}"
     )
     assert escape_template("plain") == "plain"
+
+
+def test_a_multi_step_harbor_task_is_listed_and_refused(tmp_path: Path) -> None:
+    """Its instructions live under steps/: it is listed with its reason, never passed over."""
+    task = tmp_path / "tasks" / "steps-task"
+    shutil.copytree(FIXTURES / "harbor" / "word-count", task)
+    (task / "instruction.md").unlink()
+    (task / "steps" / "one").mkdir(parents=True)
+    (task / "steps" / "one" / "instruction.md").write_text("Count.\n")
+    assert harbor.dataset_tasks(tmp_path / "tasks") == [task]
+    assert harbor.read(task, task_id="s").refusals[0] == (
+        "a multi-step task (steps/): one instruction per scenario is imported"
+    )

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox import disk
+from harness.sandbox import disk, fdtree
 from harness.sandbox.neutralise import remove_tree
 
 pytestmark = [
@@ -138,7 +138,7 @@ def test_copy_out_never_writes_more_than_the_filesystem_held(tmp_path: Path, run
         dest = tmp_path / "out"
         dest.mkdir()
         left = [4 * MIB]
-        skipped = disk.copy_out(run / "workspace", dest, left)
+        skipped = fdtree.mirror_tree(run / "workspace", dest, left)
     finally:
         made.close()
     assert skipped == ["b (over the size limit when copied out)"]

@@ -201,6 +201,43 @@ def test_attack_e2e_fill_the_disk_without_end(project: Path, tmp_path: Path, iso
     assert grade.status.value == "graded", grade
 
 
+def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path) -> None:
+    """Checks run code the agent wrote (its tests, its build): the grader's scratch copy is a
+    filesystem of twice the workspace limit, so a check that writes without end is refused too."""
+    if not _disk_kept():
+        pytest.skip(
+            "mounting a size-limited filesystem needs a root harness (the limit is only watched here)"
+        )
+    import tempfile
+
+    from compiler.contract import CheckSpec
+    from harness.grade.core import grade_run
+    from tests.helpers import fix_scenario
+
+    fill = CheckSpec(
+        id="fills", kind="command", params={"run": "dd if=/dev/zero of=fill bs=1M count=4096 2>/dev/null"}
+    )
+    job = make_job(
+        fix_scenario(checks=(fill,)),
+        agent=command_agent("exit 0"),
+        options=Options(isolation="bwrap", infra_retries=0),
+        limits=Limits(timeout_s=60, workspace_mb=24),
+    )
+    run_dir = tmp_path / "run"
+    run_trial(job, project=project, run_dir=run_dir)
+    host = Path(tempfile.gettempdir())
+    free_before = _free(host)
+    grade = grade_run(run_dir)
+    lost = free_before - _free(host)
+    assert lost < 1024 * 1024 * 1024, f"the host's disk lost {lost >> 20} MB"  # 4 GB without the limit
+    assert grade.status.value == "graded", grade
+    outcome = {c.id: c for c in grade.checks}["fills"]
+    assert outcome.outcome == "fail", outcome  # dd was refused (ENOSPC) at 48 MB
+    assert not [
+        line for line in Path("/proc/self/mountinfo").read_text().splitlines() if "assay-grade-" in line
+    ]
+
+
 def test_attack_e2e_fill_the_disk_in_concurrent_trials(project: Path, tmp_path: Path) -> None:
     """Each trial has a limit of its own: two filling at once each get their limit, no more, no less."""
     if not _disk_kept():
