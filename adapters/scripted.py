@@ -21,8 +21,6 @@ import shutil
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from pathlib import Path
 from typing import Any
 
@@ -249,6 +247,9 @@ class Agent:
         }
         body = bodies[protocol]
         key = str(self.args.get("api_key") or "scripted")
+        import urllib.error  # only a step that asks a model needs them (a tenth of the adapter's start)
+        import urllib.request
+
         request = urllib.request.Request(
             base + ASK_PATHS[protocol].format(model=model),
             data=json.dumps(body).encode(),

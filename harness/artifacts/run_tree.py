@@ -59,13 +59,15 @@ def start_run(run_dir: Path, job: Job) -> None:
     """A fresh run directory holding only job.json (what a regrade elsewhere needs)."""
     clear(run_dir)
     run_dir.mkdir(parents=True)
-    write_job(run_dir, job)
+    # Not synced to disk: a run that a crash of the machine interrupts has no run.json and runs
+    # again; a finished one whose job.json a crash damaged is restored from generated/ (read_job).
+    write_job(run_dir, job, durable=False)
 
 
-def write_job(run_dir: Path, job: Job) -> None:
+def write_job(run_dir: Path, job: Job, *, durable: bool = True) -> None:
     """job.json, carrying the digest that every read recomputes."""
     data = with_digest(job).model_dump(mode="json")
-    write_atomic(run_dir / JOB_FILE, json.dumps(data, indent=2, sort_keys=True) + "\n")
+    write_atomic(run_dir / JOB_FILE, json.dumps(data, indent=2, sort_keys=True) + "\n", durable=durable)
 
 
 def read_job(run_dir: Path, *, generated: Path | None = None) -> Job:

@@ -22,8 +22,12 @@ class FutureSchemaError(ValueError):
 M = TypeVar("M", bound=BaseModel)
 
 
-def write_atomic(path: Path, text: str) -> None:
-    """Write a file so a reader sees the old content or the new, never half."""
+def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:
+    """Write a file so a reader sees the old content or the new, never half.
+
+    `durable=False` leaves out the fsync (a wait on the disk of several milliseconds): for a
+    file that a crash of the machine may lose without harm, because it is restored or
+    rewritten (a run's job.json: `harness.artifacts.run_tree.read_job`)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
@@ -31,7 +35,8 @@ def write_atomic(path: Path, text: str) -> None:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
-            os.fsync(fh.fileno())
+            if durable:
+                os.fsync(fh.fileno())
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)

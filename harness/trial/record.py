@@ -8,6 +8,7 @@ so a trial that failed early is still a complete, readable record (`error`, `tra
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import platform
 import time
@@ -163,6 +164,7 @@ def _limits_applied(job: Job, launcher: Launcher | None) -> dict[str, str]:
     return runner | (limits.applied(launcher.limits, launcher.enforced) if launcher is not None else {})
 
 
+@functools.cache
 def _assay_version() -> str:
     try:
         from importlib.metadata import version

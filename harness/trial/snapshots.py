@@ -32,6 +32,7 @@ made "ran the check after the last write" flip with machine load.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import fcntl
 import hashlib
@@ -117,6 +118,7 @@ class Watcher:
         self._writing: set[str] = set()
         self._due: set[str] = set()
         self._wake = os.pipe()
+        os.set_blocking(self._wake[1], False)
         self._thread = threading.Thread(target=self._loop, name="snapshots", daemon=True)
 
     def __enter__(self) -> Watcher:
@@ -138,7 +140,7 @@ class Watcher:
 
     def __exit__(self, *exc: object) -> None:
         self._stop.set()
-        os.write(self._wake[1], b"x")
+        self._nudge()
         if self._thread.is_alive():
             self._thread.join()
         try:
@@ -167,7 +169,9 @@ class Watcher:
         while not self._stop.is_set():
             with self._lock:  # a file found busy is looked at again soon, event or not
                 retry = bool(self._due - self._writing)
-            waiter.poll(RETRY_MS if retry else None)
+            for fd, _ in waiter.poll(RETRY_MS if retry else None):
+                if fd == self._wake[0]:
+                    os.read(fd, 4096)
             if not self._stop.is_set():
                 self.poll()
 
@@ -186,7 +190,10 @@ class Watcher:
             # Busy: still open for writing. The kernel reports a write's end (close) a moment before
             # it drops the writer's count, so a look woken by that report can find the file busy, and
             # no later event will come: it stays due and is looked at again.
-            self._due.update(name for name, look in looks.items() if look.busy)
+            busy = [name for name, look in looks.items() if look.busy]
+            self._due.update(busy)
+            if busy and threading.current_thread() is not self._thread:
+                self._nudge()  # the thread may be waiting for events with no timeout
             self._record(
                 {
                     name: look
@@ -195,6 +202,11 @@ class Watcher:
                 },
                 looked=looked,
             )
+
+    def _nudge(self) -> None:
+        """Wake the watcher thread (the pipe never blocks: a full one is awake enough)."""
+        with contextlib.suppress(BlockingIOError):
+            os.write(self._wake[1], b"r")
 
     # -- inotify ---------------------------------------------------------------------------
 

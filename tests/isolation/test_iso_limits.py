@@ -68,6 +68,26 @@ def test_cpu_limit_is_hit_and_recorded(trial: Trial) -> None:
     assert "cpu" in out.limits_hit
 
 
+def test_the_command_runs_under_exactly_the_rlimits_asked_for(trial: Trial) -> None:
+    # set by the confining shell's ulimit (file size in 512-byte blocks, CPU soft before hard)
+    out = trial.run(trial.spec(["cat", "/proc/self/limits"], limits=SandboxLimits(file_size_mb=3, cpu_s=7)))
+    rows = {line[:26].strip(): line[26:].split()[:2] for line in out.stdout.splitlines()[1:]}
+    assert rows["Max file size"] == [str(3 * 1024 * 1024)] * 2, out.stdout + out.stderr
+    assert rows["Max cpu time"] == ["7", "9"]
+
+
+def test_one_shell_joins_the_cgroups_and_runs_the_isolations_steps(bwrap_trial: Trial) -> None:
+    spec = bwrap_trial.spec(["true"], limits=SandboxLimits(memory_mb=256, pids=64, file_size_mb=3))
+    with limits.confine(bwrap_trial.iso, spec, label="test") as box:
+        argv = box.argv
+    inner = bwrap_trial.iso.wrap(spec)
+    if os.geteuid() != 0 or not box.cgroups or inner[:2] != ["/bin/sh", "-c"]:
+        pytest.skip("needs a root harness: only then do cgroups and bwrap's own steps both exist")
+    assert argv[:2] == ["/bin/sh", "-c"] and argv[3:] == inner[3:]  # no second shell, no prlimit
+    joins, steps = argv[2].split("\n", 1)
+    assert "cgroup.procs" in joins and "ulimit -f 6144" in joins and steps == inner[2]
+
+
 def test_filling_the_workspace_is_stopped_and_recorded(trial: Trial) -> None:
     code = (
         "import time\nfor i in range(400):\n    open(f'f{i}.bin', 'wb').write(b'x' * 1024 * 1024)\n"

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import contextlib
 import os
+import shlex
 import shutil
 import signal
 import threading
@@ -268,27 +269,36 @@ class Confinement:
                     time.sleep(SETTLE_S)
 
 
-def _prefix(limits: SandboxLimits, cgroups: dict[str, Path], enforced: dict[str, str]) -> list[str]:
-    argv: list[str] = []
-    if cgroups:
-        joins = " && ".join(f"echo $$ > {path / 'cgroup.procs'}" for path in cgroups.values())
-        argv += ["/bin/sh", "-c", f'{joins} && exec "$@"', "assay-limits"]
-    rlimits: list[str] = []
+def _prefix(
+    limits: SandboxLimits, cgroups: dict[str, Path], enforced: dict[str, str], inner: list[str]
+) -> list[str]:
+    """`inner` (the isolation's argv) started in the command's cgroups and under its rlimits.
+
+    A shell joins the cgroups and sets the rlimits with `ulimit` (POSIX's -f counts 512-byte
+    blocks; -t is seconds and -v KiB in dash, bash and busybox alike), then execs `inner`: no
+    prlimit to start (every program started costs about a millisecond of CPU here), and when
+    `inner` is itself a shell script (bwrap's steps under a root harness) one shell runs both.
+    prlimit stays for RLIMIT_NPROC, which the shells spell differently (dash -p, bash -u).
+    """
+    steps = [f"echo $$ > {shlex.quote(str(path / 'cgroup.procs'))}" for path in cgroups.values()]
     if limits.file_size_mb is not None:
-        rlimits.append(f"--fsize={limits.file_size_mb * MIB}")
+        steps.append(f"ulimit -f {limits.file_size_mb * MIB // 512}")
         enforced["file_size"] = "rlimit"
-    if limits.cpu_s is not None:
-        rlimits.append(f"--cpu={limits.cpu_s}:{limits.cpu_s + 2}")  # SIGXCPU first: a visible cause
+    if limits.cpu_s is not None:  # SIGXCPU at the soft limit first, a visible cause (soft before hard)
+        steps += [f"ulimit -S -t {limits.cpu_s}", f"ulimit -H -t {limits.cpu_s + 2}"]
         enforced["cpu"] = "rlimit"
     if limits.memory_mb is not None and "memory" not in cgroups:
-        rlimits.append(f"--as={limits.memory_mb * MIB}")
+        steps.append(f"ulimit -v {limits.memory_mb * 1024}")
         enforced["memory"] = "rlimit"
     if limits.pids is not None and "pids" not in cgroups and os.geteuid() != 0:
-        rlimits.append(f"--nproc={limits.pids}")
+        inner = [shutil.which("prlimit") or "prlimit", f"--nproc={limits.pids}", "--", *inner]
         enforced["pids"] = "rlimit"
-    if rlimits:
-        argv += [shutil.which("prlimit") or "prlimit", *rlimits, "--"]
-    return argv
+    if not steps:
+        return inner
+    guard = " && ".join(steps)
+    if inner[:2] == ["/bin/sh", "-c"] and len(inner) > 3:  # same $0 and "$@": the steps run first
+        return ["/bin/sh", "-c", f"{guard} || exit\n{inner[2]}", *inner[3:]]
+    return ["/bin/sh", "-c", f'{guard} && exec "$@"', "assay-limits", *inner]
 
 
 @contextlib.contextmanager
@@ -359,7 +369,7 @@ def confine(
         enforced=enforced,
     )
     try:
-        box.argv = [*_prefix(limits, cgroups, box.enforced), *isolation.wrap(spec)]
+        box.argv = _prefix(limits, cgroups, box.enforced, isolation.wrap(spec))
         box.enforced.update({name: "watch" for name, _paths, _limit in box._sizes()})
         box.enforced.update(dict.fromkeys(box.disks, KERNEL_FS))
         box.start()
