@@ -42,6 +42,7 @@ from harness.artifacts.names import RUN_FILE
 from harness.batch.executor.proctree import kill_tree
 from harness.batch.executor.task import TrialOutcome, TrialTask
 from harness.batch.transport import Bundle, materialise, pack_run, remove_tree
+from harness.sandbox import disk
 
 GRACE_S = 10.0
 """How long an interrupted trial may take to record itself before its tree is killed."""
@@ -264,6 +265,9 @@ def _in_process(
     started = time.monotonic()
     proc = _spawn(scratch / "task.json", scratch / "outcome.json", scratch / "trial.log")
     why = _supervise(proc, watch, started + deadline_s)
+    # A trial process killed (or crashed) mid-trial leaves its size-limited filesystems mounted in
+    # its run directory, which could then be neither recorded as failed nor removed (EBUSY).
+    disk.sweep()
     if why == "deadline":
         return _deadline_failure(task, job, deadline_s, worker)
     if (scratch / "outcome.json").is_file():
