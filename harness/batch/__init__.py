@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -163,8 +163,12 @@ def execute(
     stream: TextIO | None = None,
     fail_fast: bool = False,
     options: Mapping[str, Any] | None = None,
+    on_finished: Callable[[TrialOutcome], None] | None = None,
 ) -> list[TrialOutcome]:
     """Run the tasks with the named executor, printing progress; re-raises KeyboardInterrupt.
+
+    `on_finished` makes a finished run's derived files (its page) where the run directory is,
+    before the progress line counts it (see `Executor.run`).
 
     With fail_fast the first failed or errored trial stops the batch: running trials are
     recorded as interrupted, trials not started are skipped (both rerun on resume).
@@ -182,13 +186,15 @@ def execute(
     regrade = [t for t in tasks if t.grade_only]
     run = [t for t in tasks if not t.grade_only]
     outcomes = (
-        select_executor("local").run(regrade, parallel=parallel or 1, on_outcome=on_outcome, cancel=cancel)
+        select_executor("local").run(
+            regrade, parallel=parallel or 1, on_outcome=on_outcome, cancel=cancel, on_finished=on_finished
+        )
         if regrade
         else []
     )
     if run and not cancel.is_set():
         outcomes += select_executor(executor, **(options or {})).run(
-            run, parallel=parallel, on_outcome=on_outcome, cancel=cancel
+            run, parallel=parallel, on_outcome=on_outcome, cancel=cancel, on_finished=on_finished
         )
     return outcomes
 
