@@ -134,6 +134,10 @@ class Progress:
     def __call__(self, outcome: TrialOutcome) -> None:
         with self.lock:
             self.counts[outcome.status] += 1
+            if outcome.status in ("error", IO_ERROR) and outcome.detail:
+                # why, once per trial: a run that failed before its run.json has no other record of it
+                why = outcome.detail.strip().splitlines()[-1][:300]
+                say(self.stream, f"assay: {outcome.job_id}: {outcome.status}: {why}")
             say(self.stream, self.line(), final=sum(self.counts.values()) == self.total)
 
 

@@ -81,6 +81,7 @@ def test_a_worker_killed_midway_leaves_an_error_and_its_trial_runs_again(
     said = err.decode()
     assert runner.returncode == 1, said  # a harness-side error, said, not a crash
     assert "error 1" in said and "passed 3" in said, said
+    assert "error: the worker process running it died (killed by SIGKILL)" in said, said
     assert _wait_gone(marker, 10.0) == []  # the dead worker's agent died with it
     assert len(_finished(runs)) == 3
     again = _matrix(project, tmp_path / "jobs", runs, env={"ASSAY_LOCAL_PROCESSES": "2"})
