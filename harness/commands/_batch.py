@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -239,6 +240,8 @@ class Batch:
             _warn_unprotected(jobs)
             self.warned = True
         fail_fast = args.fail_fast or self.fail_fast
+        importlib.import_module("harness.report.viewer")  # here, once: forked workers share it
+
         for matrix in sorted({j.matrix for j in jobs}):
             index.ensure(self.runs_root / matrix)  # graders record each grade into it from the first trial on
         outcomes = batch.execute(

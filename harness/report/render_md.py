@@ -30,9 +30,13 @@ def environment(*, html: bool) -> jinja2.Environment:
     """The Jinja2 environment of the report templates (strict, sorted data in, no logic out).
 
     One per process: it keeps its compiled templates. A new one each time compiled the run
-    viewer's template for every trial a matrix graded (half a second each on a loaded machine)."""
+    viewer's template for every trial a matrix graded (half a second each on a loaded machine).
+    Compiled templates are also kept on disk between processes (jinja2's bytecode cache, in a
+    folder of this user's that jinja2 checks is private; keyed by the template's source), so a
+    command does not compile the page templates anew each time it starts."""
     env = jinja2.Environment(
         loader=jinja2.FileSystemLoader(TEMPLATES),
+        bytecode_cache=_bytecode_cache(),
         undefined=jinja2.StrictUndefined,
         autoescape=html,
         keep_trailing_newline=True,
@@ -40,6 +44,13 @@ def environment(*, html: bool) -> jinja2.Environment:
     )
     env.filters.update(FILTERS)
     return env
+
+
+def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    try:
+        return jinja2.FileSystemBytecodeCache()
+    except RuntimeError:  # no private temporary folder can be made here: compile in memory only
+        return None
 
 
 _COMPILING = threading.Lock()

@@ -25,6 +25,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import gc
+import importlib
 import json
 import os
 import selectors
@@ -36,7 +37,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from harness.batch.executor.task import TrialOutcome, TrialTask, execute
+from harness.batch.executor.task import TrialOutcome, TrialTask, execute, grader_available
 from harness.sandbox import disk, identity
 
 PR_SET_PDEATHSIG = 1
@@ -83,6 +84,8 @@ def run(
     # Mounts a killed runner left are swept here, once: workers sweeping at once would unmount
     # under each other's feet while one of them clears a run directory.
     disk.sweep_once()
+    if grader_available():
+        importlib.import_module("harness.grade")  # imported once, here: every worker shares it
     for stream in (sys.stdout, sys.stderr):
         with contextlib.suppress(Exception):
             stream.flush()  # else what they buffer is written again by every worker
