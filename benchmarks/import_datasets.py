@@ -95,7 +95,8 @@ def main() -> int:
     kinds = Counter(reason_kind(r["reasons"][0]) for r in data["refused"].values() if r["reasons"])
     print(
         f"\n== {args.format} dataset {args.dataset.name}"
-        + (f" at commit {data['commit']}" if data["commit"] else "")
+        + (f" ({data['repo_path'] or '.'} at commit {data['commit']}" if data["commit"] else "")
+        + (", with local changes)" if data.get("local_changes") else ")" if data["commit"] else "")
     )
     print(f"tasks found:     {data['tasks']}")
     print(f"imported:        {len(imported)}")

@@ -107,19 +107,35 @@ class Importer:
             return None
         return dest
 
-    @functools.cached_property
-    def commit(self) -> str | None:
-        """The dataset's git commit (its first 12 hex digits), when it is a git checkout."""
+    def _git(self, *args: str) -> str | None:
+        """A git command's output in the dataset's folder; None outside a git checkout."""
         try:
             done = subprocess.run(
-                ["git", "-C", str(self.source), "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=30,
+                ["git", "-C", str(self.source), *args], capture_output=True, text=True, timeout=60
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
-        return done.stdout.strip()[:12] if done.returncode == 0 else None
+        return done.stdout.strip() if done.returncode == 0 else None
+
+    @functools.cached_property
+    def commit(self) -> str | None:
+        """The dataset's git commit (all of its hash), when it is a git checkout."""
+        return self._git("rev-parse", "HEAD") or None
+
+    @functools.cached_property
+    def repo_path(self) -> str | None:
+        """Where the dataset's folder is inside its repository (`datasets/evoeval`; '' at its top)."""
+        prefix = self._git("rev-parse", "--show-prefix") if self.commit else None
+        return prefix.rstrip("/") if prefix is not None else None
+
+    @functools.cached_property
+    def local_changes(self) -> bool | None:
+        """Whether the dataset's files differ from its commit (edited, added, removed); None
+        outside a git checkout. A hand-edited dataset is then never reported as the commit's."""
+        if not self.commit:
+            return None
+        status = self._git("status", "--porcelain", "--untracked-files=all", "--", ".")
+        return bool(status) if status is not None else None
 
     def reference(self, task: Task, folder: Path, scenario: Any) -> None:
         """Build the environment, run the image's build steps on the seed and mounts, and run the
@@ -217,6 +233,8 @@ def report(imp: Importer, started: float) -> dict[str, Any]:
         "format": imp.fmt,
         "source": str(imp.source),
         "commit": imp.commit,
+        "repo_path": imp.repo_path,
+        "local_changes": imp.local_changes,
         "name": imp.name,
         "tasks": len(outs),
         "imported": [o.scenario for o in outs if o.imported],
@@ -233,6 +251,15 @@ def report(imp: Importer, started: float) -> dict[str, Any]:
         f"# Import of {imp.fmt} tasks: {imp.name}",
         "",
         f"Source: `{imp.source}`" + (f" at commit `{data['commit']}`" if data["commit"] else ""),
+        *(
+            [
+                f"Folder in its repository: `{data['repo_path'] or '.'}`; "
+                + ("**with local changes** (`git status`)" if data["local_changes"] else "no local changes")
+                + "."
+            ]
+            if data["commit"]
+            else []
+        ),
         f"Tasks: {len(outs)}; imported {len(data['imported'])}; refused {len(data['refused'])}.",
         f"Matrix: `specs/matrices/{imp.name}.yaml` (`assay matrix {imp.name}`).",
         "",
