@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from compiler.render import render
 from harness.importers import dockerfile, harbor, terminal_bench
 from harness.importers.scripts import read_solution, read_tests
 from harness.importers.shellsteps import split_commands
@@ -269,6 +270,17 @@ def test_scenario_doc_and_escaped_prompt() -> None:
         "{% raw %}a {{ b }} {% endraw %}{{ '{% endraw %}' }}{% raw %}{% endraw %}"
     )
     assert escape_template("plain") == "plain"
+
+
+def test_escaped_prompts_render_to_themselves() -> None:
+    """Whatever the instruction holds: Jinja of its own, raw blocks with whitespace control."""
+    for text in (
+        "Write `{{region}}: {{total}}` lines.\n",
+        "Fix the template:\n{% raw %}{{ x }}{%- endraw %}\n{%endraw%} and {%+ endraw -%}\n",
+        "{# a comment #} {% if x %}y{% endif %} {{ 'quoted' }} \\n\n",
+        "no syntax at all, only { braces } and %\n",
+    ):
+        assert render(escape_template(text), {}) == text, text
 
 
 def test_a_multi_step_harbor_task_is_listed_and_refused(tmp_path: Path) -> None:
