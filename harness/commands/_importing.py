@@ -115,7 +115,7 @@ class Importer:
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
-        return done.stdout.strip() if done.returncode == 0 else None
+        return done.stdout.rstrip("\n") if done.returncode == 0 else None
 
     @functools.cached_property
     def commit(self) -> str | None:
@@ -129,13 +129,21 @@ class Importer:
         return prefix.rstrip("/") if prefix is not None else None
 
     @functools.cached_property
-    def local_changes(self) -> bool | None:
-        """Whether the dataset's files differ from its commit (edited, added, removed); None
-        outside a git checkout. A hand-edited dataset is then never reported as the commit's."""
+    def local_changes(self) -> list[str] | None:
+        """How the dataset's files differ from its commit (`deleted tasks/a/tests/test_x.py`: edited,
+        added, removed); None outside a git checkout. A hand-edited dataset, or one missing files,
+        is then never reported as the commit's."""
         if not self.commit:
             return None
         status = self._git("status", "--porcelain", "--untracked-files=all", "--", ".")
-        return bool(status) if status is not None else None
+        if status is None:
+            return None
+        words = {"M": "modified", "D": "deleted", "A": "added", "?": "added", "R": "renamed", "T": "modified"}
+        out = []
+        for line in status.splitlines():
+            code, path = line[:2].strip() or "M", line[3:]
+            out.append(f"{words.get(code[0], 'changed')} {path}")
+        return out
 
     def reference(self, task: Task, folder: Path, scenario: Any) -> None:
         """Build the environment, run the image's build steps on the seed and mounts, and run the
@@ -254,7 +262,13 @@ def report(imp: Importer, started: float) -> dict[str, Any]:
         *(
             [
                 f"Folder in its repository: `{data['repo_path'] or '.'}`; "
-                + ("**with local changes** (`git status`)" if data["local_changes"] else "no local changes")
+                + (
+                    f"**with local changes** ({len(changes)}, `git status`): "
+                    + ", ".join(f"`{c}`" for c in changes[:10])
+                    + (", ..." if len(changes) > 10 else "")
+                    if (changes := data["local_changes"] or [])
+                    else "no local changes"
+                )
                 + "."
             ]
             if data["commit"]

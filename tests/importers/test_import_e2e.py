@@ -64,7 +64,7 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     assert done.returncode == 0, done.stderr
     report = json.loads((project / "imports" / "tb.json").read_text())
     # The dataset's provenance: all of its commit, where in the repository, no hand edits.
-    assert (report["commit"], report["repo_path"], report["local_changes"]) == (commit, "", False)
+    assert (report["commit"], report["repo_path"], report["local_changes"]) == (commit, "", [])
     assert f"at {commit}" in (project / "scenarios" / "tb-csv-summary" / "scenario.yaml").read_text()
     assert report["imported"] == [
         "tb-csv-summary",
@@ -166,8 +166,12 @@ def test_harbor_task(project: Path, dataset: Callable[[str], Path]) -> None:
     assert done.returncode == 0, done.stderr
     report = json.loads((project / "imports" / "word-count.json").read_text())
     assert report["imported"] == ["word-count"]
-    assert (report["commit"], report["repo_path"], report["local_changes"]) == (commit, "word-count", True)
-    assert "**with local changes**" in (project / "imports" / "word-count.md").read_text()
+    assert (report["commit"], report["repo_path"]) == (commit, "word-count")
+    assert report["local_changes"] == ["modified word-count/instruction.md"]
+    assert (
+        "**with local changes** (1, `git status`): `modified word-count/instruction.md`."
+        in (project / "imports" / "word-count.md").read_text()
+    )
     assert assay("--project", project, "compile").returncode == 0
     assert assay("--project", project, "matrix", "word-count").returncode == 0
     grades = _grades(project, "word-count", "word-count")
