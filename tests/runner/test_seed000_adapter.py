@@ -19,6 +19,8 @@ import json, os, sys
 prompt = sys.stdin.read()
 open("greet.py", "w").write('print("hello")\\n')
 json.dump({"greeting": "hello"}, open("answer.json", "w"))
+with open(os.environ["BENCH_USAGE"], "a") as usage:  # seed 000's usage report, one row per turn
+    usage.write(json.dumps({"t": 1.0, "input": 120, "output": 30, "cache_read": 0}) + "\\n")
 print("seed 000 adapter ran in", os.getcwd(), "with", len(prompt), "prompt bytes")
 try:
     open(__file__, "a").write("# changed by the agent\\n")
@@ -58,6 +60,9 @@ def test_adapter_by_host_path_runs_unchanged(tmp_path: Path) -> None:
     grade = _grade(root)
     assert (grade["status"], grade["passed"]) == ("graded", True), grade
     assert adapter.read_text(encoding="utf-8") == ADAPTER  # mounted read-only
+    (run,) = (root / "runs").rglob("run.json")
+    metrics = json.loads(run.read_text())["metrics"]
+    assert (metrics["input_tokens"], metrics["output_tokens"], metrics["turns"]) == (120, 30, 1)
     (log,) = (root / "runs").rglob("agent.log")
     assert "the adapter cannot change itself: Read-only file system" in log.read_text()
 
