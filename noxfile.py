@@ -435,9 +435,18 @@ def faults(session: nox.Session) -> None:
 @nox.session
 def isolation(session: nox.Session) -> None:
     """The isolation suite: plug-ins, limits, gateway, path safety and the hostile-agent attacks,
-    under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked."""
+    under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked.
+    Then the tests elsewhere marked `isolation` (a trial's view of its scenario, seed 000's adapter,
+    `assay import` end to end), which no other session runs."""
     py = _install(session)
     _pytest(session, py, "tests/isolation", "tests/gateway", "tests/pathsafe", *session.posargs)
+    if not session.posargs:  # tests named on the command line ran above
+        elsewhere = (*HEAVY_DIRS, "tests/gateway", "tests/pathsafe")
+        _pytest(session, py, "-m", ISOLATED, "-rs", *(f"--ignore={d}" for d in elsewhere), "tests")
+
+
+ISOLATED = "isolation and not faults and not dask and not browser and not agents"
+"""The isolation-marked tests outside the isolation suite's folders."""
 
 
 @nox.session(name="perf-validate")

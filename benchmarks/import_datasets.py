@@ -95,7 +95,9 @@ def main() -> int:
     kinds = Counter(reason_kind(r["reasons"][0]) for r in data["refused"].values() if r["reasons"])
     print(
         f"\n== {args.format} dataset {args.dataset.name}"
-        + (f" at commit {data['commit']}" if data["commit"] else "")
+        + (f" ({data['repo_path'] or '.'} at commit {data['commit']}" if data["commit"] else "")
+        + (f", {len(data['local_changes'])} local change(s))" if data.get("local_changes") else "")
+        + (")" if data["commit"] and not data.get("local_changes") else "")
     )
     print(f"tasks found:     {data['tasks']}")
     print(f"imported:        {len(imported)}")
@@ -105,6 +107,8 @@ def main() -> int:
     print(f"validate passes: {valid} of {len(imported)}")
     print(f"oracle passes:   {sum(1 for g in oracle if g.get('passed'))} of {len(oracle)}")
     print(f"no-op fails:     {sum(1 for g in noop if not g.get('passed'))} of {len(noop)}")
+    for change in data.get("local_changes") or []:
+        print(f"  local change: {change}")
     print("\nrefused tasks:")
     for _sid, refused in sorted(data["refused"].items()):
         print(f"  {refused['task']}: {'; '.join(refused['reasons'])}")

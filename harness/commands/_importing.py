@@ -107,19 +107,43 @@ class Importer:
             return None
         return dest
 
-    @functools.cached_property
-    def commit(self) -> str | None:
-        """The dataset's git commit (its first 12 hex digits), when it is a git checkout."""
+    def _git(self, *args: str) -> str | None:
+        """A git command's output in the dataset's folder; None outside a git checkout."""
         try:
             done = subprocess.run(
-                ["git", "-C", str(self.source), "rev-parse", "HEAD"],
-                capture_output=True,
-                text=True,
-                timeout=30,
+                ["git", "-C", str(self.source), *args], capture_output=True, text=True, timeout=60
             )
         except (OSError, subprocess.TimeoutExpired):
             return None
-        return done.stdout.strip()[:12] if done.returncode == 0 else None
+        return done.stdout.rstrip("\n") if done.returncode == 0 else None
+
+    @functools.cached_property
+    def commit(self) -> str | None:
+        """The dataset's git commit (all of its hash), when it is a git checkout."""
+        return self._git("rev-parse", "HEAD") or None
+
+    @functools.cached_property
+    def repo_path(self) -> str | None:
+        """Where the dataset's folder is inside its repository (`datasets/evoeval`; '' at its top)."""
+        prefix = self._git("rev-parse", "--show-prefix") if self.commit else None
+        return prefix.rstrip("/") if prefix is not None else None
+
+    @functools.cached_property
+    def local_changes(self) -> list[str] | None:
+        """How the dataset's files differ from its commit (`deleted tasks/a/tests/test_x.py`: edited,
+        added, removed); None outside a git checkout. A hand-edited dataset, or one missing files,
+        is then never reported as the commit's."""
+        if not self.commit:
+            return None
+        status = self._git("status", "--porcelain", "--untracked-files=all", "--", ".")
+        if status is None:
+            return None
+        words = {"M": "modified", "D": "deleted", "A": "added", "?": "added", "R": "renamed", "T": "modified"}
+        out = []
+        for line in status.splitlines():
+            code, path = line[:2].strip() or "M", line[3:]
+            out.append(f"{words.get(code[0], 'changed')} {path}")
+        return out
 
     def reference(self, task: Task, folder: Path, scenario: Any) -> None:
         """Build the environment, run the image's build steps on the seed and mounts, and run the
@@ -217,6 +241,8 @@ def report(imp: Importer, started: float) -> dict[str, Any]:
         "format": imp.fmt,
         "source": str(imp.source),
         "commit": imp.commit,
+        "repo_path": imp.repo_path,
+        "local_changes": imp.local_changes,
         "name": imp.name,
         "tasks": len(outs),
         "imported": [o.scenario for o in outs if o.imported],
@@ -233,6 +259,21 @@ def report(imp: Importer, started: float) -> dict[str, Any]:
         f"# Import of {imp.fmt} tasks: {imp.name}",
         "",
         f"Source: `{imp.source}`" + (f" at commit `{data['commit']}`" if data["commit"] else ""),
+        *(
+            [
+                f"Folder in its repository: `{data['repo_path'] or '.'}`; "
+                + (
+                    f"**with local changes** ({len(changes)}, `git status`): "
+                    + ", ".join(f"`{c}`" for c in changes[:10])
+                    + (", ..." if len(changes) > 10 else "")
+                    if (changes := data["local_changes"] or [])
+                    else "no local changes"
+                )
+                + "."
+            ]
+            if data["commit"]
+            else []
+        ),
         f"Tasks: {len(outs)}; imported {len(data['imported'])}; refused {len(data['refused'])}.",
         f"Matrix: `specs/matrices/{imp.name}.yaml` (`assay matrix {imp.name}`).",
         "",

@@ -3,15 +3,18 @@ context), `tests/` (`test.sh` and the test files, copied to /tests), `solution/`
 to /solution and run from the working directory).
 
 `task.toml` gives the limits (`[agent] timeout_sec`, `[verifier] timeout_sec`, `[environment] cpus`,
-`memory_mb`) and the environment variables of the agent (`[environment] env`), the verifier and
-the solution; its `[task]` and `[metadata]` tables are kept as metadata. Refused: a compose
-environment with other services, a prebuilt `docker_image` this machine does not provide, GPUs,
-MCP servers, a skills folder handed to the agent's configuration, multi-step tasks, and any
-environment value taken from the host (`${VAR}`), which the sandbox never passes in.
+`memory_mb` or the earlier `memory = "4G"`), the working directory when it names one (`[environment]
+workdir`, else the Dockerfile's `WORKDIR`), and the environment variables of the agent
+(`[environment] env`), the verifier and the solution; its `[task]` and `[metadata]` tables are kept
+as metadata. Refused: a compose environment with other services, a prebuilt `docker_image` this
+machine does not provide, GPUs, MCP servers, a skills folder handed to the agent's configuration,
+multi-step tasks, and any environment value taken from the host (`${VAR}`), which the sandbox never
+passes in.
 """
 
 from __future__ import annotations
 
+import posixpath
 import tomllib
 from pathlib import Path
 from typing import Any
@@ -20,7 +23,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, finish, take_solution, take_tests
+from harness.importers.task import Task, finish, memory_mb, take_solution, take_tests
 
 FORMAT = "harbor"
 MARKER = "task.toml"
@@ -58,6 +61,8 @@ def _environment(task: Task, env: dict[str, Any]) -> None:
         task.cpus = float(env["cpus"])
     if isinstance(env.get("memory_mb"), int):
         task.memory_mb = int(env["memory_mb"])
+    elif env.get("memory") is not None:  # the format's earlier spelling: memory = "4G"
+        task.memory_mb = memory_mb(env["memory"])
     task.env.update(_env(env.get("env"), "environment variable", task))
     compose = task.context / "docker-compose.yaml"
     if compose.is_file():
@@ -79,6 +84,11 @@ def _environment(task: Task, env: dict[str, Any]) -> None:
     else:
         task.refuse("no environment/Dockerfile and no docker_image")
         return
+    workdir = env.get("workdir")
+    if isinstance(workdir, str) and workdir.startswith("/") and workdir.rstrip("/"):
+        # the task's own working directory wins over the image's (the agent starts there)
+        task.build.workdir = posixpath.normpath(workdir)
+        task.build.refusals = [r for r in task.build.refusals if not r.startswith("no WORKDIR")]
     for reason in task.build.refusals:
         task.refuse(reason)
     task.env = {**task.build.env, **task.env}

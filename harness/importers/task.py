@@ -92,6 +92,16 @@ class Task:
             self.refusals.append(reason)
 
 
+def memory_mb(value: object, *, bare: str = "m") -> int | None:
+    """Megabytes from a memory size as compose (`mem_limit: 2g`, bytes when bare) and Harbor's
+    older `memory = "4G"` write it; `bare` is the unit of a bare number. None when it is not one."""
+    m = re.fullmatch(r"(\d+(?:\.\d+)?)\s*([gGmMkKbB]?)[iI]?[bB]?", str(value).strip())
+    if not m:
+        return None
+    scale = {"g": 1024.0, "m": 1.0, "k": 1 / 1024, "b": 1 / 1024**2}[(m.group(2) or bare).lower()]
+    return max(1, round(float(m.group(1)) * scale))
+
+
 def requirements(task: Task) -> list[str]:
     """pip requirements of the environment: the image's, then the tests', then the solution's; the
     first one to name a package wins (the agent's image decides a version the tests pin differently)."""

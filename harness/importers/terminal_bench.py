@@ -10,7 +10,6 @@ this machine does not reproduce. The tests run with `TEST_DIR=/tests`, as in Ter
 
 from __future__ import annotations
 
-import re
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +17,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, finish, take_solution, take_tests
+from harness.importers.task import Task, finish, memory_mb, take_solution, take_tests
 
 FORMAT = "terminal-bench"
 MARKER = "task.yaml"
@@ -96,9 +95,9 @@ def _compose(task: Task) -> None:
             task.notes.append(f"compose cpus {cpus!r} not understood")
     memory = service.get("mem_limit", limits.get("memory"))
     if memory is not None:
-        m = re.fullmatch(r"(\d+)\s*([gGmM])?[bB]?", str(memory))
-        if m:
-            task.memory_mb = int(m.group(1)) * (1024 if (m.group(2) or "m").lower() == "g" else 1)
+        task.memory_mb = memory_mb(memory, bare="b")
+        if task.memory_mb is None:
+            task.notes.append(f"compose memory {memory!r} not understood")
 
 
 def read(folder: Path, *, task_id: str) -> Task:

@@ -11,6 +11,7 @@ solution/       the task's solution script(s), kept for provenance (the referenc
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import stat
 from pathlib import Path
@@ -26,11 +27,16 @@ PLACEHOLDER = ".gitkeep"
 RAW_OPEN, RAW_CLOSE = "{% raw %}", "{% endraw %}"
 
 
+ENDRAW = re.compile(r"\{%[-+]?\s*endraw\s*[-+]?%\}")
+"""What ends a raw block in Jinja's lexer, whitespace control and spacing included (`{%- endraw %}`)."""
+
+
 def escape_template(text: str) -> str:
-    """The text as a Jinja template that renders to itself."""
+    """The text as a Jinja template that renders to itself: one raw block, and whatever would end
+    it early printed by an expression between two."""
     if not any(mark in text for mark in ("{{", "{%", "{#")):
         return text
-    inner = text.replace(RAW_CLOSE, RAW_CLOSE + "{{ '" + RAW_CLOSE + "' }}" + RAW_OPEN)
+    inner = ENDRAW.sub(lambda m: RAW_CLOSE + "{{ " + repr(m.group(0)) + " }}" + RAW_OPEN, text)
     return RAW_OPEN + inner + RAW_CLOSE
 
 

@@ -8,6 +8,8 @@ dataset runs are in `nox -s import-datasets`.
 from __future__ import annotations
 
 import json
+import shutil
+import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
@@ -15,7 +17,7 @@ import pytest
 from import_util import VERSION, prebuild, require_sandbox
 
 from compiler.contract import Environment
-from tests.helpers import assay
+from tests.helpers import ROOT, assay
 
 pytestmark = [pytest.mark.isolation, pytest.mark.slow]
 
@@ -30,14 +32,40 @@ def _grades(project: Path, matrix: str, scenario: str) -> dict[str, dict]:
     return out
 
 
+def _commit(folder: Path) -> str:
+    """Make the dataset folder a git checkout of one commit; return its hash."""
+    git = ["git", "-C", str(folder), "-c", "user.name=t", "-c", "user.email=t@t.invalid"]
+    for args in (["init", "-q"], ["add", "-A"], ["commit", "-q", "-m", "dataset"]):
+        subprocess.run([*git, *args], check=True, capture_output=True, timeout=60)
+    done = subprocess.run([*git, "rev-parse", "HEAD"], check=True, capture_output=True, text=True, timeout=60)
+    return done.stdout.strip()
+
+
+def _negative(folder: Path, name: str, rel: str, text: str, test: str) -> None:
+    """Give an imported scenario one negative (an overlay of `rel`) naming one test of its pytest check."""
+    overlay = folder / "negatives" / name / rel
+    overlay.parent.mkdir(parents=True, exist_ok=True)
+    overlay.write_text(text, encoding="utf-8")
+    spec = folder / "scenario.yaml"
+    kept = spec.read_text(encoding="utf-8").split("\nnegatives:")[0].rstrip("\n")
+    spec.write_text(
+        f"{kept}\nnegatives:\n  {name}: {{ fails: ['tests::test_outputs.py::{test}'] }}\n", encoding="utf-8"
+    )
+
+
 def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -> None:
     require_sandbox()
     prebuild(project, Environment(python=VERSION, pip=("pytest",)))
     prebuild(project, Environment(python=VERSION, pip=("pytest",), apt=("coreutils",)))
     mine = (project / "specs" / "matrices" / "mine.yaml").read_bytes()
-    done = assay("--project", project, "import", "terminal-bench", dataset("terminal-bench"), "--name", "tb")
+    source = dataset("terminal-bench")
+    commit = _commit(source)
+    done = assay("--project", project, "import", "terminal-bench", source, "--name", "tb")
     assert done.returncode == 0, done.stderr
     report = json.loads((project / "imports" / "tb.json").read_text())
+    # The dataset's provenance: all of its commit, where in the repository, no hand edits.
+    assert (report["commit"], report["repo_path"], report["local_changes"]) == (commit, "", [])
+    assert f"at {commit}" in (project / "scenarios" / "tb-csv-summary" / "scenario.yaml").read_text()
     assert report["imported"] == [
         "tb-csv-summary",
         "tb-fills-gaps",
@@ -79,7 +107,18 @@ def test_terminal_bench_dataset(project: Path, dataset: Callable[[str], Path]) -
     ]
     assert (generated / "reference" / "total.txt").read_text() == "55\n"
     assert (project / "specs" / "matrices" / "mine.yaml").read_bytes() == mine  # never edited
-    assert assay("--project", project, "validate", "--scenario", "tb-csv-summary").returncode == 0
+    # A negative of an imported scenario names the one test it must fail, by its id.
+    _negative(folder, "wrong-totals", "out/summary.txt", "north: 12\n", "test_summary_totals")
+    checked = assay("--project", project, "validate", "--scenario", "tb-csv-summary")
+    assert checked.returncode == 0, checked.stdout + checked.stderr
+    _negative(folder, "wrong-totals", "out/summary.txt", "north: 12\n", "test_greeting")
+    checked = assay("--project", project, "validate", "--scenario", "tb-csv-summary")
+    assert checked.returncode == 1
+    assert (
+        "tb-csv-summary [negative wrong-totals] check tests::test_outputs.py::test_summary_totals: fails,"
+        " but the negative does not name it" in checked.stdout
+    )
+    _negative(folder, "wrong-totals", "out/summary.txt", "north: 12\n", "test_summary_totals")
     assert assay("--project", project, "compile").returncode == 0
     job = json.loads((project / "generated" / "jobs" / "tb" / "tb-csv-summary.json").read_text())
     assert "`{{region}}: {{total}}`" in job["scenario"]["prompt"]  # Jinja syntax escaped, rendered back
@@ -121,9 +160,18 @@ def test_harbor_task(project: Path, dataset: Callable[[str], Path]) -> None:
     require_sandbox()
     prebuild(project, Environment(python=VERSION, pip=("pytest",)))
     task = dataset("harbor") / "word-count"
+    commit = _commit(task.parent)
+    (task / "instruction.md").write_text((task / "instruction.md").read_text() + "Use Python.\n")  # an edit
     done = assay("--project", project, "import", "harbor", task)
     assert done.returncode == 0, done.stderr
-    assert json.loads((project / "imports" / "word-count.json").read_text())["imported"] == ["word-count"]
+    report = json.loads((project / "imports" / "word-count.json").read_text())
+    assert report["imported"] == ["word-count"]
+    assert (report["commit"], report["repo_path"]) == (commit, "word-count")
+    assert report["local_changes"] == ["modified word-count/instruction.md"]
+    assert (
+        "**with local changes** (1, `git status`): `modified word-count/instruction.md`."
+        in (project / "imports" / "word-count.md").read_text()
+    )
     assert assay("--project", project, "compile").returncode == 0
     assert assay("--project", project, "matrix", "word-count").returncode == 0
     grades = _grades(project, "word-count", "word-count")
@@ -132,3 +180,49 @@ def test_harbor_task(project: Path, dataset: Callable[[str], Path]) -> None:
         "test_wc.py::test_count_words",
         "test_wc.py::test_counts_file",
     ]
+
+
+EXAMPLE = ("specs", "scenarios", "tools", "agents", "guides", "wiki")
+"""The example project's folders (what `nox -s import-datasets` copies)."""
+
+
+def _matrices(project: Path) -> dict[str, object]:
+    compiled = assay("--project", project, "compile")
+    assert compiled.returncode == 0, compiled.stderr
+    return dict(json.loads((project / "generated" / "manifest.json").read_text())["matrices"])
+
+
+def test_an_import_into_the_example_project_leaves_its_matrices_alone(
+    tmp_path: Path, dataset: Callable[[str], Path]
+) -> None:
+    """The import's matrix is its own (oracle and no-op, the control cell); `default`, `demo` and
+    every other spec of the project select and say exactly what they did before."""
+    require_sandbox()
+    project = tmp_path / "example"
+    for folder in EXAMPLE:
+        if (ROOT / folder).is_dir():
+            shutil.copytree(ROOT / folder, project / folder, symlinks=True)
+    prebuild(project, Environment(python=VERSION, pip=("pytest",)))
+    specs = {p: p.read_bytes() for p in sorted((project / "specs").rglob("*")) if p.is_file()}
+    before = _matrices(project)
+    done = assay("--project", project, "import", "harbor", dataset("harbor"), "--name", "wc")
+    assert done.returncode == 0, done.stderr
+    after = _matrices(project)
+    assert {k: v for k, v in after.items() if k != "wc"} == before
+    assert {p: p.read_bytes() for p in specs} == specs
+    assert sorted(p for p in (project / "specs").rglob("*") if p.is_file() and p not in specs) == [
+        project / "specs" / "matrices" / "wc.yaml"
+    ]
+    wc = after["wc"]
+    assert isinstance(wc, dict)
+    control = next(
+        line.split(":", 1)[1].strip()
+        for line in (project / "specs" / "project.yaml").read_text().splitlines()
+        if line.startswith("control:")
+    )
+    assert (wc["scenarios"], wc["agents"], wc["cells"], wc["jobs"]) == (
+        ["wc-word-count"],
+        ["oracle", "noop"],
+        [control],
+        2,
+    )

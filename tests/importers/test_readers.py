@@ -5,6 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from compiler.render import render
 from harness.importers import dockerfile, harbor, terminal_bench
 from harness.importers.scripts import read_solution, read_tests
 from harness.importers.shellsteps import split_commands
@@ -271,6 +272,17 @@ def test_scenario_doc_and_escaped_prompt() -> None:
     assert escape_template("plain") == "plain"
 
 
+def test_escaped_prompts_render_to_themselves() -> None:
+    """Whatever the instruction holds: Jinja of its own, raw blocks with whitespace control."""
+    for text in (
+        "Write `{{region}}: {{total}}` lines.\n",
+        "Fix the template:\n{% raw %}{{ x }}{%- endraw %}\n{%endraw%} and {%+ endraw -%}\n",
+        "{# a comment #} {% if x %}y{% endif %} {{ 'quoted' }} \\n\n",
+        "no syntax at all, only { braces } and %\n",
+    ):
+        assert render(escape_template(text), {}) == text, text
+
+
 def test_a_multi_step_harbor_task_is_listed_and_refused(tmp_path: Path) -> None:
     """Its instructions live under steps/: it is listed with its reason, never passed over."""
     task = tmp_path / "tasks" / "steps-task"
@@ -282,3 +294,101 @@ def test_a_multi_step_harbor_task_is_listed_and_refused(tmp_path: Path) -> None:
     assert harbor.read(task, task_id="s").refusals[0] == (
         "a multi-step task (steps/): one instruction per scenario is imported"
     )
+
+
+TB_SERVICE = """\
+services:
+  client:
+    build: { dockerfile: Dockerfile }
+    image: ${T_BENCH_TASK_DOCKER_CLIENT_IMAGE_NAME}
+    environment:
+      - TEST_DIR=${T_BENCH_TEST_DIR}
+      - MODE=strict
+      - LOGS=${T_BENCH_CONTAINER_LOGS_PATH}
+"""
+
+
+def _tb_task(tmp_path: Path, compose: str) -> terminal_bench.Task:
+    task = tmp_path / "task"
+    shutil.copytree(TB / "csv-summary", task)
+    (task / "docker-compose.yaml").write_text(compose)
+    return terminal_bench.read(task, task_id="t")
+
+
+def test_terminal_bench_compose_gives_env_and_limits(tmp_path: Path) -> None:
+    task = _tb_task(tmp_path, TB_SERVICE + "    cpus: '1.5'\n    mem_limit: 1g\n")
+    assert task.refusals == []
+    assert (task.cpus, task.memory_mb) == (1.5, 1024)
+    assert task.env["MODE"] == "strict" and task.env["TEST_DIR"] == "/tests"
+    assert "LOGS" not in task.env  # Terminal-Bench's own plumbing, not the task's
+    deployed = TB_SERVICE + "    deploy: { resources: { limits: { cpus: '2', memory: 536870912 } } }\n"
+    assert (_tb_task(tmp_path / "b", deployed).memory_mb, _tb_task(tmp_path / "c", deployed).cpus) == (
+        512,
+        2.0,
+    )
+
+
+def test_terminal_bench_environments_not_reproduced_here_are_refused(tmp_path: Path) -> None:
+    """A GPU, an image built elsewhere: refused with the reason, never imported broken."""
+    gpu = TB_SERVICE + (
+        "    deploy:\n      resources:\n        reservations:\n"
+        "          devices: [{ driver: nvidia, count: 1, capabilities: [gpu] }]\n"
+    )
+    cases = {
+        gpu: "the task asks for a GPU",
+        TB_SERVICE + "    runtime: nvidia\n": "the task asks for a GPU",
+        "services:\n  client:\n    image: acme/prebuilt:1\n": (
+            "the task container is the image 'acme/prebuilt:1', built elsewhere"
+        ),
+    }
+    for i, (compose, reason) in enumerate(cases.items()):
+        assert _tb_task(tmp_path / str(i), compose).refusals == [reason], compose
+
+
+def _harbor_task(tmp_path: Path, toml_extra: str = "", *, drop: tuple[str, ...] = ()) -> harbor.Task:
+    task = tmp_path / "task"
+    shutil.copytree(FIXTURES / "harbor" / "word-count", task)
+    for rel in drop:
+        (task / rel).unlink()
+    toml = (task / "task.toml").read_text()
+    (task / "task.toml").write_text(toml + toml_extra)
+    return harbor.read(task, task_id="h")
+
+
+def test_harbor_env_memory_spelling_and_workdir(tmp_path: Path) -> None:
+    base = (FIXTURES / "harbor" / "word-count" / "task.toml").read_text()
+    task = tmp_path / "task"
+    shutil.copytree(FIXTURES / "harbor" / "word-count", task)
+    (task / "task.toml").write_text(
+        base.replace("memory_mb = 2048", 'memory = "4G"\nworkdir = "/srv/work"')
+        + '\n[environment.env]\nLANG_MODE = "plain"\n\n[verifier.env]\nSTRICT = "1"\n'
+    )
+    read = harbor.read(task, task_id="h")
+    assert read.refusals == []
+    assert (read.memory_mb, read.workdir) == (4096, "/srv/work")
+    assert read.env == {"LANG_MODE": "plain", "TEST_DIR": "/tests"} and read.check_env == {"STRICT": "1"}
+
+
+def test_harbor_environments_not_reproduced_here_are_refused(tmp_path: Path) -> None:
+    two = "services:\n  main: { build: . }\n  db: { image: postgres }\n"
+    (tmp_path / "c").mkdir()
+    compose = _harbor_task(tmp_path / "c")
+    (compose.context / "docker-compose.yaml").write_text(two)
+    cases = {
+        "gpus": (_harbor_task(tmp_path / "g", "gpus = 1\n"), "the task asks for 1 GPU(s)"),
+        "image": (
+            _harbor_task(tmp_path / "i", 'docker_image = "acme/task:1"\n', drop=("environment/Dockerfile",)),
+            "a custom base image (acme/task:1): nothing here provides it",
+        ),
+        "compose": (
+            harbor.read(compose.root, task_id="h"),
+            "extra compose services (db, main): the task needs more than one container",
+        ),
+        "host variable": (
+            _harbor_task(tmp_path / "v", '\n[environment.env]\nKEY = "${API_KEY}"\n'),
+            "environment variable KEY comes from the host (${API_KEY}); the sandbox never passes host"
+            " variables in",
+        ),
+    }
+    for name, (task, reason) in cases.items():
+        assert task.refusals[:1] == [reason], name
