@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 import signal
+import threading
 import time
 from pathlib import Path
 
@@ -37,11 +38,23 @@ def _agents_started(runs: Path, n: int) -> bool:
 
 def test_the_pool_is_used_only_where_it_can_help(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv("ASSAY_LOCAL_PROCESSES", "2")
-    assert procs.usable(parallel=4, tasks=10) == 2
-    assert procs.usable(parallel=1, tasks=10) == 0  # one slot: nothing to spread
-    assert procs.usable(parallel=4, tasks=1) == 0  # one trial: a fork would only cost
+    assert procs.planned(parallel=4, tasks=10) == 2
+    assert procs.planned(parallel=1, tasks=10) == 0  # one slot: nothing to spread
+    assert procs.planned(parallel=4, tasks=1) == 0  # one trial: a fork would only cost
     monkeypatch.setenv("ASSAY_LOCAL_PROCESSES", "0")
-    assert procs.usable(parallel=4, tasks=10) == 0
+    assert procs.planned(parallel=4, tasks=10) == 0
+
+
+def test_never_forked_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("ASSAY_LOCAL_PROCESSES", "2")
+    stop = threading.Event()
+    other = threading.Thread(target=stop.wait)
+    other.start()
+    try:
+        assert procs.usable(parallel=4, tasks=10) == 0
+    finally:
+        stop.set()
+        other.join()
 
 
 @pytest.mark.slow

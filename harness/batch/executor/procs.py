@@ -45,18 +45,19 @@ CANCEL = "cancel"
 
 
 def usable(parallel: int, tasks: int) -> int:
-    """How many worker processes a batch gets (0: run it in this process's threads).
+    """How many worker processes a batch gets (0: run it in this process's threads): `planned`,
+    unless another thread runs here (a fork could copy a lock that thread holds, held forever)."""
+    width = planned(parallel, tasks)
+    return width if width and threading.active_count() == 1 else 0
 
-    One per core the runner may use, at most one per slot and per task; `ASSAY_LOCAL_PROCESSES=N`
-    sets the number (0: threads only). Never when another thread runs here: a fork could copy a
-    lock that thread holds, held forever."""
+
+def planned(parallel: int, tasks: int) -> int:
+    """One worker per core the runner may use, at most one per slot and per task, none below two;
+    `ASSAY_LOCAL_PROCESSES=N` sets the number of cores to count (0: threads only)."""
     chosen = os.environ.get("ASSAY_LOCAL_PROCESSES", "").strip()
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count() or 1
-    wanted = int(chosen) if chosen.isdigit() else cores
-    width = min(wanted, parallel, tasks)
-    if width < 2 or not hasattr(os, "fork") or threading.active_count() != 1:
-        return 0
-    return width
+    width = min(int(chosen) if chosen.isdigit() else cores, parallel, tasks)
+    return width if width >= 2 and hasattr(os, "fork") else 0
 
 
 @dataclass
@@ -295,4 +296,4 @@ def _serve(
         os.close(say)
 
 
-__all__ = ["run", "usable"]
+__all__ = ["planned", "run", "usable"]
