@@ -51,15 +51,29 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, one subparser per available command."""
+def _named(argv: Sequence[str]) -> str | None:
+    """The command argv names, when it names one of COMMANDS before anything else positional."""
+    words = iter(argv)
+    for word in words:
+        if word in ("-h", "--help"):
+            return None
+        if word == "--project":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word if word in COMMANDS else None
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser, one subparser per available command (`only`: that command's alone, so
+    a run imports no other command's module)."""
     parser = argparse.ArgumentParser(
         prog="assay",
         description="Measure whether a tool makes a coding agent finish realistic work correctly more often.",
     )
     parser.add_argument("--project", default=".", help="project root (the folder holding specs/); default: .")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in (only,) if only else COMMANDS:
         module = _load(name)
         if module is None:
             continue
@@ -97,8 +111,9 @@ def _say(text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = sys.argv[1:] if argv is None else list(argv)
+    parser = build_parser(_named(words))
+    args = parser.parse_args(words)
     try:
         with _stop_signals():
             code: int = args._execute(args)

@@ -20,6 +20,7 @@ import hashlib
 import json
 import os
 import sqlite3
+import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -55,6 +56,16 @@ def _insert(table: str) -> str:
 
 def _write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
     con.execute("BEGIN IMMEDIATE")
+    try:
+        _write_rows(con, rows, gone)
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")  # a connection kept open must not stay inside a failed transaction
+        raise
+    con.execute("COMMIT")
+
+
+def _write_rows(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
     for table in (*TABLES, "facts"):
         con.executemany(f"DELETE FROM {table} WHERE dir = ?", [(d,) for d in gone])
     for table in TABLES:
@@ -66,7 +77,6 @@ def _write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
         [(d,) for d in (*gone, *(r.dir for r in rows))],
     )
     con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
-    con.execute("COMMIT")
 
 
 @dataclass(frozen=True)
@@ -82,8 +92,12 @@ class SyncStats:
     seconds: float
 
 
-def _connect(path: Path | str) -> sqlite3.Connection:
-    con = sqlite3.connect(str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+def _connect(path: Path | str, *, shared: bool = False) -> sqlite3.Connection:
+    """A connection in autocommit mode (transactions are explicit); `shared`: used from several
+    threads, one at a time (the caller holds a lock)."""
+    con = sqlite3.connect(
+        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=not shared
+    )
     con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
     if str(path) != ":memory:":
         con.execute("PRAGMA journal_mode=WAL")
@@ -350,6 +364,39 @@ def _discard(path: Path) -> None:
         Path(str(path) + suffix).unlink(missing_ok=True)
 
 
+class _Writer:
+    """One open connection to an index, kept for the process's later `record` calls: opening and
+    closing a WAL database per run costs a checkpoint (fsyncs) each time."""
+
+    def __init__(self, path: Path, ident: tuple[int, int, int]) -> None:
+        self.con = _connect(path, shared=True)
+        self.ident = ident
+        self.lock = threading.Lock()
+
+
+_WRITERS: dict[str, _Writer] = {}
+_WRITERS_LOCK = threading.Lock()
+
+
+def _writer(path: Path) -> _Writer | None:
+    """The process's connection to the index at path, opened anew when the file was replaced (a
+    rebuild, a removal) or the process forked; None when there is no index file."""
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        return None
+    ident = (os.getpid(), st.st_dev, st.st_ino)
+    with _WRITERS_LOCK:
+        held = _WRITERS.get(str(path))
+        if held is not None and held.ident != ident:
+            if held.ident[0] == ident[0]:
+                held.con.close()
+            held = None  # a forked child never touches its parent's connection
+        if held is None:
+            held = _WRITERS[str(path)] = _Writer(path, ident)
+        return held
+
+
 def record(run_dir: Path) -> int:
     """Write run_dir's row into every index above it (after its grade.json changed); how many.
 
@@ -370,13 +417,13 @@ def record(run_dir: Path) -> int:
         if row is None:
             return written
         try:
-            con = _connect(path)
-            try:
-                if _layout(con) == LAYOUT:
-                    _write(con, [row], [])
+            writer = _writer(path)
+            if writer is None:
+                continue
+            with writer.lock:
+                if _layout(writer.con) == LAYOUT:
+                    _write(writer.con, [row], [])
                     written += 1
-            finally:
-                con.close()
         except sqlite3.Error:
             continue
     return written

@@ -13,7 +13,7 @@ import sys
 import threading
 import time
 from collections import Counter
-from collections.abc import Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
@@ -134,6 +134,10 @@ class Progress:
     def __call__(self, outcome: TrialOutcome) -> None:
         with self.lock:
             self.counts[outcome.status] += 1
+            if outcome.status in ("error", IO_ERROR) and outcome.detail:
+                # why, once per trial: a run that failed before its run.json has no other record of it
+                why = outcome.detail.strip().splitlines()[-1][:300]
+                say(self.stream, f"assay: {outcome.job_id}: {outcome.status}: {why}")
             say(self.stream, self.line(), final=sum(self.counts.values()) == self.total)
 
 
@@ -163,8 +167,12 @@ def execute(
     stream: TextIO | None = None,
     fail_fast: bool = False,
     options: Mapping[str, Any] | None = None,
+    on_finished: Callable[[TrialOutcome], None] | None = None,
 ) -> list[TrialOutcome]:
     """Run the tasks with the named executor, printing progress; re-raises KeyboardInterrupt.
+
+    `on_finished` makes a finished run's derived files (its page) where the run directory is,
+    before the progress line counts it (see `Executor.run`).
 
     With fail_fast the first failed or errored trial stops the batch: running trials are
     recorded as interrupted, trials not started are skipped (both rerun on resume).
@@ -182,13 +190,15 @@ def execute(
     regrade = [t for t in tasks if t.grade_only]
     run = [t for t in tasks if not t.grade_only]
     outcomes = (
-        select_executor("local").run(regrade, parallel=parallel or 1, on_outcome=on_outcome, cancel=cancel)
+        select_executor("local").run(
+            regrade, parallel=parallel or 1, on_outcome=on_outcome, cancel=cancel, on_finished=on_finished
+        )
         if regrade
         else []
     )
     if run and not cancel.is_set():
         outcomes += select_executor(executor, **(options or {})).run(
-            run, parallel=parallel, on_outcome=on_outcome, cancel=cancel
+            run, parallel=parallel, on_outcome=on_outcome, cancel=cancel, on_finished=on_finished
         )
     return outcomes
 

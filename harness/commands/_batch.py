@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -122,17 +123,17 @@ def _check_judges(jobs: list[Job]) -> None:
         raise UsageError(f"{exc}; fix the project's `judges:` before running the matrix") from None
 
 
-def write_pages(outcomes: list[Any]) -> None:
-    """Each finished trial's page (view.html), written where the run landed (local or shipped back)."""
+def write_page(outcome: Any) -> None:
+    """A finished trial's page (view.html), written where the run landed (local or shipped back):
+    by the local pool's worker right after its grade, by a Dask client as each run arrives."""
     from harness.report.viewer import refresh_page
 
-    for outcome in outcomes:
-        run_dir = Path(outcome.run_dir)
-        if outcome.status not in ("skipped", "interrupted") and (run_dir / "run.json").is_file():
-            try:
-                refresh_page(run_dir, force=True)
-            except Exception as exc:  # a page is derived data: `assay view` rewrites it; the matrix is done
-                batch.say(sys.stderr, f"assay: warning: no page for {run_dir}: {type(exc).__name__}: {exc}")
+    run_dir = Path(outcome.run_dir)
+    if outcome.status not in ("skipped", "interrupted") and (run_dir / "run.json").is_file():
+        try:
+            refresh_page(run_dir, force=True)
+        except Exception as exc:  # a page is derived data: `assay view` rewrites it; the matrix goes on
+            batch.say(sys.stderr, f"assay: warning: no page for {run_dir}: {type(exc).__name__}: {exc}")
 
 
 def _warn_unprotected(jobs: list[Job]) -> None:
@@ -239,6 +240,8 @@ class Batch:
             _warn_unprotected(jobs)
             self.warned = True
         fail_fast = args.fail_fast or self.fail_fast
+        importlib.import_module("harness.report.viewer")  # here, once: forked workers share it
+
         for matrix in sorted({j.matrix for j in jobs}):
             index.ensure(self.runs_root / matrix)  # graders record each grade into it from the first trial on
         outcomes = batch.execute(
@@ -247,8 +250,8 @@ class Batch:
             executor=args.executor,
             fail_fast=fail_fast,
             options=self.options,
+            on_finished=write_page,
         )
-        write_pages(outcomes)
         counts = batch.summary(outcomes)
         batch.say(err, "assay: " + ", ".join(f"{k} {v}" for k, v in counts.items()))
         io = [o for o in outcomes if o.status == IO_ERROR]

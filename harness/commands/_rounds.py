@@ -1,5 +1,6 @@
 """A matrix run in rounds (`--until decided`, a matrix budget): `harness.batch.rounds` wired to the
-report's reading of the tree (`report.collect`) and its sequential statistics (`report.sequential`)."""
+report's reading of the tree (`report.collect`) and its sequential statistics (`report.sequential`).
+Those are imported when rounds run: a plain matrix run (which parses these options) never needs them."""
 
 from __future__ import annotations
 
@@ -14,13 +15,12 @@ from harness import batch
 from harness.artifacts.rounds import RoundsRecord, Seen
 from harness.batch import rounds
 from harness.errors import UsageError
-from harness.report import sequential
-from harness.report.collect import Unreadable, collect
-from harness.report.spend import terminal_lines
 
 
 def observe(root: Path, project: Path) -> list[Seen]:
     """Every finished run under a matrix's runs root, as the schedule looks at it."""
+    from harness.report.collect import Unreadable, collect
+
     if not root.is_dir():
         return []
     return [
@@ -110,6 +110,9 @@ def run_in_rounds(
     err: TextIO | None,
 ) -> RoundsRecord:
     """Run one matrix's jobs in rounds; progress and the outcome on `err`."""
+    from harness.report import sequential
+    from harness.report.spend import terminal_lines
+
     matrices = {j.matrix for j in jobs}
     if len(matrices) != 1:
         raise UsageError(

@@ -8,7 +8,7 @@ from pathlib import Path
 from plotly.offline import get_plotlyjs
 
 from harness.report.charts import figure_div, heatmap_figure, tokens_figure, uplift_figure
-from harness.report.render_md import context, environment
+from harness.report.render_md import context, template
 from harness.report.runlist import RUN_LINKS_CAP, RunList
 from harness.report.summary import Summary
 
@@ -32,4 +32,4 @@ def render_html(summary: Summary, *, links_from: Path | None = None, runs: RunLi
         run_counts=runs.counts,
         cap=RUN_LINKS_CAP,
     )
-    return environment(html=True).get_template("report.html.j2").render(ctx)
+    return template("report.html.j2", html=True).render(ctx)

@@ -21,7 +21,7 @@ from typing import Any
 from harness.artifacts import index, names, readers
 from harness.artifacts.records import RunRecord
 from harness.artifacts.store import write_atomic
-from harness.report.render_md import environment
+from harness.report.render_md import template
 from harness.report.view_model import (
     Block,
     diff_lines,
@@ -172,13 +172,13 @@ def _verdict(run: RunRecord | None, grade: Any) -> tuple[str, str]:
 
 def render_page(run_dir: Path) -> str:
     """The page of one run, as HTML text."""
-    return environment(html=True).get_template("view.html.j2").render(page_context(run_dir))
+    return template("view.html.j2", html=True).render(page_context(run_dir))
 
 
 def write_page(run_dir: Path) -> Path:
     """Write `view.html` into the run directory (atomically) and refresh the run's index rows."""
     path = run_dir / names.VIEW_FILE
-    write_atomic(path, render_page(run_dir))
+    write_atomic(path, render_page(run_dir), durable=False)  # derived: rewritten from the records
     index.record(run_dir)
     return path
 

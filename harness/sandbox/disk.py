@@ -37,6 +37,7 @@ from pathlib import Path
 
 from harness.artifacts.names import DISK_DIR
 from harness.sandbox import fdtree
+from harness.sandbox.identity import owner_pid
 
 SOURCE = "assay-disk"
 """Prefix of every mount's source name (`assay-disk-p<pid>`, as /proc/self/mountinfo shows it)."""
@@ -84,7 +85,7 @@ def _umount(target: Path | bytes) -> bool:
 
 
 def _source() -> str:
-    return f"{SOURCE}-p{os.getpid()}"
+    return f"{SOURCE}-p{owner_pid()}"
 
 
 def _unescape(field_: str) -> bytes:

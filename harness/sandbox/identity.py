@@ -64,6 +64,23 @@ def sandbox_ids() -> SandboxIds:
     return SandboxIds(entry.pw_uid, entry.pw_gid, f"user {SANDBOX_USER}")
 
 
+_OWNER: list[int] = []
+"""The runner that forked this process as a worker (`harness.batch.executor.procs`), once adopted."""
+
+
+def owner_pid() -> int:
+    """The runner process that owns the mounts and cgroups this process makes: they are named after
+    it, and a later runner sweeps what a runner no longer alive left. That is this process, or in a
+    worker the runner that forked it (a worker that dies with its runner may linger a moment as a
+    zombie, which would keep what it made from ever looking abandoned)."""
+    return _OWNER[0] if _OWNER else os.getpid()
+
+
+def adopt(runner: int) -> None:
+    """In a worker the runner forked: what this process makes belongs to `runner`."""
+    _OWNER[:] = [runner]
+
+
 def passwd_lines(ids: SandboxIds, passwd: str, group: str) -> tuple[str, str]:
     """`passwd` and `group` with an entry for the sandbox's ids added where the host has none
     (tools that look up the current user — git, ssh, `id -un` — then find a name)."""

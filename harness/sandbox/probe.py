@@ -15,11 +15,12 @@ without site and with only `_socket`: it is a Python start in every trial, and l
 
 from __future__ import annotations
 
-import http.server
+import contextlib
 import os
 import secrets
 import selectors
 import shlex
+import socket
 import sys
 import threading
 from types import TracebackType
@@ -108,51 +109,57 @@ exit 2
 exported functions out; the Python probe runs where the sandbox has no /bin/bash."""
 
 
+REPLY_LIMIT = 65536
+"""Bytes of a request the listener reads before it answers (a request line and a few headers)."""
+
+
 class LoopbackProbe:
-    """An HTTP listener on 127.0.0.1:<free port> answering one secret token; counts connections."""
+    """A listener on 127.0.0.1:<free port> answering one secret token over HTTP; counts connections.
+
+    Every probe of the process is served by one thread (`_Hub`): a listener per trial costs a
+    socket, not a thread and a server."""
 
     def __init__(self) -> None:
         self.token = "assay-probe-" + secrets.token_hex(8)
-        self.connections = 0
+        self._count = 0
         self._lock = threading.Lock()
-        probe = self
+        self._socket = socket.create_server(("127.0.0.1", 0))
+        self._socket.setblocking(False)
+        self._open = True
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            def do_GET(self) -> None:
-                body = probe.token.encode()
-                self.send_response(200)
-                self.send_header("Content-Length", str(len(body)))
-                self.end_headers()
-                self.wfile.write(body)
+    @property
+    def connections(self) -> int:
+        """Connections that reached the listener so far, those still waiting to be accepted too."""
+        self.accept()
+        return self._count
 
-            def log_message(self, format: str, *args: object) -> None:
-                pass
+    def accept(self) -> list[socket.socket]:
+        """Take every connection waiting on the listener, counted (the hub answers them)."""
+        taken: list[socket.socket] = []
+        with self._lock:
+            while self._open:
+                try:
+                    conn, _addr = self._socket.accept()
+                except (BlockingIOError, InterruptedError):
+                    break
+                except OSError:
+                    break
+                self._count += 1
+                conn.setblocking(False)
+                taken.append(conn)
+        if taken:
+            _HUB.answer(self, taken)
+        return taken
 
-        class Server(http.server.ThreadingHTTPServer):
-            daemon_threads = True
-
-            def verify_request(self, request: object, client_address: object) -> bool:
-                with probe._lock:
-                    probe.connections += 1
-                return True
-
-        self._server = Server(("127.0.0.1", 0), Handler)
-        self._wake = os.pipe()
-        self._thread = threading.Thread(target=self._serve, daemon=True, name="assay-probe")
-
-    def _serve(self) -> None:
-        """Answer connections until `close()` writes to the wake pipe. (`serve_forever` looks for a
-        shutdown only every 0.5 s: `close()` waited up to that long, a quarter second per trial.)"""
-        with selectors.DefaultSelector() as waiter:
-            waiter.register(self._server, selectors.EVENT_READ)
-            waiter.register(self._wake[0], selectors.EVENT_READ)
-            while all(key.fileobj is self._server for key, _ in waiter.select()):
-                self._server.handle_request()  # a connection is waiting: accepted at once
+    def reply(self) -> bytes:
+        body = self.token.encode()
+        head = f"HTTP/1.0 200 OK\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n"
+        return head.encode() + body
 
     @property
     def url(self) -> str:
         """Where the listener is, on the host's loopback."""
-        return f"http://127.0.0.1:{self._server.server_address[1]}/"
+        return f"http://127.0.0.1:{self._socket.getsockname()[1]}/"
 
     def command(self) -> str:
         """The shell command a sandbox runs to try the listener."""
@@ -164,21 +171,21 @@ class LoopbackProbe:
         return f"if [ -x /bin/bash ]; then {bash}; else {python}; fi"
 
     def start(self) -> LoopbackProbe:
-        """Start listening (in a daemon thread); returns self."""
-        self._thread.start()
+        """Start answering (on the process's probe thread); returns self."""
+        _HUB.add(self)
         return self
 
     def close(self) -> None:
         """Stop listening and free the port (at once; idempotent)."""
-        if self._wake[1] < 0:
-            return
-        os.write(self._wake[1], b"x")
-        if self._thread.is_alive():
-            self._thread.join()
-        self._server.server_close()
-        for fd in self._wake:
-            os.close(fd)
-        self._wake = (-1, -1)
+        with self._lock:
+            if not self._open:
+                return
+            self._open = False
+        _HUB.remove(self)
+        self._socket.close()
+
+    def fileno(self) -> int:
+        return self._socket.fileno()
 
     def __enter__(self) -> LoopbackProbe:
         return self.start()
@@ -187,3 +194,113 @@ class LoopbackProbe:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class _Hub:
+    """The one thread that answers every listening probe of this process (started on first use,
+    again in a forked child, whose parent's thread did not come along)."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._pid = -1
+        self._selector: selectors.BaseSelector | None = None
+        self._wake: tuple[int, int] = (-1, -1)
+        self._pending: list[tuple[str, object]] = []
+
+    def _running(self) -> None:
+        if self._pid == os.getpid():
+            return
+        self._pid = os.getpid()
+        self._selector = selectors.DefaultSelector()
+        self._wake = os.pipe()
+        os.set_blocking(self._wake[0], False)
+        os.set_blocking(self._wake[1], False)
+        self._selector.register(self._wake[0], selectors.EVENT_READ, None)
+        self._pending = []
+        threading.Thread(target=self._serve, args=(self._selector,), daemon=True, name="assay-probe").start()
+
+    def _ask(self, what: str, item: object) -> None:
+        with self._lock:
+            self._running()
+            self._pending.append((what, item))
+            with contextlib.suppress(BlockingIOError):
+                os.write(self._wake[1], b"x")
+
+    def add(self, probe: LoopbackProbe) -> None:
+        self._ask("add", probe)
+
+    def remove(self, probe: LoopbackProbe) -> None:
+        self._ask("remove", probe)
+
+    def answer(self, probe: LoopbackProbe, conns: list[socket.socket]) -> None:
+        for conn in conns:
+            self._ask("conn", (probe, conn))
+
+    def _serve(self, selector: selectors.BaseSelector) -> None:
+        reading: dict[socket.socket, tuple[LoopbackProbe, bytearray]] = {}
+        while True:
+            for key, _ in selector.select():
+                data = key.data
+                if data is None:
+                    with contextlib.suppress(BlockingIOError):
+                        os.read(key.fd, 4096)
+                    with self._lock:
+                        asked, self._pending = self._pending, []
+                    for what, item in asked:
+                        self._apply(selector, reading, what, item)
+                elif isinstance(data, LoopbackProbe):
+                    data.accept()  # counted, and handed back here as "conn"
+                else:
+                    self._read(selector, reading, data)
+
+    def _apply(
+        self,
+        selector: selectors.BaseSelector,
+        reading: dict[socket.socket, tuple[LoopbackProbe, bytearray]],
+        what: str,
+        item: object,
+    ) -> None:
+        if what == "add" and isinstance(item, LoopbackProbe):
+            with contextlib.suppress(ValueError, KeyError, OSError):
+                selector.register(item.fileno(), selectors.EVENT_READ, item)
+        elif what == "remove" and isinstance(item, LoopbackProbe):
+            for key in list(selector.get_map().values()):
+                if key.data is item or (
+                    isinstance(key.data, socket.socket) and reading.get(key.data, (None,))[0] is item
+                ):
+                    selector.unregister(key.fd)
+                    if isinstance(key.data, socket.socket):
+                        reading.pop(key.data, None)
+                        key.data.close()
+        elif what == "conn" and isinstance(item, tuple):
+            probe, conn = item
+            reading[conn] = (probe, bytearray())
+            selector.register(conn, selectors.EVENT_READ, conn)
+
+    def _read(
+        self,
+        selector: selectors.BaseSelector,
+        reading: dict[socket.socket, tuple[LoopbackProbe, bytearray]],
+        conn: socket.socket,
+    ) -> None:
+        probe, seen = reading[conn]
+        try:
+            chunk = conn.recv(4096)
+        except BlockingIOError:
+            return
+        except OSError:
+            chunk = b""
+        seen += chunk
+        if chunk and b"\r\n\r\n" not in seen and len(seen) < REPLY_LIMIT:
+            return  # the request is not all here yet
+        selector.unregister(conn)
+        del reading[conn]
+        if chunk:
+            with contextlib.suppress(OSError):
+                conn.setblocking(True)
+                conn.settimeout(1.0)
+                conn.sendall(probe.reply())
+        conn.close()
+
+
+_HUB = _Hub()

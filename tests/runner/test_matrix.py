@@ -30,10 +30,12 @@ def _write_jobs(folder: Path, agent_cmd: str, n: int = N) -> list[str]:
     return ids
 
 
-def _matrix(project: Path, jobs: Path, runs: Path, *extra: str) -> subprocess.Popen[bytes]:
+def _matrix(
+    project: Path, jobs: Path, runs: Path, *extra: str, env: dict[str, str] | None = None
+) -> subprocess.Popen[bytes]:
     root = Path(__file__).resolve().parents[2]
     argv = matrix_argv(project, "--parallel", "2", *extra, runs=runs, jobs=jobs)
-    env = {**os.environ, "PYTHONPATH": str(root)}
+    env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
     return subprocess.Popen(
         argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default
     )

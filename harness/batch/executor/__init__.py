@@ -35,12 +35,16 @@ class Executor(Protocol):
         parallel: int,
         on_outcome: Callable[[TrialOutcome], None],
         cancel: threading.Event,
+        on_finished: Callable[[TrialOutcome], None] | None = None,
     ) -> list[TrialOutcome]:
         """Run every task (in the given order, up to `parallel` at once); return all outcomes.
 
-        `on_outcome` is called once per trial as soon as it ends, from any thread (it is
-        thread-safe); it may set `cancel` (fail-fast), after which trials not yet started must
-        be skipped (`execute` does that itself when handed the event).
+        `on_outcome` is called once per trial as soon as it ends, in this process, from any
+        thread (it is thread-safe); it may set `cancel` (fail-fast), after which trials not yet
+        started must be skipped (`execute` does that itself when handed the event).
+        `on_finished` (derived files of a finished run, such as its page) is called before it,
+        where the run directory is: in the process that ran the trial, or here once a run has been
+        brought back.
 
         On KeyboardInterrupt: set `cancel`, let running trials record themselves as
         interrupted, drop the pending ones, and re-raise.

@@ -135,11 +135,18 @@ class DaskExecutor:
         parallel: int,
         on_outcome: Callable[[TrialOutcome], None],
         cancel: threading.Event,
+        on_finished: Callable[[TrialOutcome], None] | None = None,
     ) -> list[TrialOutcome]:
         """Run every task on the cluster; see the module docstring for Ctrl-C."""
+
+        def arrived(outcome: TrialOutcome) -> None:
+            if on_finished is not None:
+                on_finished(outcome)  # the run is installed in the local tree by now
+            on_outcome(outcome)
+
         client = connect(self.settings)
         try:
-            return _Run(client, self.settings, self.stats, parallel).run(tasks, on_outcome, cancel)
+            return _Run(client, self.settings, self.stats, parallel).run(tasks, arrived, cancel)
         finally:
             client.close()
 

@@ -1,6 +1,8 @@
-"""The local executor: a thread pool on this machine (`--parallel N`).
+"""The local executor: a thread pool on this machine (`--parallel N`), spread over one forked
+process per core where there is more than one (`harness.batch.executor.procs`).
 
-Threads suffice: a trial spends its time waiting on its agent's processes. Each worker
+A trial spends most of its time waiting on its agent's processes, which threads do well; the
+harness's own Python work of many short trials is what the processes spread. Each worker
 reports its outcome itself, right after its trial and before it takes the next one, so a
 fail-fast stop (the callback sets `cancel`) reaches the very next trial. Ctrl-C sets the
 same event: every running trial kills its agent's whole tree and records itself as
@@ -13,7 +15,8 @@ import threading
 from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
-from harness.batch.executor.task import TrialOutcome, TrialTask, execute
+from harness.batch.executor import procs
+from harness.batch.executor.task import TrialOutcome, TrialTask, execute, warm
 
 
 class LocalExecutor:
@@ -28,9 +31,25 @@ class LocalExecutor:
         parallel: int,
         on_outcome: Callable[[TrialOutcome], None],
         cancel: threading.Event,
+        on_finished: Callable[[TrialOutcome], None] | None = None,
     ) -> list[TrialOutcome]:
+        workers = procs.usable(parallel, len(tasks))
+        if workers:
+            for isolation in sorted({t.job.options.isolation for t in tasks}):
+                warm(isolation)  # probed once here, inherited by every worker
+            return procs.run(
+                tasks,
+                parallel=parallel,
+                workers=workers,
+                on_outcome=on_outcome,
+                cancel=cancel,
+                on_finished=on_finished,
+            )
+
         def one(task: TrialTask) -> TrialOutcome:
             outcome = execute(task, cancel)
+            if on_finished is not None:
+                on_finished(outcome)
             on_outcome(outcome)
             return outcome
 

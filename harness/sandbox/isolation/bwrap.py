@@ -31,11 +31,12 @@ import shlex
 import shutil
 import subprocess
 from pathlib import Path
+from typing import NamedTuple
 
 from harness.sandbox.identity import sandbox_ids
 from harness.sandbox.isolation import seccomp
 from harness.sandbox.isolation.base import SandboxSpec
-from harness.sandbox.isolation.toolchain import Symlink, ViewEntry, below_private_tmp, toolchain
+from harness.sandbox.isolation.toolchain import ReadOnly, Symlink, ViewEntry, below_private_tmp, toolchain
 
 USER_FLAGS = (
     "--unshare-all",
@@ -99,6 +100,25 @@ def _probe() -> str | None:
     if done.returncode != 0:
         return f"bwrap cannot create namespaces here (exit {done.returncode}): {done.stderr.decode(errors='replace').strip()}"
     return None
+
+
+class _View(NamedTuple):
+    """The toolchain view as bwrap arguments: the same for every sandbox of this process."""
+
+    before_tmp: list[str]
+    after_tmp: list[str]
+    """The view's entries below a private tmp folder, bound after its tmpfs."""
+    shown: frozenset[tuple[Path, Path]]
+    """(source, target) of every folder the view binds read-only."""
+
+
+@functools.cache
+def _view() -> _View:
+    view = toolchain()
+    shown = frozenset((e.path, e.target) for e in view if isinstance(e, ReadOnly))
+    before = [a for e in view if not below_private_tmp(e) for a in _view_args(e)]
+    after = [a for e in view if below_private_tmp(e) for a in _view_args(e)]
+    return _View(before, after, shown)
 
 
 def _view_args(entry: ViewEntry) -> list[str]:
@@ -185,17 +205,15 @@ class BwrapIsolation:
             argv = [str(binary), *USER_FLAGS, "--uid", str(uid), "--gid", str(os.getegid())]
             if spec.network:
                 argv.append("--share-net")
-        view = toolchain()
-        for entry in (e for e in view if not below_private_tmp(e)):
-            argv += _view_args(entry)
+        view = _view()
+        argv += view.before_tmp
         # bwrap leaves /proc/sys writable under a new net namespace: read-only, whoever the uid.
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
         argv += ["--perms", "1777", "--tmpfs", "/dev/shm"]
         if spec.limits.tmp_mb is not None:
             argv += ["--size", str(spec.limits.tmp_mb * 1024 * 1024)]
         argv += ["--perms", "1777", "--tmpfs", "/tmp", "--perms", "1777", "--dir", "/var/tmp"]
-        for entry in (e for e in view if below_private_tmp(e)):
-            argv += _view_args(entry)
+        argv += view.after_tmp
         for overlay in spec.overlays:
             argv += [
                 *_parents(overlay.dest),
@@ -207,7 +225,14 @@ class BwrapIsolation:
                 str(overlay.dest),
             ]
         # Mounts in path order so a child mount lands on top of its parent's.
+        covers = [m.dest for m in spec.mounts if m.writable]
         for mount in sorted(spec.mounts, key=lambda m: len(m.dest.parts)):
+            if (
+                not mount.writable
+                and (mount.src, mount.dest) in view.shown
+                and not any(c == mount.dest or c in mount.dest.parents for c in covers)
+            ):
+                continue  # the toolchain view shows it there already: a second bind costs a mount
             flag = "--bind" if mount.writable else "--ro-bind"
             argv += [*_parents(mount.dest), flag, str(mount.src), str(mount.dest)]
         if not any(m.dest == spec.home for m in spec.mounts):  # HOME always exists, even if only inside

@@ -37,6 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox import disk
+from harness.sandbox.identity import owner_pid
 from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
 from harness.sandbox.neutralise import TreeChanged, walk_tree
 
@@ -328,7 +329,7 @@ def confine(
     """
     limits = spec.limits
     # Named after this process too: a later harness removes what a killed one left (_sweep).
-    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-p{os.getpid()}"
+    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-p{owner_pid()}"
     cgroups: dict[str, Path] = {}
     # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
     mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"
