@@ -46,6 +46,17 @@ ODD = {
         "import os\nos.mkdir('app/many')\n"
         "for i in range(5000):\n    open('app/many/f%05d.txt' % i, 'w').write('%d\\n' % i)\n"
     ),
+    "huge-sparse": (  # 8 GB that cost no disk, and a 1,000 MB version of the entry file
+        "import os\nfor i in range(8):\n    with open('app/s%d.bin' % i, 'wb') as f:\n        f.truncate(1000 << 20)\n"
+        "src = open('app/main.py', 'rb').read()\nwith open('app/main.py', 'r+b') as f:\n    f.truncate(1000 << 20)\n"
+        "open('app/main.py', 'wb').write(src)\n"
+    ),
+    "deep-json": (  # records nested too deeply for a JSON parser, beside one good usage row
+        "import os\ndeep = '[' * 100000 + '\\n'\nrun = os.environ['BENCH_RUN_DIR']\n"
+        "open(os.environ['BENCH_USAGE'], 'w').write('{\"t\": 1, \"input\": 7, \"output\": 3}\\n' + deep + '{\"a\":' * 100000)\n"
+        "for name in ('transcript.jsonl', 'agent.json'):\n    open(os.path.join(run, name), 'w').write(deep)\n"
+        "open('answer.json', 'w').write(deep)\n"
+    ),
 }
 """What each agent leaves (a Python script run in the workspace); it edits nothing else."""
 
