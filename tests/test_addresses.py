@@ -38,8 +38,8 @@ HOST_AFTER_COMMAND = re.compile(
     re.I,
 )
 """A network command and the rest of its shell command: every public host name in it counts."""
-HOST_AND_PORT = re.compile(r"""[(\[]\s*["']((?:[\w-]+\.)+[a-z][\w-]*)["']\s*,\s*\d{1,5}\s*[)\]]""", re.I)
-"""A host name and a port as a pair, `("name", 443)`: whatever the name, it is one to connect to."""
+HOST_AND_PORT = re.compile(rf"""[(\[]\s*["']{_PUBLIC_HOST}["']\s*,\s*\d{{1,5}}\s*[)\]]""", re.I)
+"""A public host name and a port as a pair, `("name", 443)`: an address to connect to."""
 USER_AT_HOST = re.compile(rf"(?<![\w.])[\w.-]+@{_PUBLIC_HOST}:(?!\d)", re.I)
 """`user@host:path`, the form of ssh and git remotes."""
 IPV4 = re.compile(r"(?<![\w.])(\d{1,3}(?:\.\d{1,3}){3})(?![\w.])")
@@ -115,7 +115,8 @@ def test_the_patterns_catch_what_they_must() -> None:
     fine = (
         "http://127.0.0.1:9 http://[::1]:8 https://x.invalid/w tcp://scheduler.example:8786 "
         "10.213.4.2 http://host/path self.net.com() '$schema': 'https://json-schema.org/draft/2020-12/schema' "
-        "runs[1::2] E240:: fe80::1:2 curl -o d.csv x ping -c 1 10.213.4.2 ('127.0.0.1', 9) nc h.test 80"
+        "runs[1::2] E240:: fe80::1:2 curl -o d.csv x ping -c 1 10.213.4.2 ('127.0.0.1', 9) nc h.test 80 "
+        "(('a.txt', 1000), ('b.py', 3))"
     )
     assert offending(fine) == []
 
