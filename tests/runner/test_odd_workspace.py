@@ -57,6 +57,9 @@ def test_an_odd_workspace_is_graded_and_its_patch_applies(project: Path, tmp_pat
         assert ws_copy.stat().st_size == 1000 << 20 and ws_copy.stat().st_blocks == 0  # kept sparse
         snapshots = tmp_path / RUN / "snapshots"
         assert sum(f.stat().st_size for f in snapshots.iterdir()) < 1 << 20
+    if case == "odd-elsewhere":  # listed where they were found, never opened
+        trees = record.sandbox_trees
+        assert [(trees[t].odd_count, trees[t].deepest) for t in ("home", "tmp", "state")] == [(2, 3000)] * 3
     if case == "deep-json":  # malformed rows, never a crash: the good row is counted
         assert (record.metrics.input_tokens, record.metrics.output_tokens) == (7, 3)
         assert record.agent_version is None  # agent.json unreadable: no version read from it
