@@ -57,7 +57,7 @@ t0 = time.perf_counter()
 idx, stats = open_index(Path(sys.argv[1])); idx.close()
 t1 = time.perf_counter()
 with opened(Path(sys.argv[1])) as listing:
-    n = len(cached.aggregate(listing, Aggregator, CACHED).runs)
+    n = sum(cached.aggregate(listing, Aggregator, CACHED).runs.counts.values())
 t2 = time.perf_counter()
 print(f"{t1 - t0:.2f} {t2 - t1:.2f} {n}")
 """

@@ -51,15 +51,29 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The full argument parser, one subparser per available command."""
+def requested(argv: Sequence[str]) -> str | None:
+    """The command argv names (after the global options), or None (none, help, or not a command)."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--project":
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+        elif not arg.startswith("--project="):
+            return None  # --help, or an option the parser will refuse with the full usage
+    return None
+
+
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser, one subparser per available command; only: that command's alone (its
+    module is the only one imported: `assay report` does not import the runner)."""
     parser = argparse.ArgumentParser(
         prog="assay",
         description="Measure whether a tool makes a coding agent finish realistic work correctly more often.",
     )
     parser.add_argument("--project", default=".", help="project root (the folder holding specs/); default: .")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
-    for name in COMMANDS:
+    for name in (only,) if only else COMMANDS:
         module = _load(name)
         if module is None:
             continue
@@ -97,7 +111,8 @@ def _say(text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
-    parser = build_parser()
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(requested(argv))
     args = parser.parse_args(argv)
     try:
         with _stop_signals():

@@ -33,7 +33,8 @@ from harness.artifacts.index_rows import (
     Scenarios,
     read_row,
 )
-from harness.artifacts.names import INDEX_FILE, RUN_DIR_FOLDERS, RUN_FILE
+from harness.artifacts.index_scan import known, scan
+from harness.artifacts.names import INDEX_FILE, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
 INDEX_SCHEMA = 2
@@ -159,9 +160,7 @@ class Index:
 
     def known(self) -> dict[str, int]:
         """dir (relative to root) -> the run folder's mtime when its row was written."""
-        where, params = self._where()
-        cut = len(self.prefix)
-        return {d[cut:]: m for d, m in self.con.execute(f"SELECT dir, dir_mtime_ns FROM tree{where}", params)}
+        return known(self.con, self.prefix)
 
     def rows(self, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
         """A table's rows under root in path order, `dir` (always the first column) relative to root."""
@@ -173,15 +172,21 @@ class Index:
         for row in cur:
             yield (row[0][cut:], *row[1:]) if cut else row
 
-    def put_facts(self, facts: list[tuple[str, bytes]]) -> None:
-        """Cache a reader's derived form of runs (dir relative to root, blob); dropped when a run changes."""
+    def put_facts(self, facts: list[tuple[str, bytes]], generation: str | None) -> bool:
+        """Cache a reader's derived form of runs (dir relative to root, blob) unless a row was written
+        since it read generation (the facts may be of the row before); dropped when a run changes."""
         if not facts:
-            return
+            return True
         self.con.execute("BEGIN IMMEDIATE")
-        self.con.executemany(
-            "INSERT OR REPLACE INTO facts VALUES (?, ?)", [(self.prefix + d, blob) for d, blob in facts]
-        )
-        self.con.execute("COMMIT")
+        try:
+            if generation is None or self.generation() != generation:
+                return False
+            self.con.executemany(
+                "INSERT OR REPLACE INTO facts VALUES (?, ?)", [(self.prefix + d, blob) for d, blob in facts]
+            )
+            return True
+        finally:
+            self.con.execute("COMMIT")
 
     def drop_facts(self) -> None:
         """Forget every cached fact and aggregate (their reader's form changed)."""
@@ -238,7 +243,7 @@ class Index:
         known = {} if rebuilt else self.known()
         seen: set[str] = set()
         changed: list[tuple[str, str]] = []
-        for rel, mtime_ns in _scan(str(self.root), known):
+        for rel, mtime_ns in scan(str(self.root), known):
             seen.add(rel)
             if known.get(rel) != mtime_ns:
                 changed.append((rel, os.path.join(str(self.root), rel) if rel else str(self.root)))
@@ -280,42 +285,6 @@ class Index:
             rebuilt=rebuilt,
             seconds=time.perf_counter() - t0,
         )
-
-
-def _scan(root: str, known: dict[str, int]) -> Iterator[tuple[str, int]]:
-    """(run folder relative to root, its mtime_ns) for every run under root.
-
-    A folder the index knows as a run is stat'ed, not listed; any other folder is listed: it holds a
-    run.json (a new run), or its subfolders are searched. A run's own artifact folders and hidden
-    folders are never entered, as in `harness.artifacts.run_tree.find_runs`.
-    """
-    if "" in known or os.path.isfile(os.path.join(root, RUN_FILE)):
-        yield "", os.stat(root).st_mtime_ns
-        return
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        folder = os.path.join(root, rel) if rel else root
-        try:
-            with os.scandir(folder) as entries:
-                subdirs = [
-                    e
-                    for e in entries
-                    if e.is_dir(follow_symlinks=False)
-                    and not e.name.startswith(".")
-                    and e.name not in RUN_DIR_FOLDERS
-                ]
-        except OSError:
-            continue  # vanished or unreadable mid-walk
-        for entry in subdirs:
-            child = f"{rel}/{entry.name}" if rel else entry.name
-            if child in known or os.path.isfile(os.path.join(entry.path, RUN_FILE)):
-                try:
-                    yield child, entry.stat(follow_symlinks=False).st_mtime_ns
-                except OSError:
-                    continue
-            else:
-                stack.append(child)
 
 
 def open_index(root: Path, *, sync: bool = True) -> tuple[Index, SyncStats | None]:

@@ -12,7 +12,7 @@ from compiler.contract import iter_jobs
 from harness.artifacts.records import read_run
 from harness.artifacts.rounds import RoundsRecord, Skipped, Spend, Verdict, write_rounds
 from harness.artifacts.store import write_record
-from harness.report.aggregate import build_summary
+from harness.report.build import build_summary
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.terminal import render_terminal
