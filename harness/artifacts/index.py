@@ -152,11 +152,12 @@ class Index:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _where(self) -> tuple[str, tuple[str, ...]]:
+    def where(self, column: str = "dir") -> tuple[str, tuple[str, ...]]:
+        """The SQL clause (and its parameters) selecting the rows under root, by column."""
         if not self.prefix:
             return "", ()
         # dir >= prefix and dir < prefix + U+10FFFF: the rows under the prefix, by the primary key.
-        return " WHERE dir >= ? AND dir < ?", (self.prefix, self.prefix + "\U0010ffff")
+        return f" WHERE {column} >= ? AND {column} < ?", (self.prefix, self.prefix + "\U0010ffff")
 
     def known(self) -> dict[str, int]:
         """dir (relative to root) -> the run folder's mtime when its row was written."""
@@ -164,7 +165,7 @@ class Index:
 
     def rows(self, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
         """A table's rows under root in path order, `dir` (always the first column) relative to root."""
-        where, params = self._where()
+        where, params = self.where()
         cut = len(self.prefix)
         cur = self.con.execute(
             f"SELECT {', '.join(_q(c) for c in ('dir', *columns))} FROM {table}{where} ORDER BY dir", params
@@ -195,11 +196,9 @@ class Index:
 
     def aggregates(self) -> dict[str, bytes]:
         """block (a folder of runs, `a/b/`, from the index's root) -> a reader's cached aggregate of it."""
-        where, params = self._where()
+        where, params = self.where("block")
         cut = len(self.prefix)
-        found = self.con.execute(
-            f"SELECT block, state FROM aggregates{where.replace('dir', 'block')}", params
-        )
+        found = self.con.execute(f"SELECT block, state FROM aggregates{where}", params)
         return {block[cut:]: state for block, state in found}
 
     def generation(self) -> str | None:

@@ -17,7 +17,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-import harness
 from harness.artifacts.index import LAYOUT, Index, SyncStats, _layout, locate, open_index
 from harness.artifacts.names import RUN_FILE
 
@@ -32,7 +31,7 @@ class Alongside:
     """The check of an index's rows against the run folders, running in a process of its own."""
 
     def __init__(self, path: Path, root: Path, prefix: str) -> None:
-        source = str(Path(harness.__file__).resolve().parents[1])
+        source = str(Path(__file__).resolve().parents[2])  # the folder this assay is imported from
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _CHECK, source, str(path), str(root), prefix],
             stdout=subprocess.PIPE,

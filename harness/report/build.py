@@ -21,7 +21,7 @@ from typing import Protocol, TypeVar
 from harness.report import cached, completeness
 from harness.report.aggregate import CACHED, Aggregator, read_manifest_hints
 from harness.report.collect import collect, partition
-from harness.report.indexed import Listing, opened
+from harness.report.indexed import Listing, finished, opened
 from harness.report.runlist import Report
 from harness.report.summary import Summary
 
@@ -118,17 +118,28 @@ def _collector_paused() -> Iterator[None]:
 
 
 def _through(listing: Listing, root: Path, project: Path | None) -> Report:
-    return _finish(cached.aggregate(listing, Aggregator, CACHED), root, project, regraded=False)
+    agg = cached.aggregate(listing, Aggregator, CACHED)
+    return _finish(agg, root, project, regraded=False, done=lambda: finished(listing))
 
 
-def _finish(agg: Aggregator, root: Path, project: Path | None, *, regraded: bool) -> Report:
+def _finish(
+    agg: Aggregator,
+    root: Path,
+    project: Path | None,
+    *,
+    regraded: bool,
+    done: Callable[[], set[str]] | None = None,
+) -> Report:
     report = agg.report(root, regraded=regraded, hints=read_manifest_hints(project))
-    return Report(with_completeness(report.summary, root, project), report.runs)
+    return Report(with_completeness(report.summary, root, project, done), report.runs)
 
 
-def with_completeness(summary: Summary, root: Path, project: Path | None) -> Summary:
-    """The summary with planned vs done, and a warning first for what is missing."""
-    found = completeness.completeness(root, project)
+def with_completeness(
+    summary: Summary, root: Path, project: Path | None, done: Callable[[], set[str]] | None = None
+) -> Summary:
+    """The summary with planned vs done (the finished runs from done, else from disk), and a warning
+    first for what is missing."""
+    found = completeness.completeness(root, project, done)
     if found is None:
         return summary
     return summary.model_copy(

@@ -164,6 +164,23 @@ def _listed(index: Index) -> list[tuple[str, bool]]:
     return [(rel, listed in files) for rel, files in index.rows("tree", ("files",))]
 
 
+def finished(listing: Listing) -> set[str]:
+    """The runs of listing that are finished as planned vs done counts them: run.json and grade.json
+    read, and the run not interrupted (`harness.report.completeness`)."""
+    index = listing.index
+    where, params = index.where("t.dir")
+    cut = len(index.prefix)
+    listed = json.dumps(GRADE_FILE)
+    found = index.con.execute(
+        "SELECT t.dir, t.files, t.read_error, r.run_interrupted FROM tree t JOIN runs r ON r.dir = t.dir"
+        + where,
+        params,
+    )
+    return {
+        d[cut:] for d, files, error, interrupted in found if listed in files and not error and not interrupted
+    }
+
+
 def _grade(index: Index, todo: list[str], project: Path | None) -> dict[str, str]:
     """Grade the runs named (the grader records them); dir -> why grading failed."""
     grader = load_grader()
