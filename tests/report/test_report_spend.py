@@ -156,3 +156,10 @@ def test_planned_vs_done_through_the_index_is_what_the_records_say(tmp_path: Pat
     assert summary.completeness == completeness(runs / "smoke", project)  # every record read from disk
     assert summary.completeness.done == 0 and summary.completeness.planned == 2
     assert sum(len(c.unfinished) for c in summary.completeness.cells) == 2
+    # On the page: in the evidence, and per cell beside the diagnostics.
+    md, page = render_markdown(summary), render_html(summary)
+    assert "Planned vs done: 0 of 2 planned trials done." in md
+    assert md.index("## Diagnostics") < md.index("### Planned vs done") < md.index("## Conditions")
+    assert "| smoke | `none/none/off` | 1 | 0 | 0 | 1 | 0 |" in md
+    assert page.index('id="diagnostics"') < page.index('id="planned"') < page.index('id="conditions"')
+    assert "; planned vs done: 0/2" in render_terminal(summary)
