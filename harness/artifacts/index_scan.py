@@ -11,6 +11,7 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterator
+from urllib.parse import quote
 
 from harness.artifacts.names import RUN_DIR_FOLDERS, RUN_FILE
 
@@ -85,7 +86,7 @@ def differing(index: str, root: str, prefix: str) -> int:
     """How many run folders under root differ from the index's rows under prefix: changed (another
     mtime), new (no row) or gone (a row, no run folder). Reads the index, never writes it: the check
     a reader runs beside its own reading of the index (`harness.artifacts.index_alongside`)."""
-    con = sqlite3.connect(f"file:{index}?mode=ro", uri=True, timeout=60.0)
+    con = sqlite3.connect(f"file:{quote(index)}?mode=ro", uri=True, timeout=60.0)
     try:
         rows = known(con, prefix)
     finally:

@@ -39,6 +39,7 @@ def test_a_grade_rewritten_behind_the_index_is_seen_by_the_next_report(tmp_path:
 
 
 def test_the_check_counts_changed_new_and_gone_run_folders(tmp_path: Path) -> None:
+    tmp_path = tmp_path / "a tree?#50%"  # a path the check must quote to open the index
     build_tree(tmp_path)
     build_summary(tmp_path)
     assert check(tmp_path) == 0
