@@ -48,6 +48,10 @@ class Alongside:
             self._found = int(text) if self._proc.returncode == 0 and text.isdigit() else None
         return self._found
 
+    def finished(self) -> bool:
+        """Whether the check is over (its answer then comes without waiting)."""
+        return self._proc.poll() is not None
+
     def stop(self) -> None:
         """End the check if it still runs (its reader is gone: nothing will ask for its answer)."""
         if self._proc.returncode is None:

@@ -90,14 +90,16 @@ def build_report(
 def build_rendered(
     root: Path, render: Callable[[Report], OutputT], *, project: Path | None = None
 ) -> tuple[Report, OutputT]:
-    """root's report through its index and render's output of it, both made while the index is synced
-    alongside; made again from the index synced first when the tree had changed behind it."""
+    """root's report through its index and render's output of it, both made while the index is checked
+    alongside; made again from the index synced first when the tree had changed behind it (the first
+    output discarded, or never rendered when the check said so before it)."""
     with _collector_paused(), opened(root, project=project, alongside=True) as listing:
         report = _through(listing, root, project)
-        output = render(report)
-        if listing.current():
-            return report, output
-    output.discard()
+        if not listing.stale():
+            output = render(report)
+            if listing.current():
+                return report, output
+            output.discard()
     with _collector_paused(), opened(root, project=project) as listing:
         report = _through(listing, root, project)
         return report, render(report)

@@ -234,6 +234,11 @@ class Listing:
             and self.index.generation() == self.generation
         )
 
+    def stale(self) -> bool:
+        """Already known not to be `current` (the check alongside is over and found a change); False
+        while the check still runs."""
+        return self.alongside is not None and self.alongside.finished() and not self.current()
+
 
 @contextmanager
 def opened(root: Path, *, project: Path | None = None, alongside: bool = False) -> Iterator[Listing]:
