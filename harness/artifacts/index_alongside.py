@@ -38,25 +38,28 @@ class Alongside:
             stderr=subprocess.DEVNULL,
             stdin=subprocess.DEVNULL,
         )
-        self._found: int | None = None
+        self._answer: tuple[int | None] | None = None
+        """(differing run folders, or None when the check failed), once read."""
 
     def wait(self) -> int | None:
         """How many run folders differ from the rows (0: none), or None when the check failed."""
-        if self._proc.returncode is None:
+        if self._answer is None:
             out, _err = self._proc.communicate()
             text = out.decode(errors="replace").strip()
-            self._found = int(text) if self._proc.returncode == 0 and text.isdigit() else None
-        return self._found
+            self._answer = (int(text) if self._proc.returncode == 0 and text.isdigit() else None,)
+        return self._answer[0]
 
     def finished(self) -> bool:
         """Whether the check is over (its answer then comes without waiting)."""
-        return self._proc.poll() is not None
+        return self._answer is not None or self._proc.poll() is not None
 
     def stop(self) -> None:
         """End the check if it still runs (its reader is gone: nothing will ask for its answer)."""
-        if self._proc.returncode is None:
-            self._proc.kill()
+        if self._answer is None:
+            if self._proc.poll() is None:
+                self._proc.kill()
             self._proc.communicate()
+            self._answer = (None,)
 
 
 def open_alongside(root: Path) -> tuple[Index, Alongside | None, SyncStats | None]:

@@ -58,10 +58,14 @@ def test_a_listing_is_current_only_while_nothing_changed(tmp_path: Path) -> None
     build_tree(tmp_path)
     build_summary(tmp_path)
     with opened(tmp_path, alongside=True) as listing:
-        assert listing.alongside is not None and listing.current()
+        assert listing.alongside is not None
+        while not listing.alongside.finished():  # the answer is read once the check is seen over
+            continue
+        assert not listing.stale() and listing.current() and listing.alongside.wait() == 0
     flip(tmp_path / RUN)
     with opened(tmp_path, alongside=True) as listing:
         assert not listing.current()  # the check found the folder changed
+        assert listing.stale() and listing.alongside is not None and listing.alongside.wait() == 1
     build_summary(tmp_path)
     with opened(tmp_path, alongside=True) as listing:
         run = tmp_path / "s1/scripted/bin/none/off/trial-01"
