@@ -101,6 +101,7 @@ def test_markdown_in_order_of_importance(summary: Summary) -> None:
     assert "Uplift by split" not in text and "Per split" not in text and "Per family" not in text
     assert "oracle should pass" in text and "(sanity: should pass)" in text
     assert "$0.0200 vs $0.0100" in text  # the uplift table's cost column
+    assert "| tokens, treatment vs control (pairs both usable) |" in text  # which side is which
 
 
 def test_two_splits_get_their_table(tmp_path: Path) -> None:
