@@ -34,6 +34,7 @@ from harness.artifacts.index_rows import (
     read_row,
 )
 from harness.artifacts.index_scan import known, scan
+from harness.artifacts.index_scan import locate as locate  # where every writer and reader finds it
 from harness.artifacts.names import INDEX_FILE, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
@@ -118,20 +119,6 @@ def _layout(con: sqlite3.Connection) -> str | None:
     except sqlite3.DatabaseError:
         return None
     return str(found[0]) if found else None
-
-
-def locate(root: Path) -> tuple[Path, str]:
-    """The index serving root: root's own, else the nearest above it; (index file, root's prefix in it).
-
-    Without one anywhere above, root's own (to be created); the prefix is '' or `a/b/`.
-    """
-    root = root.resolve()
-    for folder in (root, *root.parents):
-        candidate = folder / INDEX_FILE
-        if candidate.is_file():
-            rel = root.relative_to(folder).as_posix()
-            return candidate, "" if rel == "." else rel + "/"
-    return root / INDEX_FILE, ""
 
 
 class Index:

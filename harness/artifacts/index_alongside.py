@@ -16,9 +16,13 @@ import sqlite3
 import subprocess
 import sys
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from harness.artifacts.index import LAYOUT, Index, SyncStats, _layout, locate, open_index
+from harness.artifacts.index_scan import locate
 from harness.artifacts.names import RUN_FILE
+
+if TYPE_CHECKING:
+    from harness.artifacts.index import Index, SyncStats
 
 _CHECK = (
     "import sys; sys.path.insert(0, sys.argv[1]); from harness.artifacts.index_scan import differing; "
@@ -31,6 +35,7 @@ class Alongside:
     """The check of an index's rows against the run folders, running in a process of its own."""
 
     def __init__(self, path: Path, root: Path, prefix: str) -> None:
+        self.path, self.root, self.prefix = path, root, prefix
         source = str(Path(__file__).resolve().parents[2])  # the folder this assay is imported from
         self._proc = subprocess.Popen(
             [sys.executable, "-I", "-c", _CHECK, source, str(path), str(root), prefix],
@@ -62,21 +67,40 @@ class Alongside:
             self._answer = (None,)
 
 
-def open_alongside(root: Path) -> tuple[Index, Alongside | None, SyncStats | None]:
-    """The index serving root with its check running alongside (`Alongside`) when the index is there,
-    writable, in this assay's layout; else synced first, as by `open_index` (created, rebuilt, in
-    memory)."""
+def start_check(root: Path) -> Alongside | None:
+    """The check of the index serving root, started now (before a reader's own imports: this module
+    imports none of the index's models), or None when there is no index to check (one run, no index
+    yet: the reader syncs first)."""
     root = root.resolve()
     path, prefix = locate(root)
-    if path.is_file() and not (root / RUN_FILE).is_file():
+    if not path.is_file() or (root / RUN_FILE).is_file():
+        return None
+    return Alongside(path, root, prefix)
+
+
+def open_alongside(
+    root: Path, check: Alongside | None = None
+) -> tuple[Index, Alongside | None, SyncStats | None]:
+    """The index serving root with its check running alongside (check, when it is of this root, else
+    one started here) when the index is there, writable, in this assay's layout; else synced first, as
+    by `open_index` (created, rebuilt, in memory), any check stopped."""
+    from harness.artifacts.index import LAYOUT, Index, _layout, open_index  # the models: after the start
+
+    root = root.resolve()
+    if check is not None and check.root != root:
+        check.stop()
+        check = None
+    check = check or start_check(root)
+    if check is not None:
         try:
-            index = Index(path, root, prefix)
+            index = Index(check.path, root, check.prefix)
             current = _layout(index.con) == LAYOUT
         except sqlite3.Error:
             current = False  # read-only tree, or not a database: open_index knows what to do
         else:
             if current:
-                return index, Alongside(path, root, prefix), None
+                return index, check, None
             index.close()
+        check.stop()
     index, stats = open_index(root)
     return index, None, stats

@@ -11,9 +11,24 @@ import os
 import sqlite3
 import stat
 from collections.abc import Iterator
+from pathlib import Path
 from urllib.parse import quote
 
-from harness.artifacts.names import RUN_DIR_FOLDERS, RUN_FILE
+from harness.artifacts.names import INDEX_FILE, RUN_DIR_FOLDERS, RUN_FILE
+
+
+def locate(root: Path) -> tuple[Path, str]:
+    """The index serving root: root's own, else the nearest above it; (index file, root's prefix in it).
+
+    Without one anywhere above, root's own (to be created); the prefix is '' or `a/b/`.
+    """
+    root = root.resolve()
+    for folder in (root, *root.parents):
+        candidate = folder / INDEX_FILE
+        if candidate.is_file():
+            rel = root.relative_to(folder).as_posix()
+            return candidate, "" if rel == "." else rel + "/"
+    return root / INDEX_FILE, ""
 
 
 def scan(root: str, known: dict[str, int]) -> Iterator[tuple[str, int]]:

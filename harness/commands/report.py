@@ -12,6 +12,7 @@ from harness.artifacts.store import FutureSchemaError
 from harness.errors import NothingSelected, UsageError
 
 if TYPE_CHECKING:
+    from harness.artifacts.index_alongside import Alongside
     from harness.artifacts.store import Staged
     from harness.report.runlist import Report
 
@@ -87,11 +88,24 @@ def stage_reports(report: Report, out: Path, formats: tuple[str, ...]) -> Staged
 
 
 def execute(args: argparse.Namespace) -> int:
+    from harness.artifacts.index_alongside import start_check
+
+    formats = parse_formats(args.format)
+    tree: Path = args.tree
+    # The check of the tree's index against its run folders, started before the report's imports.
+    check = start_check(tree) if tree.is_dir() and not args.regrade else None
+    try:
+        return _execute(args, formats, check)
+    finally:
+        if check is not None:
+            check.stop()
+
+
+def _execute(args: argparse.Namespace, formats: tuple[str, ...], check: Alongside | None) -> int:
     from harness.report.build import build_rendered
     from harness.report.runlist import Report
     from harness.report.summary import read_summary
 
-    formats = parse_formats(args.format)
     tree: Path = args.tree
     try:
         if tree.is_file() and tree.suffix == ".json":
@@ -106,7 +120,10 @@ def execute(args: argparse.Namespace) -> int:
         elif tree.is_dir():
             # Rendered while the tree is checked against its index, and again if it changed meanwhile.
             report, staged = build_rendered(
-                tree, lambda r: stage_reports(r, args.out or tree, formats), project=Path(args.project)
+                tree,
+                lambda r: stage_reports(r, args.out or tree, formats),
+                project=Path(args.project),
+                check=check,
             )
         else:
             raise UsageError(f"{tree}: no such run tree")

@@ -18,6 +18,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Protocol, TypeVar
 
+from harness.artifacts.index_alongside import Alongside
 from harness.report import cached, completeness
 from harness.report.aggregate import CACHED, Aggregator, read_manifest_hints
 from harness.report.collect import collect, partition
@@ -88,12 +89,17 @@ def build_report(
 
 
 def build_rendered(
-    root: Path, render: Callable[[Report], OutputT], *, project: Path | None = None
+    root: Path,
+    render: Callable[[Report], OutputT],
+    *,
+    project: Path | None = None,
+    check: Alongside | None = None,
 ) -> tuple[Report, OutputT]:
     """root's report through its index and render's output of it, both made while the index is checked
     alongside; made again from the index synced first when the tree had changed behind it (the first
-    output discarded, or never rendered when the check said so before it)."""
-    with _collector_paused(), opened(root, project=project, alongside=True) as listing:
+    output discarded, or never rendered when the check said so before it). check: the check of root's
+    index when the caller started it already (`start_check`)."""
+    with _collector_paused(), opened(root, project=project, alongside=True, check=check) as listing:
         report = _through(listing, root, project)
         if not listing.stale():
             output = render(report)

@@ -241,10 +241,18 @@ class Listing:
 
 
 @contextmanager
-def opened(root: Path, *, project: Path | None = None, alongside: bool = False) -> Iterator[Listing]:
+def opened(
+    root: Path, *, project: Path | None = None, alongside: bool = False, check: Alongside | None = None
+) -> Iterator[Listing]:
     """The index serving root, synced first (or, with alongside, while it is read: see
-    `Listing.current`), its runs graded where they lack a grade, listed in path order."""
-    index, behind, _synced = open_alongside(root) if alongside else (open_index(root)[0], None, None)
+    `Listing.current`; check: one started already, `start_check`), its runs graded where they lack a
+    grade, listed in path order."""
+    if alongside:
+        index, behind, _synced = open_alongside(root, check)
+    else:
+        if check is not None:
+            check.stop()
+        index, behind = open_index(root)[0], None
     try:
         with index:
             if index.meta("facts_version") != FACTS_VERSION:
