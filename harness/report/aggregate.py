@@ -266,7 +266,11 @@ class Aggregator:
         drift: list[ControlDrift] = []
         if control and baseline and candidate:
             deltas = version_deltas(uplifts, baseline, candidate)
-            rates = {(g.version, g.agent): g.passed for g in groups if g.by == "condition" and g.control}
+            rates = {
+                (g.version, g.agent): g.passed
+                for g in groups
+                if g.by == "condition" and g.control and g.agent not in sanity  # an oracle has no drift
+            }
             drift = self.pairs.drift(control, baseline, candidate, rates)
         totals = GroupAcc()
         for acc in self.cells.values():
