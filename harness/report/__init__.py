@@ -1,6 +1,7 @@
 """The report: stream a run tree into summary.json, report.md, report.html and JUnit XML.
 
-Pipeline: `collect` (stream run dirs) → `aggregate` (accumulate, then one `Summary`) → renderers.
+Pipeline: `build` (through the results index, `indexed` and `cached`, or a regrade's walk, `collect`)
+→ `aggregate` (accumulate, then one `Summary`) → renderers.
 Statistical methods are documented in `harness.report.stats`.
 """
 
