@@ -11,7 +11,7 @@ warm page cache, and with a cold one (`echo 3 > /proc/sys/vm/drop_caches`: root 
 skipped), after one run's grade.json is rewritten (its block of 1,000 runs aggregated again), then the
 index's own share cold and warm (sync with the tree + the aggregate of every block, read from the index).
 `--before /work/main` runs another checkout's `assay report` on the same tree first (warm, cold).
-Targets: 100,000 runs in under 20 s and 1 GB (issue 5); the index read under 3 s cold (issue 16).
+Targets: 100,000 runs in under 20 s and 1 GB (issue 5); the report in 3 s or less cold (issue 16).
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ AGENTS = ("claude-code", "codex")
 MARKER = "runs={runs} grades=typed-sections-v1"
 TARGET_S = 20.0
 TARGET_MB = 1024.0
-TARGET_INDEX_COLD_S = 3.0
+TARGET_COLD_S = 3.0
+"""Issue 16: the whole report over 100,000 runs, all four formats, with a cold page cache."""
 DROP_CACHES = Path("/proc/sys/vm/drop_caches")
 INDEX_SHARE = """
 import sys, time
@@ -57,7 +58,7 @@ t0 = time.perf_counter()
 idx, stats = open_index(Path(sys.argv[1])); idx.close()
 t1 = time.perf_counter()
 with opened(Path(sys.argv[1])) as listing:
-    n = len(cached.aggregate(listing, Aggregator, CACHED).runs)
+    n = sum(cached.aggregate(listing, Aggregator, CACHED).runs.counts.values())
 t2 = time.perf_counter()
 print(f"{t1 - t0:.2f} {t2 - t1:.2f} {n}")
 """
@@ -273,10 +274,11 @@ def main() -> int:
     print(f"  outputs: {sizes}; index {(tree / '.assay-index.sqlite').stat().st_size / 1e6:.0f} MB")
     ok = all(r.wall < TARGET_S and r.peak_mb < TARGET_MB for r in runs)
     print(f"targets: report < {TARGET_S:.0f} s and < {TARGET_MB:.0f} MB: {'met' if ok else 'MISSED'}", end="")
-    if index_cold is not None:
-        met = index_cold < TARGET_INDEX_COLD_S
+    if cold:
+        met = runs[-1].wall <= TARGET_COLD_S
         print(
-            f"; index read < {TARGET_INDEX_COLD_S:.0f} s cold: {'met' if met else 'MISSED'} ({index_cold:.2f} s)"
+            f"; report <= {TARGET_COLD_S:.0f} s cold: {'met' if met else 'MISSED'} ({runs[-1].wall:.2f} s wall at "
+            f"load {os.getloadavg()[0]:.1f}{'' if index_cold is None else f'; the index share {index_cold:.2f} s'})"
         )
     else:
         print()

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from harness.artifacts.records import Grade, RunRecord, read_grade, read_run
     from harness.artifacts.run_tree import find_runs
     from harness.grade import grade_run, grade_tree
-    from harness.report.aggregate import build_summary as summarize
+    from harness.report.build import build_summary as summarize
     from harness.report.results import results
     from harness.trial import run_trial
     from harness.validity import validate as validate_scenarios
@@ -36,7 +36,7 @@ _PUBLIC = {
     "read_run": ("harness.artifacts.records", "read_run"),
     "results": ("harness.report.results", "results"),
     "run_trial": ("harness.trial", "run_trial"),
-    "summarize": ("harness.report.aggregate", "build_summary"),
+    "summarize": ("harness.report.build", "build_summary"),
     "validate_scenarios": ("harness.validity", "validate"),
 }
 

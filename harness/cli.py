@@ -51,22 +51,22 @@ def _load(name: str) -> ModuleType | None:
         raise
 
 
-def _named(argv: Sequence[str]) -> str | None:
-    """The command argv names, when it names one of COMMANDS before anything else positional."""
-    words = iter(argv)
-    for word in words:
-        if word in ("-h", "--help"):
-            return None
-        if word == "--project":
-            next(words, None)
-        elif not word.startswith("-"):
-            return word if word in COMMANDS else None
+def requested(argv: Sequence[str]) -> str | None:
+    """The command argv names (after the global options), or None (none, help, or not a command)."""
+    args = iter(argv)
+    for arg in args:
+        if arg == "--project":
+            next(args, None)
+        elif not arg.startswith("-"):
+            return arg if arg in COMMANDS else None
+        elif not arg.startswith("--project="):
+            return None  # --help, or an option the parser will refuse with the full usage
     return None
 
 
 def build_parser(only: str | None = None) -> argparse.ArgumentParser:
-    """The argument parser, one subparser per available command (`only`: that command's alone, so
-    a run imports no other command's module)."""
+    """The argument parser, one subparser per available command; only: that command's alone (its
+    module is the only one imported: `assay report` does not import the runner)."""
     parser = argparse.ArgumentParser(
         prog="assay",
         description="Measure whether a tool makes a coding agent finish realistic work correctly more often.",
@@ -111,9 +111,9 @@ def _say(text: str) -> None:
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Run the CLI and return its exit code."""
-    words = sys.argv[1:] if argv is None else list(argv)
-    parser = build_parser(_named(words))
-    args = parser.parse_args(words)
+    argv = sys.argv[1:] if argv is None else argv
+    parser = build_parser(requested(argv))
+    args = parser.parse_args(argv)
     try:
         with _stop_signals():
             code: int = args._execute(args)

@@ -63,3 +63,23 @@ def test_python_m_harness_in_a_bench_folder_with_its_own_adapters(tmp_path: Path
         check=False,
     )
     assert done.returncode == 0 and "specs are valid" in done.stdout, done.stderr
+
+
+def test_a_command_loads_its_own_module_alone() -> None:
+    """`assay report` does not import the runner (half a second of a report over a big tree); the
+    command is found after the global options, and help or an unknown name loads every command."""
+    from harness.cli import requested
+
+    assert requested(["--project", "p", "report", "runs"]) == "report"
+    assert requested(["--project=p", "plan", "--help"]) == "plan"
+    assert [requested(a) for a in (["--help"], [], ["no-such-command"], ["-x", "report"])] == [None] * 4
+    probe = (
+        "import sys\nfrom harness.cli import build_parser, requested\n"
+        "parser = build_parser(requested(['report', 'runs']))\n"
+        "print(sorted(m for m in ('harness.batch', 'harness.trial', 'harness.commands.run') if m in sys.modules))\n"
+        "print(parser.parse_args(['report', 'runs']).command)"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
+    )
+    assert done.stdout.split("\n")[:2] == ["[]", "report"], done.stderr

@@ -34,7 +34,9 @@ from harness.artifacts.index_rows import (
     Scenarios,
     read_row,
 )
-from harness.artifacts.names import INDEX_FILE, RUN_DIR_FOLDERS, RUN_FILE
+from harness.artifacts.index_scan import known, scan
+from harness.artifacts.index_scan import locate as locate  # where every writer and reader finds it
+from harness.artifacts.names import INDEX_FILE, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
 INDEX_SCHEMA = 2
@@ -133,20 +135,6 @@ def _layout(con: sqlite3.Connection) -> str | None:
     return str(found[0]) if found else None
 
 
-def locate(root: Path) -> tuple[Path, str]:
-    """The index serving root: root's own, else the nearest above it; (index file, root's prefix in it).
-
-    Without one anywhere above, root's own (to be created); the prefix is '' or `a/b/`.
-    """
-    root = root.resolve()
-    for folder in (root, *root.parents):
-        candidate = folder / INDEX_FILE
-        if candidate.is_file():
-            rel = root.relative_to(folder).as_posix()
-            return candidate, "" if rel == "." else rel + "/"
-    return root / INDEX_FILE, ""
-
-
 class Index:
     """An open index and the part of the tree it is read for (`prefix`)."""
 
@@ -165,21 +153,20 @@ class Index:
     def __exit__(self, *exc: object) -> None:
         self.close()
 
-    def _where(self) -> tuple[str, tuple[str, ...]]:
+    def where(self, column: str = "dir") -> tuple[str, tuple[str, ...]]:
+        """The SQL clause (and its parameters) selecting the rows under root, by column."""
         if not self.prefix:
             return "", ()
         # dir >= prefix and dir < prefix + U+10FFFF: the rows under the prefix, by the primary key.
-        return " WHERE dir >= ? AND dir < ?", (self.prefix, self.prefix + "\U0010ffff")
+        return f" WHERE {column} >= ? AND {column} < ?", (self.prefix, self.prefix + "\U0010ffff")
 
     def known(self) -> dict[str, int]:
         """dir (relative to root) -> the run folder's mtime when its row was written."""
-        where, params = self._where()
-        cut = len(self.prefix)
-        return {d[cut:]: m for d, m in self.con.execute(f"SELECT dir, dir_mtime_ns FROM tree{where}", params)}
+        return known(self.con, self.prefix)
 
     def rows(self, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
         """A table's rows under root in path order, `dir` (always the first column) relative to root."""
-        where, params = self._where()
+        where, params = self.where()
         cut = len(self.prefix)
         cur = self.con.execute(
             f"SELECT {', '.join(_q(c) for c in ('dir', *columns))} FROM {table}{where} ORDER BY dir", params
@@ -187,15 +174,21 @@ class Index:
         for row in cur:
             yield (row[0][cut:], *row[1:]) if cut else row
 
-    def put_facts(self, facts: list[tuple[str, bytes]]) -> None:
-        """Cache a reader's derived form of runs (dir relative to root, blob); dropped when a run changes."""
+    def put_facts(self, facts: list[tuple[str, bytes]], generation: str | None) -> bool:
+        """Cache a reader's derived form of runs (dir relative to root, blob) unless a row was written
+        since it read generation (the facts may be of the row before); dropped when a run changes."""
         if not facts:
-            return
+            return True
         self.con.execute("BEGIN IMMEDIATE")
-        self.con.executemany(
-            "INSERT OR REPLACE INTO facts VALUES (?, ?)", [(self.prefix + d, blob) for d, blob in facts]
-        )
-        self.con.execute("COMMIT")
+        try:
+            if generation is None or self.generation() != generation:
+                return False
+            self.con.executemany(
+                "INSERT OR REPLACE INTO facts VALUES (?, ?)", [(self.prefix + d, blob) for d, blob in facts]
+            )
+            return True
+        finally:
+            self.con.execute("COMMIT")
 
     def drop_facts(self) -> None:
         """Forget every cached fact and aggregate (their reader's form changed)."""
@@ -204,11 +197,9 @@ class Index:
 
     def aggregates(self) -> dict[str, bytes]:
         """block (a folder of runs, `a/b/`, from the index's root) -> a reader's cached aggregate of it."""
-        where, params = self._where()
+        where, params = self.where("block")
         cut = len(self.prefix)
-        found = self.con.execute(
-            f"SELECT block, state FROM aggregates{where.replace('dir', 'block')}", params
-        )
+        found = self.con.execute(f"SELECT block, state FROM aggregates{where}", params)
         return {block[cut:]: state for block, state in found}
 
     def generation(self) -> str | None:
@@ -252,7 +243,7 @@ class Index:
         known = {} if rebuilt else self.known()
         seen: set[str] = set()
         changed: list[tuple[str, str]] = []
-        for rel, mtime_ns in _scan(str(self.root), known):
+        for rel, mtime_ns in scan(str(self.root), known):
             seen.add(rel)
             if known.get(rel) != mtime_ns:
                 changed.append((rel, os.path.join(str(self.root), rel) if rel else str(self.root)))
@@ -294,42 +285,6 @@ class Index:
             rebuilt=rebuilt,
             seconds=time.perf_counter() - t0,
         )
-
-
-def _scan(root: str, known: dict[str, int]) -> Iterator[tuple[str, int]]:
-    """(run folder relative to root, its mtime_ns) for every run under root.
-
-    A folder the index knows as a run is stat'ed, not listed; any other folder is listed: it holds a
-    run.json (a new run), or its subfolders are searched. A run's own artifact folders and hidden
-    folders are never entered, as in `harness.artifacts.run_tree.find_runs`.
-    """
-    if "" in known or os.path.isfile(os.path.join(root, RUN_FILE)):
-        yield "", os.stat(root).st_mtime_ns
-        return
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        folder = os.path.join(root, rel) if rel else root
-        try:
-            with os.scandir(folder) as entries:
-                subdirs = [
-                    e
-                    for e in entries
-                    if e.is_dir(follow_symlinks=False)
-                    and not e.name.startswith(".")
-                    and e.name not in RUN_DIR_FOLDERS
-                ]
-        except OSError:
-            continue  # vanished or unreadable mid-walk
-        for entry in subdirs:
-            child = f"{rel}/{entry.name}" if rel else entry.name
-            if child in known or os.path.isfile(os.path.join(entry.path, RUN_FILE)):
-                try:
-                    yield child, entry.stat(follow_symlinks=False).st_mtime_ns
-                except OSError:
-                    continue
-            else:
-                stack.append(child)
 
 
 def open_index(root: Path, *, sync: bool = True) -> tuple[Index, SyncStats | None]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import tempfile
+from collections.abc import Iterable
 from pathlib import Path
 from typing import TypeVar
 
@@ -28,19 +29,59 @@ def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:
     `durable=False` leaves out the fsync (a wait on the disk of several milliseconds): for a
     file that a crash of the machine may lose without harm, because it is restored or
     rewritten (a run's job.json: `harness.artifacts.run_tree.read_job`)."""
+    staged = _stage(path, (text,), durable=durable)
+    try:
+        os.replace(staged, path)
+    except BaseException:
+        staged.unlink(missing_ok=True)
+        raise
+
+
+def _stage(path: Path, chunks: Iterable[str], *, durable: bool) -> Path:
+    """chunks written to a new hidden file beside path (removed again if writing fails)."""
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.", suffix=".tmp")
     try:
         os.fchmod(fd, 0o644)  # mkstemp's 0600 would hide records from every other reader
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
+            for chunk in chunks:
+                fh.write(chunk)
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
-        os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+    return Path(tmp)
+
+
+class Staged:
+    """Files written beside their targets under hidden names, then put in place together (`commit`:
+    each renamed over its target, so a reader sees the old file or the new, never half) or thrown
+    away (`discard`). Not fsync'ed: for outputs that running their command again rewrites (a
+    report), where waiting on the disk for tens of megabytes buys nothing."""
+
+    def __init__(self) -> None:
+        self.files: list[tuple[Path, Path]] = []
+        """(staged file, target) in the order written."""
+
+    def write(self, path: Path, chunks: Iterable[str]) -> None:
+        """Stage path's new content, written a chunk at a time (never joined in memory)."""
+        self.files.append((_stage(path, chunks, durable=False), path))
+
+    def commit(self) -> list[Path]:
+        """Put every staged file in place; the targets, in the order written."""
+        for staged, path in self.files:
+            os.replace(staged, path)
+        done = [path for _staged, path in self.files]
+        self.files = []
+        return done
+
+    def discard(self) -> None:
+        """Remove every staged file not yet in place."""
+        for staged, _path in self.files:
+            staged.unlink(missing_ok=True)
+        self.files = []
 
 
 def write_record(path: Path, record: BaseModel) -> None:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from itertools import chain
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -11,6 +12,8 @@ from harness.artifacts.store import FutureSchemaError
 from harness.errors import NothingSelected, UsageError
 
 if TYPE_CHECKING:
+    from harness.artifacts.index_alongside import Alongside
+    from harness.artifacts.store import Staged
     from harness.report.runlist import Report
 
 HELP = "report rates, paired uplift and diagnostics over a run tree"
@@ -52,49 +55,88 @@ def parse_formats(value: str) -> tuple[str, ...]:
 
 def write_reports(report: Report, out: Path, formats: tuple[str, ...]) -> list[Path]:
     """Render and write each requested format; returns the paths written."""
-    from harness.artifacts.store import write_atomic
+    staged = stage_reports(report, out, formats)
+    try:
+        return staged.commit()
+    finally:
+        staged.discard()
+
+
+def stage_reports(report: Report, out: Path, formats: tuple[str, ...]) -> Staged:
+    """Each requested format rendered into a file beside its target, not yet in place."""
+    from harness.artifacts.store import Staged
     from harness.report.render_md import render_markdown
 
-    out.mkdir(parents=True, exist_ok=True)
-    written: list[Path] = []
-    for fmt in formats:
-        path = out / FILES[fmt]
-        if fmt == "json":
-            report.write_json(path)
-        elif fmt == "md":
-            write_atomic(path, render_markdown(report.summary))
-        elif fmt == "html":
-            from harness.report.render_html import render_html
+    staged = Staged()
+    try:
+        for fmt in formats:
+            path = out / FILES[fmt]
+            if fmt == "json":
+                staged.write(path, chain(report.json_pieces(), "\n"))
+            elif fmt == "md":
+                staged.write(path, (render_markdown(report.summary),))
+            elif fmt == "html":
+                from harness.report.render_html import render_html
 
-            write_atomic(path, render_html(report.summary, links_from=out, runs=report.runs))
-        else:
-            write_atomic(path, report.runs.junit_xml())
-        written.append(path)
-    return written
+                staged.write(path, (render_html(report.summary, links_from=out, runs=report.runs),))
+            else:
+                staged.write(path, report.runs.junit_pieces())
+    except BaseException:
+        staged.discard()
+        raise
+    return staged
 
 
 def execute(args: argparse.Namespace) -> int:
-    from harness.report.aggregate import build_report
+    from harness.artifacts.index_alongside import start_check
+
+    formats = parse_formats(args.format)
+    tree: Path = args.tree
+    # The check of the tree's index against its run folders, started before the report's imports.
+    check = start_check(tree) if tree.is_dir() and not args.regrade else None
+    try:
+        return _execute(args, formats, check)
+    finally:
+        if check is not None:
+            check.stop()
+
+
+def _execute(args: argparse.Namespace, formats: tuple[str, ...], check: Alongside | None) -> int:
+    from harness.report.build import build_rendered
     from harness.report.runlist import Report
     from harness.report.summary import read_summary
 
-    formats = parse_formats(args.format)
     tree: Path = args.tree
     try:
         if tree.is_file() and tree.suffix == ".json":
             report = Report.of(read_summary(tree))
             root = Path(report.summary.header.root)
+            staged = stage_reports(report, args.out or root, formats)
+        elif tree.is_dir() and args.regrade:
+            from harness.report.build import build_report
+
+            report = build_report(tree, regrade=True, project=Path(args.project), jobs=args.jobs)
+            staged = stage_reports(report, args.out or tree, formats)
         elif tree.is_dir():
-            report = build_report(tree, regrade=args.regrade, project=Path(args.project), jobs=args.jobs)
-            root = tree
+            # Rendered while the tree is checked against its index, and again if it changed meanwhile.
+            report, staged = build_rendered(
+                tree,
+                lambda r: stage_reports(r, args.out or tree, formats),
+                project=Path(args.project),
+                check=check,
+            )
         else:
             raise UsageError(f"{tree}: no such run tree")
     except FutureSchemaError as exc:
         raise UsageError(str(exc)) from exc
     summary = report.summary
     if summary.header.totals.runs == 0:
+        staged.discard()
         raise NothingSelected(f"{tree}: no run directories (run.json) found")
-    written = write_reports(report, args.out or root, formats)
+    try:
+        written = staged.commit()
+    finally:
+        staged.discard()
     from harness.report.terminal import render_terminal
 
     print(render_terminal(summary))

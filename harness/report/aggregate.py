@@ -3,22 +3,18 @@
 from __future__ import annotations
 
 import json
-import multiprocessing
 from collections import defaultdict
 from collections.abc import Iterable
-from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 from typing import NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
 from harness.artifacts.rounds import RoundsRecord, read_rounds
 from harness.artifacts.store import FutureSchemaError
-from harness.report import cached, completeness
 from harness.report.accumulate import GroupAcc, GroupBy
-from harness.report.collect import RunFacts, Unreadable, collect, partition
+from harness.report.collect import RunFacts, Unreadable
 from harness.report.diagnostics import DiagAcc, Evidence
 from harness.report.headline import headlines
-from harness.report.indexed import opened
 from harness.report.integrity import Integrity
 from harness.report.runlist import Report, RunList
 from harness.report.stats import Moments
@@ -270,7 +266,11 @@ class Aggregator:
         drift: list[ControlDrift] = []
         if control and baseline and candidate:
             deltas = version_deltas(uplifts, baseline, candidate)
-            rates = {(g.version, g.agent): g.passed for g in groups if g.by == "condition" and g.control}
+            rates = {
+                (g.version, g.agent): g.passed
+                for g in groups
+                if g.by == "condition" and g.control and g.agent not in sanity  # an oracle has no drift
+            }
             drift = self.pairs.drift(control, baseline, candidate, rates)
         totals = GroupAcc()
         for acc in self.cells.values():
@@ -336,62 +336,3 @@ def summarize(runs: Iterable[RunFacts | Unreadable], root: Path, *, regraded: bo
     for run in runs:
         agg.add(run)
     return agg.summary(root, regraded=regraded)
-
-
-def _aggregate_part(root: Path, starts: list[str], regrade: bool, project: Path | None) -> Aggregator:
-    agg = Aggregator()
-    for run in collect(root, regrade=regrade, project=project, starts=starts):
-        agg.add(run)
-    return agg
-
-
-def build_summary(
-    root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
-) -> Summary:
-    """`build_report`'s summary with every run in it."""
-    report = build_report(root, regrade=regrade, project=project, jobs=jobs)
-    return report.full()
-
-
-def build_report(
-    root: Path, *, regrade: bool = False, project: Path | None = None, jobs: int | None = None
-) -> Report:
-    """A run tree (grading what needs it, or everything with regrade) into a Summary.
-
-    Without regrade the runs come through the tree's results index (`report.indexed`); a regrade
-    walks the tree, grading every run again (which rewrites their index rows).
-    jobs (regrade only): worker processes; None picks 1 for small trees and up to the CPU count for large ones.
-    Each worker streams its share of the top-level subtrees and returns its counters, which merge
-    exactly (pooled moments, capped sorted evidence), so the summary does not depend on jobs.
-    """
-    agg = Aggregator()
-    parts = partition(root, jobs) if regrade else []
-    if not regrade:
-        with opened(root, project=project) as listing:
-            agg = cached.aggregate(listing, Aggregator, CACHED)
-    elif len(parts) <= 1:
-        for run in collect(root, regrade=regrade, project=project):
-            agg.add(run)
-    else:
-        ctx = (
-            multiprocessing.get_context("fork") if "fork" in multiprocessing.get_all_start_methods() else None
-        )
-        with ProcessPoolExecutor(max_workers=len(parts), mp_context=ctx) as pool:
-            futures = [pool.submit(_aggregate_part, root, part, regrade, project) for part in parts]
-            for future in futures:
-                agg.merge(future.result())
-    report = agg.report(root, regraded=regrade, hints=read_manifest_hints(project))
-    return Report(with_completeness(report.summary, root, project), report.runs)
-
-
-def with_completeness(summary: Summary, root: Path, project: Path | None) -> Summary:
-    """The summary with planned vs done, and a warning first for what is missing."""
-    found = completeness.completeness(root, project)
-    if found is None:
-        return summary
-    return summary.model_copy(
-        update={
-            "completeness": found,
-            "diagnostics": [*completeness.diagnostics(found, summary), *summary.diagnostics],
-        }
-    )

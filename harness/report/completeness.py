@@ -12,6 +12,7 @@ incomplete pairs.
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from pathlib import Path
 
 from compiler import contract
@@ -25,7 +26,10 @@ SHOWN = 8
 """Missing trials named per cell in a diagnostic (summary.json lists every one)."""
 
 
-def _state(run_dir: Path) -> str:
+def _state(run_dir: Path, root: Path, finished: set[str] | None) -> str:
+    if finished is not None and run_dir.is_relative_to(root):
+        rel = run_dir.relative_to(root).as_posix()
+        return "done" if rel in finished else "unfinished" if run_dir.exists() else "not_run"
     if not run_dir.exists():
         return "not_run"
     try:
@@ -45,8 +49,14 @@ def _skipped(root: Path) -> set[str]:
     return {s.job for s in record.skipped} if record is not None else set()
 
 
-def completeness(root: Path, project: Path | None) -> Completeness | None:
-    """Planned vs done for the matrices whose folders are `root` (runs/<matrix>) or lie under it."""
+def completeness(
+    root: Path, project: Path | None, finished: Callable[[], set[str]] | None = None
+) -> Completeness | None:
+    """Planned vs done for the matrices whose folders are `root` (runs/<matrix>) or lie under it.
+
+    finished: the finished runs' folders relative to root, from the tree's results index
+    (`harness.report.indexed.finished`); without it each planned run's records are read from disk.
+    """
     generated = project / "generated" if project is not None else None
     if generated is None or not (generated / contract.MANIFEST_FILE).is_file():
         return None
@@ -65,12 +75,13 @@ def completeness(root: Path, project: Path | None) -> Completeness | None:
     missing: dict[tuple[str, str], dict[str, list[str]]] = defaultdict(lambda: defaultdict(list))
     counts: Counter[tuple[str, str]] = Counter()
     done: Counter[tuple[str, str]] = Counter()
+    ended = finished() if finished is not None else None
     for matrix in sorted(wanted):
         skipped = _skipped(runs_root / matrix)
         for job in contract.iter_jobs(generated, matrix=matrix):
             key = (job.matrix, job.cell.name)
             counts[key] += 1
-            state = _state(run_dir_for(job, runs_root))
+            state = _state(run_dir_for(job, runs_root), root, ended)
             if state == "done":
                 done[key] += 1
             else:

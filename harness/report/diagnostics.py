@@ -67,7 +67,8 @@ class DiagAcc:
         self.unprotected: dict[str, Evidence] = defaultdict(Evidence)
         """A sandbox protection that did not hold -> runs it concerns."""
         self.flaky: dict[tuple[str, str], Evidence] = defaultdict(Evidence)
-        self.checks: dict[tuple[str, str], list[int]] = {}
+        self.checks: dict[tuple[str, str, str], list[int]] = {}
+        """(scenario, check, agent) -> [graded runs, failed or errored]."""
         self.findings: dict[tuple[str, FindingKind, str], Evidence] = defaultdict(Evidence)
         self.sections: dict[tuple[str | None, str, str, str, str], list[float]] = {}
         self.section_runs: Counter[tuple[str | None, str, str, str]] = Counter()
@@ -131,7 +132,7 @@ class DiagAcc:
                 )
                 row[0] += case_outcome != "fail"
                 row[1] += 1
-            tally = self.checks.setdefault((run.scenario, check.id), [0, 0])
+            tally = self.checks.setdefault((run.scenario, check.id, run.agent), [0, 0])
             tally[0] += 1
             if check.outcome in ("fail", "error"):
                 tally[1] += 1
@@ -345,13 +346,20 @@ class DiagAcc:
                     evidence=ev.listing(),
                 )
             )
-        quiet = sorted(f"{s}/{c} ({n} runs)" for (s, c), (n, fails) in self.checks.items() if n and not fails)
+        measured: dict[tuple[str, str], list[int]] = {}
+        for (scenario, check, agent), (n, fails) in self.checks.items():
+            if agent not in sanity:  # a no-op failing every check is its job, not the check's signal
+                tally = measured.setdefault((scenario, check), [0, 0])
+                tally[0] += n
+                tally[1] += fails
+        quiet = sorted(f"{s}/{c} ({n} runs)" for (s, c), (n, fails) in measured.items() if n and not fails)
         if quiet:
             out.append(
                 Diagnostic(
                     kind="no-signal-check",
                     severity="info",
-                    message=f"{len(quiet)} check(s) never failed in any arm: they carry no signal here",
+                    message=f"{len(quiet)} check(s) never failed in any arm of a measured agent: they carry no "
+                    "signal here",
                     evidence=quiet[:EVIDENCE_CAP],
                 )
             )

@@ -18,7 +18,8 @@ from typing import Any
 
 from pydantic import ValidationError
 
-from harness.artifacts.index import Index, SyncStats, open_index
+from harness.artifacts.index import Index, open_index
+from harness.artifacts.index_alongside import Alongside, open_alongside
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord
 from harness.artifacts.store import FutureSchemaError
@@ -153,17 +154,39 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
     )
 
 
-def _grade_missing(index: Index, project: Path | None) -> dict[str, str]:
-    """Grade the runs without a grade.json (the grader records them); dir -> why grading failed."""
+def _listed(index: Index) -> list[tuple[str, bool]]:
+    """Every run under the index's root in path order, and whether its folder held a grade.json.
+
+    From the small table of folder listings, not the records (most of the index's size, all read cold):
+    a row's grade_json is None when grade.json was not in its folder (or vanished as it was read, which
+    changed the folder's mtime: the next sync reads it again)."""
+    listed = json.dumps(GRADE_FILE)
+    return [(rel, listed in files) for rel, files in index.rows("tree", ("files",))]
+
+
+def finished(listing: Listing) -> set[str]:
+    """The runs of listing that are finished as planned vs done counts them: run.json and grade.json
+    read, and the run not interrupted (`harness.report.completeness`)."""
+    index = listing.index
+    where, params = index.where("t.dir")
+    cut = len(index.prefix)
+    listed = json.dumps(GRADE_FILE)
+    found = index.con.execute(
+        "SELECT t.dir, t.files, t.read_error, r.run_interrupted FROM tree t JOIN runs r ON r.dir = t.dir"
+        + where,
+        params,
+    )
+    return {
+        d[cut:] for d, files, error, interrupted in found if listed in files and not error and not interrupted
+    }
+
+
+def _grade(index: Index, todo: list[str], project: Path | None) -> dict[str, str]:
+    """Grade the runs named (the grader records them); dir -> why grading failed."""
     grader = load_grader()
-    if grader is None:
+    if grader is None or not todo:
         return {}
     failed: dict[str, str] = {}
-    # From the small table of folder listings, not the records (most of the index's size, all read cold):
-    # a row's grade_json is None when grade.json was not in its folder (or vanished as it was read, which
-    # changed the folder's mtime: the next sync reads it again).
-    listed = json.dumps(GRADE_FILE)
-    todo = [rel for rel, files in index.rows("tree", ("files",)) if listed not in files]
     for rel in todo:
         run_dir = index.root / rel if rel else index.root
         try:
@@ -172,14 +195,8 @@ def _grade_missing(index: Index, project: Path | None) -> dict[str, str]:
             raise
         except Exception as exc:  # per-run boundary: a run the grader cannot handle is data, not the end
             failed[rel] = f"grader error: {type(exc).__name__}: {_brief(exc)}"
-    if todo:
-        index.sync()  # rows of runs graded where no index served them (a fresh tree)
+    index.sync()  # rows of runs graded where no index served them (a fresh tree)
     return failed
-
-
-def _dirs(index: Index) -> list[str]:
-    """Every run under the index's root, in path order."""
-    return [rel for (rel,) in index.rows("tree", ())]
 
 
 def _blobs(index: Index, dirs: list[str]) -> dict[str, bytes]:
@@ -194,8 +211,8 @@ def _blobs(index: Index, dirs: list[str]) -> dict[str, bytes]:
 
 @dataclasses.dataclass(frozen=True)
 class Listing:
-    """An open, synced index ready to be read for a report: its runs in path order and the runs whose
-    grading failed just now (dir -> why)."""
+    """An open index ready to be read for a report: its runs in path order and the runs whose grading
+    failed just now (dir -> why). Synced before it was listed, or being synced alongside (`current`)."""
 
     index: Index
     generation: str | None
@@ -203,25 +220,64 @@ class Listing:
     runs: list[str]
     """Each run's dir relative to root."""
     failed: dict[str, str]
+    alongside: Alongside | None = None
+
+    def current(self) -> bool:
+        """Whether what was read through this listing describes the tree: the check alongside (waited
+        for) found every run folder as its row says, and no row was written since the runs were listed.
+        Always true of a listing synced first."""
+        if self.alongside is None:
+            return True
+        return (
+            self.alongside.wait() == 0
+            and self.generation is not None
+            and self.index.generation() == self.generation
+        )
+
+    def stale(self) -> bool:
+        """Already known not to be `current` (the check alongside is over and found a change); False
+        while the check still runs."""
+        return self.alongside is not None and self.alongside.finished() and not self.current()
 
 
 @contextmanager
 def opened(
-    root: Path, *, project: Path | None = None, stats: list[SyncStats] | None = None
+    root: Path, *, project: Path | None = None, alongside: bool = False, check: Alongside | None = None
 ) -> Iterator[Listing]:
-    """The index serving root, synced, its runs graded where they lack a grade, listed in path order."""
-    index, synced = open_index(root)
-    with index:
-        if stats is not None and synced is not None:
-            stats.append(synced)
-        if index.meta("facts_version") != FACTS_VERSION:
-            index.con.execute("BEGIN IMMEDIATE")
-            index.drop_facts()
-            index.set_meta("facts_version", FACTS_VERSION)
-            index.con.execute("COMMIT")
-        failed = _grade_missing(index, project)
-        generation = index.generation()
-        yield Listing(index, generation, _dirs(index), failed)
+    """The index serving root, synced first (or, with alongside, while it is read: see
+    `Listing.current`; check: one started already, `start_check`), its runs graded where they lack a
+    grade, listed in path order."""
+    if alongside:
+        index, behind, _synced = open_alongside(root, check)
+    else:
+        if check is not None:
+            check.stop()
+        index, behind = open_index(root)[0], None
+    try:
+        with index:
+            if index.meta("facts_version") != FACTS_VERSION:
+                index.con.execute("BEGIN IMMEDIATE")
+                index.drop_facts()
+                index.set_meta("facts_version", FACTS_VERSION)
+                index.con.execute("COMMIT")
+            generation = index.generation()
+            runs = _listed(index)
+            todo = [rel for rel, graded in runs if not graded]
+            failed: dict[str, str] = {}
+            grading = bool(todo) and load_grader() is not None
+            if grading and behind is None:
+                failed = _grade(index, todo, project)
+                generation = index.generation()
+                runs = _listed(index)
+            if not grading or behind is None:
+                yield Listing(index, generation, [rel for rel, _graded in runs], failed, behind)
+                return
+            # else grade what the tree holds, not what the index saw: synced first, below
+    finally:
+        if behind is not None:
+            behind.stop()
+    with opened(root, project=project) as listing:
+        yield listing
 
 
 def facts(listing: Listing, runs: list[str]) -> Iterator[RunFacts | Unreadable]:
@@ -232,7 +288,9 @@ def facts(listing: Listing, runs: list[str]) -> Iterator[RunFacts | Unreadable]:
         chunk = runs[start : start + CHUNK]
         blobs = _blobs(index, chunk)
         derived = _derive_missing(index, [rel for rel in chunk if rel not in blobs or rel in failed])
-        index.put_facts([(rel, pack(f)) for rel, f in derived.items() if rel not in failed])
+        index.put_facts(
+            [(rel, pack(f)) for rel, f in derived.items() if rel not in failed], listing.generation
+        )
         for rel in chunk:
             if rel in failed:
                 fact = derived[rel]
@@ -245,14 +303,6 @@ def facts(listing: Listing, runs: list[str]) -> Iterator[RunFacts | Unreadable]:
                 yield derived[rel]
             else:
                 yield unpack(rel, blobs[rel])
-
-
-def collect_indexed(
-    root: Path, *, project: Path | None = None, stats: list[SyncStats] | None = None
-) -> Iterator[RunFacts | Unreadable]:
-    """Yield one RunFacts (or Unreadable) per run under root, in path order, through the index."""
-    with opened(root, project=project, stats=stats) as listing:
-        yield from facts(listing, listing.runs)
 
 
 CHUNK = 2000

@@ -9,6 +9,7 @@ cases are rendered a block of runs at a time and cached with it (`report.runlist
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from xml.sax.saxutils import escape, quoteattr
 
 from harness.report.summary import RunEntry
@@ -44,28 +45,28 @@ def case(name: str, run: RunEntry) -> tuple[str, str | None]:
     return f"    <testcase {attrs} />", None
 
 
-Suite = tuple[str, tuple[int, int, int, int], float, str]
-"""(name, (tests, failures, errors, skipped), seconds, its test cases' text)."""
+Suite = tuple[str, tuple[int, int, int, int], float, Iterable[str]]
+"""(name, (tests, failures, errors, skipped), seconds, its test cases' text in pieces, joined by newlines)."""
 
 
 def document(suites: list[Suite]) -> str:
     """The whole JUnit XML document from its suites, in order."""
+    return "".join(pieces(suites))
+
+
+def pieces(suites: list[Suite]) -> Iterator[str]:
+    """The JUnit XML document from its suites, in order, a piece at a time (`document` joined)."""
     totals = [0, 0, 0, 0]
-    body: list[str] = []
-    for name, counts, elapsed, cases in suites:
-        attrs = " ".join(f'{k}="{v}"' for k, v in zip(KEYS, counts, strict=True))
-        body.append(f'  <testsuite name={quoteattr(name)} {attrs} time="{elapsed:.3f}">')
-        if cases:
-            body.append(cases)
-        body.append("  </testsuite>")
+    for _name, counts, _elapsed, _cases in suites:
         totals = [t + c for t, c in zip(totals, counts, strict=True)]
     head = " ".join(f'{k}="{v}"' for k, v in zip(KEYS, totals, strict=True))
-    return "\n".join(
-        [
-            '<?xml version="1.0" encoding="utf-8"?>',
-            f'<testsuites name="assay" {head}>',
-            *body,
-            "</testsuites>",
-            "",
-        ]
-    )
+    yield f'<?xml version="1.0" encoding="utf-8"?>\n<testsuites name="assay" {head}>\n'
+    for name, counts, elapsed, cases in suites:
+        attrs = " ".join(f'{k}="{v}"' for k, v in zip(KEYS, counts, strict=True))
+        yield f'  <testsuite name={quoteattr(name)} {attrs} time="{elapsed:.3f}">\n'
+        for text in cases:
+            if text:
+                yield text
+                yield "\n"
+        yield "  </testsuite>\n"
+    yield "</testsuites>\n"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import zlib
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,7 @@ from pydantic import TypeAdapter
 
 from harness.artifacts.names import VIEW_FILE
 from harness.artifacts.store import write_atomic
-from harness.report.junit import case, document, suite_name
+from harness.report.junit import Suite, case, pieces, suite_name
 from harness.report.summary import RunEntry, Summary
 
 RUN_LINKS_CAP = 25
@@ -140,12 +141,16 @@ class RunList:
 
     def junit_xml(self) -> str:
         """junit.xml: one test case per run (`report.junit`)."""
+        return "".join(self.junit_pieces())
+
+    def junit_pieces(self) -> Iterator[str]:
+        """junit.xml a piece at a time (each block's test cases of a suite are one piece)."""
         self.seal()
-        suites = [
-            (name, (s[1], s[2], s[3], s[4]), math.fsum(s[5]), "\n".join(_unpack(c) for c in s[0]))
+        suites: list[Suite] = [
+            (name, (s[1], s[2], s[3], s[4]), math.fsum(s[5]), map(_unpack, s[0]))
             for name, s in sorted(self.junit.items())
         ]
-        return document(suites)
+        return pieces(suites)
 
     def links_html(self, base: str) -> dict[CellKey, Markup]:
         """cell -> the page's links to its first runs (each run's page and artifacts), relative to base."""
@@ -193,13 +198,23 @@ class Report:
 
     def json_text(self) -> str:
         """summary.json's text: byte for byte `full().model_dump_json(indent=1)`, without the models."""
+        return "".join(self.json_pieces())
+
+    def json_pieces(self) -> Iterator[str]:
+        """json_text a piece at a time (each block's runs are one piece), never joined in memory."""
         text = self.summary.model_dump_json(indent=1)
-        items = self.runs.items_json()
-        if not items:
-            return text
+        self.runs.seal()
+        if not self.runs.json:
+            yield text
+            return
         head, found, tail = text.partition(_RUNS_KEY)
         assert found, "summary.json lost its runs key"
-        return f'{head}\n "runs": [\n{items}\n ],\n{tail}'
+        yield f'{head}\n "runs": [\n'
+        for i, chunk in enumerate(self.runs.json):
+            if i:
+                yield ",\n"
+            yield _unpack(chunk)
+        yield f"\n ],\n{tail}"
 
     def write_json(self, path: Path) -> None:
         """Write summary.json atomically."""

@@ -28,6 +28,11 @@ def render_terminal(summary: Summary) -> str:
         f"{t.invalid} invalid{f', {t.ungraded} not graded' if t.ungraded else ''}"
         f"{f', {t.unreadable} unreadable' if t.unreadable else ''}; "
         f"smallest graded cell n = {h.min_graded_per_cell}; control: {h.control or 'none (rates only)'}"
+        + (
+            f"; planned vs done: {summary.completeness.done}/{summary.completeness.planned}"
+            if summary.completeness
+            else ""
+        )
     ]
     uplift = {
         (u.version, u.agent, u.condition): u

@@ -47,6 +47,21 @@ class _Tally:
             self.tokens_t += t[2]
             self.tokens_c += c[2]
 
+    def merge(self, other: _Tally) -> None:
+        """Add another tally's pairs (of other scenarios, or more of the same)."""
+        self.a += other.a
+        self.b += other.b
+        self.c += other.c
+        self.d += other.d
+        self.token_pairs += other.token_pairs
+        self.tokens_t += other.tokens_t
+        self.tokens_c += other.tokens_c
+        for scenario, (n, b, c) in other.clusters.items():
+            sums = self.clusters.setdefault(scenario, [0, 0, 0])
+            sums[0] += n
+            sums[1] += b
+            sums[2] += c
+
     def estimate(self) -> Estimate | None:
         """The clustered paired uplift (harness.report.inference) over these pairs."""
         return paired_uplift([ClusterSums(*sums) for sums in self.clusters.values()])
@@ -117,7 +132,9 @@ class Pairs:
         `skip` (sanity bounds) get none."""
         splits = splits or {}
         skip = skip or set()
-        tallies: dict[tuple[str | None, str, str, str | None, str | None], _Tally] = defaultdict(_Tally)
+        # Each pair is tallied once, in its scenario's row; the aggregate and split rows are sums of
+        # those, merged in the order the scenarios were met (the order a pair-by-pair tally sees them).
+        per_scenario: dict[tuple[str | None, str, str, str], _Tally] = {}
         for (version, agent, scenario, _trial), by_cond in self.outcomes.items():
             ctrl = by_cond.get(control)
             if ctrl is None or agent in skip:
@@ -125,11 +142,17 @@ class Pairs:
             for cond, outcome in by_cond.items():
                 if cond == control:
                     continue
-                tallies[(version, agent, cond, None, None)].add(scenario, outcome, ctrl)
-                tallies[(version, agent, cond, scenario, None)].add(scenario, outcome, ctrl)
-                split = splits.get(scenario)
-                if split:
-                    tallies[(version, agent, cond, None, split)].add(scenario, outcome, ctrl)
+                tally = per_scenario.get((version, agent, cond, scenario))
+                if tally is None:
+                    tally = per_scenario[(version, agent, cond, scenario)] = _Tally()
+                tally.add(scenario, outcome, ctrl)
+        tallies: dict[tuple[str | None, str, str, str | None, str | None], _Tally] = defaultdict(_Tally)
+        for (version, agent, cond, scenario), tally in per_scenario.items():
+            tallies[(version, agent, cond, scenario, None)] = tally
+            tallies[(version, agent, cond, None, None)].merge(tally)
+            split = splits.get(scenario)
+            if split:
+                tallies[(version, agent, cond, None, split)].merge(tally)
         order = {c: i for i, c in enumerate(conditions)}
         keys = sorted(
             tallies,

@@ -101,6 +101,7 @@ def test_markdown_in_order_of_importance(summary: Summary) -> None:
     assert "Uplift by split" not in text and "Per split" not in text and "Per family" not in text
     assert "oracle should pass" in text and "(sanity: should pass)" in text
     assert "$0.0200 vs $0.0100" in text  # the uplift table's cost column
+    assert "| tokens, treatment vs control (pairs both usable) |" in text  # which side is which
 
 
 def test_two_splits_get_their_table(tmp_path: Path) -> None:
@@ -143,3 +144,28 @@ def test_power_warning_names_what_the_design_could_detect(tmp_path: Path, summar
     (line,) = warning.evidence
     assert line.startswith("scripted bin/none/off: +0.50 [") and "detectable at 80% power" in line
     assert any(x.startswith("warning: power: 1 of 1") for x in render_terminal(s).splitlines())
+
+
+def test_a_sanity_agent_does_not_give_a_check_its_signal(tmp_path: Path) -> None:
+    """A no-op fails every check by design: its failures must not hide a check that never fails for
+    the agents measured."""
+    for t in (1, 2):
+        for cell in (CONTROL, BIN):
+            checks = [
+                ("works", "agent", "pass" if cell == BIN or t == 1 else "fail"),
+                ("keeps-api", "agent", "pass"),
+            ]
+            add_run(tmp_path, scenario="s", cell=cell, trial=t, passed=checks[0][2] == "pass", checks=checks)
+        failing = [("works", "agent", "fail"), ("keeps-api", "agent", "fail")]
+        add_run(
+            tmp_path,
+            scenario="s",
+            cell=CONTROL,
+            trial=t,
+            agent="noop",
+            passed=False,
+            sanity="fail",
+            checks=failing,
+        )
+    (quiet,) = [d for d in build_summary(tmp_path).diagnostics if d.kind == "no-signal-check"]
+    assert quiet.evidence == ["s/keeps-api (4 runs)"]

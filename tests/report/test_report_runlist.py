@@ -14,7 +14,8 @@ from test_report_summary import BIN, build_tree
 
 from harness.artifacts.names import INDEX_FILE
 from harness.report import build_summary, read_summary, write_summary
-from harness.report.aggregate import build_report, summarize
+from harness.report.aggregate import summarize
+from harness.report.build import build_report
 from harness.report.collect import collect
 from harness.report.runlist import RUN_LINKS_CAP, Report
 from harness.report.summary import Summary

@@ -12,7 +12,8 @@ from compiler.contract import iter_jobs
 from harness.artifacts.records import read_run
 from harness.artifacts.rounds import RoundsRecord, Skipped, Spend, Verdict, write_rounds
 from harness.artifacts.store import write_record
-from harness.report.aggregate import build_summary
+from harness.report.build import build_summary
+from harness.report.completeness import completeness
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.terminal import render_terminal
@@ -133,3 +134,32 @@ def test_trials_the_rounds_skipped_are_not_missing(tmp_path: Path) -> None:
     cell = next(c for c in summary.completeness.cells if c.cell == TREATMENT)
     assert cell.skipped == [j.id for j in bin_jobs] and cell.not_run == []
     assert not any(d.kind.startswith("incomplete") for d in summary.diagnostics)
+
+
+def test_planned_vs_done_through_the_index_is_what_the_records_say(tmp_path: Path) -> None:
+    """The report reads which planned trials finished from the results index (never every run.json
+    and grade.json of the matrix); the answer is the one the records on disk give."""
+    project = tmp_path / "compiled"
+    shutil.copytree(ROOT / "tests" / "fixtures" / "specs" / "valid", project)
+    assert assay("--project", project, "compile").returncode == 0
+    runs = tmp_path / "runs"
+    ran = assay("--project", project, "matrix", "smoke", "--runs", runs)
+    assert ran.returncode == 0, ran.stderr
+    done = sorted(p.parent for p in (runs / "smoke").rglob("run.json"))
+    assert len(done) == 2
+    shutil.rmtree(done[0])
+    done[0].mkdir()  # its folder made again, empty: unfinished
+    record = read_run(done[1])
+    write_record(done[1] / "run.json", record.model_copy(update={"interrupted": True}))
+    summary = build_summary(runs / "smoke", project=project)
+    assert summary.completeness is not None
+    assert summary.completeness == completeness(runs / "smoke", project)  # every record read from disk
+    assert summary.completeness.done == 0 and summary.completeness.planned == 2
+    assert sum(len(c.unfinished) for c in summary.completeness.cells) == 2
+    # On the page: in the evidence, and per cell beside the diagnostics.
+    md, page = render_markdown(summary), render_html(summary)
+    assert "Planned vs done: 0 of 2 planned trials done." in md
+    assert md.index("## Diagnostics") < md.index("### Planned vs done") < md.index("## Conditions")
+    assert "| smoke | `none/none/off` | 1 | 0 | 0 | 1 | 0 |" in md
+    assert page.index('id="diagnostics"') < page.index('id="planned"') < page.index('id="conditions"')
+    assert "; planned vs done: 0/2" in render_terminal(summary)

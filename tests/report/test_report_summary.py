@@ -269,6 +269,9 @@ def test_version_comparison_with_control_drift(tmp_path: Path) -> None:
         for t in range(1, 5):
             add_run(tmp_path, scenario="s", cell=CONTROL, trial=t, passed=bool(ctrl[t - 1]), version=version)
             add_run(tmp_path, scenario="s", cell=BIN, trial=t, passed=bool(binp[t - 1]), version=version)
+            add_run(
+                tmp_path, scenario="s", cell=CONTROL, trial=t, agent="oracle", sanity="pass", version=version
+            )
     (tmp_path / "versions.json").write_text(
         json.dumps({"schema_version": 1, "baseline": "v2", "candidate": "v1"})
     )
@@ -276,7 +279,8 @@ def test_version_comparison_with_control_drift(tmp_path: Path) -> None:
     assert s.header.versions == ["v2", "v1"]  # baseline first, from versions.json
     agg = next(d for d in s.version_deltas if d.scenario is None)
     assert agg.value == pytest.approx(0.5 - 0.25)
-    (drift,) = s.control_drift
+    (drift,) = s.control_drift  # the oracle (a sanity bound) has no drift to read
+    assert drift.agent == "scripted"
     assert (drift.baseline.k, drift.candidate.k, drift.pairs) == (2, 1, 4)
     assert drift.value == pytest.approx(-0.25)
     # One scenario, 4 pairs (one -1): pairs are the units; sample variance 1/4 over 4 beats the floor.

@@ -16,6 +16,7 @@ from report_tree import CONTROL, add_run
 from test_report_summary import BIN, build_tree
 
 from harness.artifacts import index
+from harness.artifacts.index_rows import GRADE_COLUMNS, RUN_COLUMNS
 from harness.artifacts.names import INDEX_FILE
 from harness.artifacts.records import Grade, RunStatus, read_grade
 from harness.artifacts.store import write_record
@@ -69,6 +70,16 @@ def test_results_has_every_grade_field(tmp_path: Path) -> None:
         "split",
     ):
         assert column in frame.columns, column
+    # Every field of both records, however nested (a section's fields flattened as <section>_<field>).
+    assert {c.name for c in (*GRADE_COLUMNS, *RUN_COLUMNS)} <= set(frame.columns)
+    row = frame.set_index("dir").loc["s1/scripted/bin/none/off/trial-01"]
+    grade = read_grade(tmp_path / "s1/scripted/bin/none/off/trial-01")
+    assert grade is not None
+    assert (row["passed"], row["tool_use_invocations"], row["grader_hash"]) == (
+        grade.passed,
+        grade.tool_use.invocations,
+        grade.grader_hash,
+    )
     graded = frame[frame["status"] == "graded"]
     assert graded["passed"].dtype == "boolean" and len(graded) > 0
     check_columns = [c for c in frame.columns if c.startswith("check_")]
