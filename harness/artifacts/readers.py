@@ -18,10 +18,24 @@ from harness.artifacts.names import EVENTS_FILE, SNAPSHOT_INDEX
 
 MAX_TOKENS = 10**9
 """The most tokens one usage row may count in any field; a larger figure is malformed, not a cost."""
+SNAPSHOT_MAX = 16 << 20
+"""The largest version of a watched file a snapshot keeps (bytes); a larger one is recorded, never
+read nor kept (a sparse 1,000 MB entry file rewritten in a loop had put a full copy per version on
+the run directory's disk and in memory), and the grader does not rebuild a state holding one."""
 
 
 def _no_constant(name: str) -> Any:
     raise ValueError(f"{name} is not a number")  # NaN and Infinity: JSON has neither
+
+
+def loads(text: str | bytes) -> Any:
+    """JSON the agent's side wrote, every failure a ValueError: bad syntax, bytes that are not
+    UTF-8, NaN or Infinity, and nesting too deep for the parser (`[[[[...` raises RecursionError,
+    which had crashed capture and the grader: a run the agent could take out of every rate)."""
+    try:
+        return json.loads(text, parse_constant=_no_constant)
+    except RecursionError:
+        raise ValueError("nested too deeply to read") from None
 
 
 def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
@@ -36,8 +50,8 @@ def read_jsonl(path: Path) -> tuple[list[dict[str, Any]], int]:
         if not line.strip():
             continue
         try:
-            value = json.loads(line, parse_constant=_no_constant)
-        except ValueError:  # JSONDecodeError included
+            value = loads(line)
+        except ValueError:  # JSONDecodeError, too deep included
             bad += 1
             continue
         if isinstance(value, dict):
@@ -192,14 +206,17 @@ class Snapshot:
     t: float
     path: str
     file: Path | None
-    """The stored copy; None when the write deleted the file."""
+    """The stored copy; None when the write deleted the file, or when `omitted`."""
+    omitted: str | None = None
+    """Why a version that was there has no copy (too large to keep), else None."""
 
 
 def read_snapshots(snap_dir: Path) -> tuple[Snapshot, ...]:
     """Snapshots in time order, from snapshots/index.jsonl (the runner's watcher writes it).
 
     Index rows: `t`, `index` (1-based), `file` (workspace-relative watched path),
-    `snapshot` (stored copy's name inside snapshots/), `deleted` when the write removed it.
+    `snapshot` (stored copy's name inside snapshots/), `deleted` when the write removed it,
+    `omitted` (why) for a version recorded without a copy.
     """
     rows, _ = read_jsonl(snap_dir / SNAPSHOT_INDEX)
     found: list[tuple[float, int, Snapshot]] = []
@@ -212,11 +229,19 @@ def read_snapshots(snap_dir: Path) -> tuple[Snapshot, ...]:
             (
                 _num(row, "t") or 0.0,
                 int(_num(row, "index") or n),
-                Snapshot(0, 0.0, str(row.get("file", "")), copy),
+                Snapshot(0, 0.0, str(row.get("file", "")), copy, _omitted(row, copy)),
             )
         )
     found.sort(key=lambda item: (item[0], item[1]))
-    return tuple(Snapshot(i, t, s.path, s.file) for i, (t, _, s) in enumerate(found))
+    return tuple(Snapshot(i, t, s.path, s.file, s.omitted) for i, (t, _, s) in enumerate(found))
+
+
+def _omitted(row: dict[str, Any], copy: Path | None) -> str | None:
+    """Why the runner kept no copy of a version that was there (a copy that points elsewhere is
+    read as a deletion, as before: never followed)."""
+    if copy is not None or row.get("deleted") or not row.get("omitted"):
+        return None
+    return str(row["omitted"])
 
 
 TOKEN_KINDS = ("input", "output", "cache_read", "cache_write", "reasoning")
@@ -280,8 +305,8 @@ def read_context(path: Path) -> Context:
     if not path.is_file():
         return Context()
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
+        data = loads(path.read_bytes())
+    except (OSError, ValueError) as exc:
         return Context(present=True, error=f"context.json is not JSON: {exc}")
     loaded = data.get("loaded") if isinstance(data, dict) else None
     if not isinstance(loaded, list):

@@ -184,7 +184,10 @@ class RunRecord(Record):
         default=False,
         description="Shared the machine with sibling conditions; wall-clock not comparable to serial runs.",
     )
-    unsafe_edits: tuple[str, ...] = Field(default=(), description="Files changed outside writable.")
+    unsafe_edits: tuple[str, ...] = Field(
+        default=(), description="Files changed outside writable (the first 200, printable)."
+    )
+    unsafe_edits_count: int = Field(default=0, description="How many files changed outside writable.")
     diff_omitted: tuple[Omitted, ...] = Field(
         default=(), description="Changed paths diff.patch leaves out, with why (the first 200)."
     )

@@ -35,7 +35,7 @@ class AnswerCheck:
             return Verdict(False, f"no answer: {path.name} was not written")
         try:
             doc = json.loads(path.read_text(encoding="utf-8"))
-        except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        except (json.JSONDecodeError, UnicodeDecodeError, RecursionError) as exc:  # deep: `[[[[...`
             return Verdict(False, f"{path.name} is not valid JSON: {exc}")
         value = lookup(doc, key)
         if value is _MISSING:

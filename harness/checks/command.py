@@ -149,9 +149,10 @@ def _read_json(result: Mapping[str, Any], done: _proc.Completed, workspace: Path
         text = path.read_text(encoding="utf-8", errors="replace")
     try:
         return json.loads(text)
-    except json.JSONDecodeError as exc:
+    except (json.JSONDecodeError, RecursionError) as exc:  # the agent's code printed it: `[[[[...` too
+        why = exc.msg if isinstance(exc, json.JSONDecodeError) else "nested too deeply"
         raise CheckError(
-            f"`{shown}` (exit {done.exit_code}) printed no JSON result on {source} ({exc.msg}){tail(done.stderr or text, workspace)}"
+            f"`{shown}` (exit {done.exit_code}) printed no JSON result on {source} ({why}){tail(done.stderr or text, workspace)}"
         ) from None
 
 

@@ -57,9 +57,10 @@ def run_check(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> CheckOutco
         outcome, message = "error", str(exc)
     except CheckUnavailable as exc:
         outcome, message = "unavailable", str(exc)
-    except (OSError, ValueError, TypeError, KeyError) as exc:
-        # A check that trips over the workspace (unreadable file, odd parameter type) must
-        # not take the other checks of the run down with it; it reports that it could not run.
+    except (OSError, ValueError, TypeError, KeyError, RecursionError) as exc:
+        # A check that trips over the workspace (unreadable file, odd parameter type, JSON the
+        # agent nested too deeply to parse) must not take the other checks of the run down with
+        # it, nor the run out of the rates; it reports that it could not run.
         outcome, message = "error", f"{type(exc).__name__}: {exc}"
     return CheckOutcome(
         id=spec.id,

@@ -16,6 +16,7 @@ from typing import Any
 
 from compiler.contract import CheckSpec
 from harness.artifacts.grade_sections import SnapshotVerdict
+from harness.artifacts.readers import SNAPSHOT_MAX
 from harness.artifacts.records import CheckOutcome
 from harness.artifacts.run_view import RunView
 from harness.checks.base import CheckContext, CheckError
@@ -71,25 +72,39 @@ def validity(
         tree = scratch / "ws"
         fdtree.copy_tree(workspace, tree)  # the grader's copy: odd files already left out
         state: dict[str, bytes | None] = {}
+        unknown: dict[str, str] = {}  # watched files whose current version was not kept, and why
         for rel in paths:
             seeded = view.seed / rel if view.seed is not None else None
             final = workspace / rel
             source = seeded if seeded is not None and seeded.is_file() else final
-            state[rel] = source.read_bytes() if source.is_file() else None
+            state[rel] = _content(source)
+            if state[rel] == _LARGE:
+                unknown[rel] = f"larger than {SNAPSHOT_MAX:,} bytes"
         memo: dict[str, tuple[bool | None, str]] = {}
         # The state equal to the final workspace was assessed by the main pass already.
         known: dict[str, CheckOutcome] = view.cache.get(FINAL_OUTCOMES, {})
-        if all(d.id in known for d in deciders):
-            memo[_digest(_final_state(paths, workspace))] = _verdict([known[d.id] for d in deciders])
+        final_state = {rel: _content(workspace / rel) for rel in paths}
+        if all(d.id in known for d in deciders) and _LARGE not in final_state.values():
+            memo[_digest(final_state)] = _verdict([known[d.id] for d in deciders])
         verdicts: list[SnapshotVerdict] = []
         for snap in view.snapshots:
             stored = snap.file
-            state[snap.path] = stored.read_bytes() if stored is not None and stored.is_file() else None
+            if snap.omitted is not None:
+                unknown[snap.path] = snap.omitted
+            else:
+                unknown.pop(snap.path, None)
+                state[snap.path] = stored.read_bytes() if stored is not None and stored.is_file() else None
             digest = _digest(state)
-            if digest not in memo:
-                _materialise(tree, state)
-                memo[digest] = _verdict([scrub_outcome(o, tree) for o in run_checks(deciders, tree, ctx)])
-            valid, message = memo[digest]
+            if unknown:  # a state nobody can rebuild is not assessed: neither valid nor invalid
+                valid, message = (
+                    None,
+                    "; ".join(f"{p}: version not kept ({w})" for p, w in sorted(unknown.items())),
+                )
+            else:
+                if digest not in memo:
+                    _materialise(tree, state)
+                    memo[digest] = _verdict([scrub_outcome(o, tree) for o in run_checks(deciders, tree, ctx)])
+                valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
             )
@@ -104,8 +119,14 @@ def _digest(state: Mapping[str, bytes | None]) -> str:
     return hashlib.sha256(repr(sorted(state.items())).encode()).hexdigest()
 
 
-def _final_state(paths: Sequence[str], workspace: Path) -> dict[str, bytes | None]:
-    return {rel: (workspace / rel).read_bytes() if (workspace / rel).is_file() else None for rel in paths}
+_LARGE = b"\0larger than SNAPSHOT_MAX"
+"""Stands for a file too large to hold in a state (never materialised: its state is not assessed)."""
+
+
+def _content(path: Path) -> bytes | None:
+    if not path.is_file():
+        return None
+    return _LARGE if path.stat().st_size > SNAPSHOT_MAX else path.read_bytes()
 
 
 def _verdict(outcomes: Sequence[CheckOutcome]) -> tuple[bool | None, str]:

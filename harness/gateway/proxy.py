@@ -288,7 +288,7 @@ class Handler(BaseHTTPRequestHandler):
 def _model_of(body: bytes) -> str | None:
     try:
         data = json.loads(body) if body[:1] == b"{" else None
-    except (json.JSONDecodeError, UnicodeDecodeError):
+    except (ValueError, RecursionError):  # not JSON, not UTF-8, nested too deeply: no model named
         return None
     model = data.get("model") if isinstance(data, dict) else None
     return model if isinstance(model, str) else None

@@ -284,7 +284,9 @@ def gather_snapshots(
     out: list[dict[str, Any]] = []
     previous: dict[str, str] = {}
     for snap in readers.read_snapshots(snap_dir):
-        if snap.file is None:
+        if snap.omitted is not None:
+            content = Block(note=f"not kept: {snap.omitted}")
+        elif snap.file is None:
             content = Block(note="the write deleted the file")
         else:
             content = read_text(snap.file, cap=TEXT_CAP)

@@ -7,17 +7,18 @@ runner's half of the metrics from the adapter's usage.jsonl, and context.json's 
 
 from __future__ import annotations
 
-import json
+import os
 from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.artifacts.names import DIFF_FILE, RETRIES_DIR, STEPS_DIR, USAGE_FILE
-from harness.artifacts.readers import Turn, read_usage
+from harness.artifacts.readers import Turn, loads, read_usage
 from harness.artifacts.records import RunnerMetrics, UsageCheck
+from harness.artifacts.sandbox_sections import printable
 from harness.gateway.log import gateway_turns
 from harness.trial.environment import TrialPaths
-from harness.trial.patch import diff
+from harness.trial.patch import LISTED, diff
 from harness.trial.workspace import Workspace, scan, unsafe_edits
 
 TOTALS = (
@@ -109,10 +110,12 @@ def context_violation(paths: TrialPaths) -> str | None:
     if not paths.context.is_file():
         return None
     try:
-        data = json.loads(paths.context.read_text(encoding="utf-8"))
-    except json.JSONDecodeError:
+        data = loads(paths.context.read_bytes())
+    except ValueError:  # bad syntax or bytes, too deep: never a crash that drops the run
         return "context.json is not JSON"
     loaded = data.get("loaded", []) if isinstance(data, dict) else []
+    if not isinstance(loaded, list):
+        return "context.json's `loaded` is not a list"
     allowed = [str(paths.workspace)]
     if paths.skill_dir is not None:
         allowed.append(str(paths.skill_dir))
@@ -131,8 +134,10 @@ def workspace(ws: Workspace, writable: tuple[str, ...], run_dir: Path) -> dict[s
     changed = scan(ws)
     patch = diff(ws, changed)
     (run_dir / DIFF_FILE).write_bytes(patch.data)
-    return {
-        "unsafe_edits": tuple(unsafe_edits([c.rel for c in changed], writable)),
+    unsafe = unsafe_edits([c.rel for c in changed], writable)
+    return {  # the agent chooses how many and what names: the first few, printable, and the count
+        "unsafe_edits": tuple(printable(os.fsencode(rel)) for rel in unsafe[:LISTED]),
+        "unsafe_edits_count": len(unsafe),
         "diff_omitted": patch.omitted,
         "diff_omitted_count": patch.omitted_count,
     }

@@ -12,8 +12,10 @@ git refuses it, it is built again by git alone, then without the changes of kind
 turned folder or symlink), then left empty — never kept broken. Left out, with the reason
 (run.json `diff_omitted`): FIFOs, sockets and devices (no content a patch can carry; one that
 replaced a file shows as that file's deletion), paths longer than `fdtree.MAX_REL` bytes,
-and paths git refuses to write (a `.git` folder in the workspace, `git~1`, a `.gitmodules`
-symlink).
+paths git refuses to write (a `.git` folder in the workspace, `git~1`, a `.gitmodules`
+symlink), and files over `FILE_MAX` or past the `TOTAL_MAX` a patch carries (the agent sets
+its files' sizes: ten sparse 1,000 MB files, no disk to write, had taken capture 270 s and 20 GB
+of memory). The preserved workspace holds them all.
 """
 
 from __future__ import annotations
@@ -34,6 +36,11 @@ PATCH_DIR = "patch"
 """Inside `.assay/`: the scratch trees, removed once the patch is written."""
 LISTED = 200
 """Omitted paths listed in run.json (the count is always complete)."""
+FILE_MAX = 16 << 20
+"""The largest file (bytes) whose new content the patch carries."""
+TOTAL_MAX = 128 << 20
+"""What the patch carries in all (bytes of new content and of names, about), in path order: 30,000
+empty files with 4,000-byte names outside `writable` had made a 240 MB patch."""
 GIT = ("git", "-c", "core.quotePath=true", "-c", "diff.noprefix=false", "-c", "core.autocrlf=false")
 _DIFF = ("diff", "--no-index", "--no-prefix", "--binary", "--no-color", "--no-renames", "--no-ext-diff")
 _PLAIN = (None, "file", "symlink")
@@ -237,12 +244,31 @@ def _shown(change: Change) -> str:
     return printable(os.fsencode(change.rel))
 
 
-def diff(ws: Workspace, changes: Sequence[Change] | None = None) -> Patch:
-    """diff.patch of everything changed since the baseline (or of `changes`, from `scan`)."""
+def _cost(change: Change) -> int:
+    """About what a change adds to the patch: its new content, its name four times in the header."""
+    return (change.size if change.new == "file" else 0) + 4 * len(os.fsencode(change.rel)) + 100
+
+
+def diff(
+    ws: Workspace,
+    changes: Sequence[Change] | None = None,
+    *,
+    file_max: int = FILE_MAX,
+    total_max: int = TOTAL_MAX,
+) -> Patch:
+    """diff.patch of everything changed since the baseline (or of `changes`, from `scan`); a file
+    over `file_max`, and what passes `total_max` in all (names counted), is left out and listed."""
     omitted: list[Omitted] = []
     kept: list[Change] = []
+    left = total_max
     for change in scan(ws) if changes is None else changes:
         carried, why = _classify(change)
+        if carried and carried.new == "file" and carried.size > file_max:
+            carried, why = None, f"larger than {file_max:,} bytes"
+        elif carried and _cost(carried) > left:
+            carried, why = None, f"past the {total_max:,} bytes a patch carries"
+        elif carried:
+            left -= _cost(carried)
         if why:
             omitted.append(Omitted(path=_shown(change), why=why))
         if carried:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import platform
 import time
 from dataclasses import dataclass, field
@@ -18,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 
 from compiler.contract import Job
 from harness.artifacts.names import AGENT_INFO, TRACE_FILE
+from harness.artifacts.readers import loads
 from harness.artifacts.records import CanaryResult, RunnerMetrics, RunRecord, StepRecord
 from harness.artifacts.run_tree import identity
 from harness.artifacts.sandbox_sections import Protections
@@ -189,16 +189,23 @@ def _sum_metrics(steps: list[StepRecord]) -> RunnerMetrics:
 def _installed_version(run_dir: Path) -> str | None:
     """The CLI version a real-agent adapter read back from its binary (its agent.json)."""
     try:
-        version = json.loads((run_dir / AGENT_INFO).read_text(encoding="utf-8")).get("version")
+        version = loads((run_dir / AGENT_INFO).read_bytes()).get("version")
     except (OSError, ValueError, AttributeError):
         return None
     return version if isinstance(version, str) else None
 
 
+REFUSED_LISTED = 200
+"""Outbox entries refused that run.json lists (the count is complete)."""
+
+
 def _extra(provided: Provided | None, launcher: Launcher | None) -> dict[str, Any]:
     extra: dict[str, Any] = {"shimmed": list(provided.shimmed)} if provided else {}
-    if launcher is not None and launcher.refused:
-        extra["sandbox_refused"] = sorted(set(launcher.refused))
+    if launcher is not None and launcher.refused:  # the agent chooses how many: 100,000 links had
+        refused = sorted(set(launcher.refused))  # made a run.json of megabytes
+        extra["sandbox_refused"] = refused[:REFUSED_LISTED]
+        if len(refused) > REFUSED_LISTED:
+            extra["sandbox_refused_count"] = len(refused)
     if launcher is not None and launcher.isolation.name == "none":
         visible = ancestor_instruction_files(launcher.cwd)
         if visible:

@@ -1,8 +1,8 @@
 """Snapshots of the entry (or watch) files after each write, with timestamps.
 
-A watcher thread copies every new version of the watched files to `snapshots/NNN-<name>`,
-with one line per snapshot in `snapshots/index.jsonl` (t, file, snapshot, bytes, sha256;
-`deleted` when the file vanished).
+A watcher thread copies every new version of the watched files to `snapshots/NNN-<name>`, one line
+each in `snapshots/index.jsonl` (t, file, snapshot, bytes, sha256; `deleted` when the file vanished;
+`omitted`, no copy, past `SNAPSHOT_MAX` or the run's `KEPT_MAX`: the agent sets its files' sizes).
 
 A version is taken only once it is settled, never while it is being written: `open(…, "w")`
 empties a file before the new text lands, and a look in between would take a half-written
@@ -20,14 +20,14 @@ created later is seen too. Without it the watcher polls. Either way the last loo
 agent's process tree is gone, takes the files as they ended. Versions that follow each other
 faster than the watcher looks show as one.
 
-`t` is when the write happened, not when the watcher noticed it: the mtime of the version read
-(stated through the descriptor it was read from: by the time it is recorded, the path may hold
-a later write), clamped into the window since the file was last known unchanged (an agent
-cannot date a write outside the window in which it must have happened). That window opens at a
-time taken before the look that proved the file unchanged, never after it: a write landing
-between the look and a later clock reading would be dated after itself, and after the agent's
-next turn (tokens to the first valid version then flipped with machine load). Look times alone
-made "ran the check after the last write" flip with machine load.
+`t` is when the write happened, not when the watcher noticed it: the ctime of the version read
+(stated through its descriptor: the path may hold a later write by then), never the mtime, which
+the agent sets back at will (a write after the tool ran, dated back before it with `os.utime`, had
+made "checked after the last write" pass); nobody can set a ctime back. It is clamped into the
+window since the file was last known unchanged, which opens at a time taken before the look that
+proved the file unchanged, never after it: a write landing between the look and a later clock
+reading would be dated after itself, and after the agent's next turn. Look times alone made "ran
+the check after the last write" flip with machine load.
 """
 
 from __future__ import annotations
@@ -48,12 +48,14 @@ from pathlib import Path, PurePosixPath
 from typing import NamedTuple
 
 from harness.artifacts.names import SNAPSHOT_INDEX
+from harness.artifacts.readers import SNAPSHOT_MAX
 from harness.sandbox.pathsafe import PathEscape, open_inside
 from harness.trial import inotify
 from harness.trial.inotify import Inotify
 
-INTERVAL_S = 0.05
-"""How often the poller looks (without inotify)."""
+KEPT_MAX = 256 << 20
+"""What the snapshots of one run may hold in all (bytes); later versions are recorded, not kept."""
+INTERVAL_S = 0.05  # how often the poller looks (without inotify)
 RETRY_MS = 10
 """How soon a file found busy with no write under way is looked at again (inotify)."""
 
@@ -69,8 +71,15 @@ class _Look(NamedTuple):
     """True when a read lease proved that nobody was writing it."""
     busy: bool = False
     """True when a process holds the file open for writing (nothing was read)."""
-    mtime: float | None = None
-    """The modification time of the version read (not of whatever the file holds later)."""
+    changed: float | None = None
+    """The inode change time (ctime) of the version read (not of whatever the file holds later)."""
+    large: str | None = None
+    """A version over `SNAPSHOT_MAX`, not read: its size, change time and inode (data is None)."""
+
+    @property
+    def there(self) -> bool:
+        """The file exists (read, or too large to read)."""
+        return self.data is not None or self.large is not None
 
 
 _BUSY = _Look(None, busy=True)
@@ -87,6 +96,7 @@ class Watcher:
         events: Use inotify where there is one (False: always poll).
         leases: Prove a version settled by a read lease where the kernel grants one (False: as
             where it does not).
+        keep: What the snapshots folder may hold in all (bytes), earlier sessions' included.
     """
 
     def __init__(
@@ -98,6 +108,7 @@ class Watcher:
         interval_s: float = INTERVAL_S,
         events: bool = True,
         leases: bool = True,
+        keep: int = KEPT_MAX,
     ) -> None:
         self._ws = workspace
         self._files = tuple(files)
@@ -112,6 +123,7 @@ class Watcher:
         """When each file was last known unchanged: the earliest its next write can be dated."""
         self._candidate: dict[str, str | None] = {}
         self._count = 0
+        self._left = self._keep = keep
         self._notify: Inotify | None = None
         self._folders: dict[int, str] = {}
         self._watched_files: dict[int, str] = {}
@@ -128,13 +140,17 @@ class Watcher:
                 self._watch_folders()
         now = time.time()
         for name in self._files:
-            data = _read(self._ws, name, lease=False).data
-            self._seen[name] = self._digest(data)
+            look = _read(self._ws, name, lease=False)
+            self._seen[name] = self._digest(look)
             self._quiet[name] = now
-            if data is not None:
+            if look.there:
                 self._watch_file(name)
         if self._files:
             self._out.mkdir(parents=True, exist_ok=True)
+            with os.scandir(self._out) as kept:  # an earlier session's snapshots count too
+                self._left -= sum(e.stat(follow_symlinks=False).st_size for e in kept if e.is_file())
+            with contextlib.suppress(FileNotFoundError), (self._out / SNAPSHOT_INDEX).open("rb") as rows:
+                self._count = sum(1 for _ in rows)  # numbered on from them: none is overwritten
             self._thread.start()
         return self
 
@@ -155,7 +171,7 @@ class Watcher:
 
     @property
     def count(self) -> int:
-        """Snapshots taken so far."""
+        """Snapshots in the folder so far (earlier sessions' included: they are numbered on)."""
         return self._count
 
     def _loop(self) -> None:
@@ -277,8 +293,10 @@ class Watcher:
     # -- looking and recording -------------------------------------------------------------
 
     @staticmethod
-    def _digest(data: bytes | None) -> str | None:
-        return None if data is None else hashlib.sha256(data).hexdigest()
+    def _digest(look: _Look) -> str | None:
+        if look.large is not None:
+            return f"large:{look.large}"
+        return None if look.data is None else hashlib.sha256(look.data).hexdigest()
 
     def _look(self, names: Iterable[str], *, settled: bool) -> None:
         """Look at files now: a new version is kept when settled, leased, or seen twice in a row."""
@@ -288,7 +306,7 @@ class Watcher:
             look = _read(self._ws, name, lease=self._leases and not settled)
             if look.busy:
                 continue
-            digest = self._digest(look.data)
+            digest = self._digest(look)
             if digest == self._seen.get(name):
                 self._candidate.pop(name, None)
                 self._quiet[name] = now
@@ -303,23 +321,30 @@ class Watcher:
         now = time.time()
         for name, look in versions.items():
             data = look.data
-            digest = self._digest(data)
+            digest = self._digest(look)
             self._candidate.pop(name, None)
             if digest == self._seen.get(name):
                 continue
             self._seen[name] = digest
             self._count += 1
             row: dict[str, object] = {"t": self._written(name, look, now), "index": self._count, "file": name}
-            if data is None:
+            if look.large is not None:
+                why = f"larger than {SNAPSHOT_MAX:,} bytes"
+                row.update({"bytes": int(look.large.split(":")[0]), "omitted": why})
+            elif data is None:
                 row["deleted"] = True
+            elif len(data) > self._left:
+                why = f"past the {self._keep:,} bytes of snapshots a run keeps"
+                row.update({"bytes": len(data), "sha256": digest, "omitted": why})
             else:
                 snap = f"{self._count:03d}-{name.replace('/', '__')}"
                 (self._out / snap).write_bytes(data)
+                self._left -= len(data)
                 row.update({"snapshot": snap, "bytes": len(data), "sha256": digest})
             with (self._out / SNAPSHOT_INDEX).open("a", encoding="utf-8") as fh:
                 fh.write(json.dumps(row, sort_keys=True) + "\n")
             self._quiet[name] = looked  # the version read then: a later write is dated after it
-            if data is not None:
+            if look.there:
                 self._watch_file(name)
 
     def _watch_file(self, name: str) -> None:
@@ -331,9 +356,9 @@ class Watcher:
 
     def _written(self, name: str, look: _Look, now: float) -> float:
         since = self._quiet.get(name, now)
-        if look.mtime is None:
+        if look.changed is None:
             return now  # deleted: it went some time in the window; say when it was seen gone
-        return min(max(look.mtime, since), now)
+        return min(max(look.changed, since), now)
 
 
 def _read(workspace: Path, name: str, *, lease: bool = True) -> _Look:
@@ -357,10 +382,15 @@ def _read(workspace: Path, name: str, *, lease: bool = True) -> _Look:
                 return _BUSY
             # no leases here (filesystem, owner): the caller settles another way
         try:
-            with os.fdopen(fd, "rb", closefd=False) as fh:
-                data = fh.read()
+            st, data = os.fstat(fd), b""
+            if st.st_size <= SNAPSHOT_MAX:  # a larger one is never read: its identity tells versions apart
+                with os.fdopen(fd, "rb", closefd=False) as fh:
+                    data = fh.read(SNAPSHOT_MAX + 1)  # no further, should it grow as it is read
+            if max(st.st_size, len(data)) > SNAPSHOT_MAX:
+                large = f"{max(st.st_size, len(data))}:{st.st_ctime_ns}:{st.st_ino}"
+                return _Look(None, proven=leased, changed=st.st_ctime, large=large)
             # the version read, stated through its descriptor: a path may hold a later one by now
-            return _Look(data, proven=leased, mtime=os.fstat(fd).st_mtime)
+            return _Look(data, proven=leased, changed=os.fstat(fd).st_ctime)
         finally:
             if leased:
                 fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)

@@ -150,8 +150,8 @@ class Runner:
             request = json.loads(buffer)
             code = self.run(request, fds, conn) if len(fds) == 3 else 126
             conn.sendall(b"EXIT %d\n" % code)
-        except (OSError, ValueError):
-            pass
+        except (OSError, ValueError, TypeError, KeyError, AttributeError, RecursionError):
+            pass  # an unreadable request (JSON nested too deeply included): refused, nothing run
         finally:
             for fd in fds:
                 with contextlib.suppress(OSError):

@@ -236,6 +236,8 @@ class Change(NamedTuple):
     """Its kind now, None when it was deleted."""
     mode: int = 0
     """Its st_mode now."""
+    size: int = 0
+    """Its size now (bytes; of a sparse file, as read)."""
 
 
 def scan(ws: Workspace) -> list[Change]:
@@ -264,7 +266,8 @@ def scan(ws: Workspace) -> list[Change]:
                 same = False  # unreadable now: report it changed rather than lose it
             if not same:
                 was = neutralise.kind_of(before[3]) if before is not None else None
-                changed.append(Change(rel, was, neutralise.kind_of(entry.st.st_mode), entry.st.st_mode))
+                kind = neutralise.kind_of(entry.st.st_mode)
+                changed.append(Change(rel, was, kind, entry.st.st_mode, entry.st.st_size))
     finally:
         roots.close()
     changed.extend(

@@ -48,6 +48,12 @@ def test_no_answer_fails(ws: Path) -> None:
     assert missing.outcome == "fail" and "no key 'x'" in missing.message
 
 
+def test_an_answer_nested_too_deeply_to_parse_fails_and_crashes_nothing(ws: Path) -> None:
+    (ws / "answer.json").write_text("[" * 100_000)
+    out = check(ws, key="x", equals=1)
+    assert out.outcome == "fail" and "not valid JSON" in out.message
+
+
 def test_answer_location(ws: Path, tmp_path: Path) -> None:
     elsewhere = tmp_path / "out" / "answer.json"
     elsewhere.parent.mkdir()

@@ -159,3 +159,9 @@ def test_result_reader_with_exit_gate(ws: Path) -> None:
     reader = {"exit": 0, "json_path": {"path": "$.n", "equals": 3}}
     out = check(ws, run="echo '{\"n\": 3}'; exit 1", result=reader)
     assert out.outcome == "fail" and "exited 1" in out.message
+
+
+def test_a_result_nested_too_deeply_to_parse_is_an_error_with_its_reason(ws: Path) -> None:
+    """The command runs the agent's code, which chooses what it prints: `[[[[...` is no crash."""
+    out = check(ws, run="python3 -c \"print('[' * 100000)\"", result={"count": {"json_path": "$", "max": 0}})
+    assert out.outcome == "error" and "nested too deeply" in out.message

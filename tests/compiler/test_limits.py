@@ -11,6 +11,8 @@ from compiler.contract import Limits, iter_jobs
 from compiler.errors import SpecErrors, render
 from compiler.pipeline import compile_project
 
+ROOT = Path(__file__).resolve().parents[2]
+
 
 def _with_limits(valid_project: Path, tmp_path: Path, limits: str) -> Path:
     project = tmp_path / "project"
@@ -32,6 +34,32 @@ def test_a_spec_without_limits_gets_every_default(valid_project: Path, tmp_path:
         job.limits.outbox_mb,
         job.limits.output_bytes,
     )
+
+
+RESOURCES = ("memory_mb", "pids", "file_size_mb", "workspace_mb", "outbox_mb", "output_bytes")
+"""The limits on the machine's resources (the hostile-agent suite runs its attacks under them)."""
+
+
+def test_a_spec_that_names_no_limit_at_all_gets_every_default(valid_project: Path, tmp_path: Path) -> None:
+    project = tmp_path / "project"
+    shutil.copytree(valid_project, project)
+    for rel, line in (
+        ("specs/matrices/default.yaml", "limits: { timeout_s: 300 }\n"),
+        ("specs/project.yaml", "  limits: { timeout_s: 600 }\n"),
+    ):
+        text = (project / rel).read_text()
+        assert line in text
+        (project / rel).write_text(text.replace(line, ""))
+    compile_project(project, generated=tmp_path / "gen")
+    assert next(iter_jobs(tmp_path / "gen", matrix="default")).limits == Limits()
+
+
+def test_the_example_projects_shipped_specs_keep_every_default(tmp_path: Path) -> None:
+    """specs/project.yaml names only a timeout: every job of the example gets the contract's
+    resource limits, the ones the hostile-agent suite's fork bomb, disk fill and outbox flood meet."""
+    compile_project(ROOT, generated=tmp_path / "gen")
+    seen = {tuple(getattr(job.limits, name) for name in RESOURCES) for job in iter_jobs(tmp_path / "gen")}
+    assert seen == {tuple(getattr(Limits(), name) for name in RESOURCES)}
 
 
 def test_none_written_out_turns_one_limit_off_and_leaves_the_others(

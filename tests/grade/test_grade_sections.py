@@ -57,6 +57,28 @@ def test_snapshots_valid_then_invalid(tmp_path: Path) -> None:
     assert outcome.outcome == "fail" and "regression" in outcome.message
 
 
+def test_a_version_the_runner_did_not_keep_is_neither_valid_nor_invalid(tmp_path: Path) -> None:
+    """A version over the size a snapshot keeps has a row and no copy: no state holding it is
+    rebuilt (its verdict is None, with why); the next kept version is assessed again."""
+    project = _project(tmp_path)
+    snaps = [(10, "app/main.py", BROKEN_PY), (30, "app/main.py", VALID_PY)]
+    scen = scenario([COMPILES, check("entry-ok", "snapshot")])
+    run = make_run(tmp_path / "run", demo_job(scen), workspace={"app/main.py": VALID_PY}, snapshots=snaps)
+    with (run / "snapshots" / "index.jsonl").open("a") as fh:
+        fh.write(
+            json.dumps(
+                {"t": T0 + 20, "index": 3, "file": "app/main.py", "bytes": 1 << 30, "omitted": "too big"}
+            )
+        )
+    s = grade_run(run, project=project).snapshots
+    assert [(v.valid, v.message) for v in s.verdicts] == [
+        (False, s.verdicts[0].message),
+        (None, "app/main.py: version not kept (too big)"),
+        (True, ""),
+    ]
+    assert s.first_valid == 2 and s.regressions == ()
+
+
 def test_snapshot_without_writes_and_without_authority(tmp_path: Path) -> None:
     project = _project(tmp_path)
     scen = scenario([COMPILES, check("entry-ok", "snapshot")])

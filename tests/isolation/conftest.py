@@ -230,7 +230,10 @@ def pytest_runtest_logreport(report: pytest.TestReport) -> None:
         return
     if report.when != "call" and not (report.when == "setup" and not report.passed):
         return
-    iso = name.rsplit("[", 1)[-1].rstrip("]") if "[" in name else "?"
+    # Every attack names its isolation in its id (the `trial` or `iso` parameter, beside any other):
+    # one that does not is counted under a label saying so, never under a bare "?".
+    params = name.rsplit("[", 1)[-1].rstrip("]").split("-") if "[" in name else []
+    iso = next((p for p in params if p in (*ISOLATIONS, "none")), "isolation not in the test id")
     iso += ", through the runner" if name.startswith("test_attack_e2e_") else ", direct"
     tally = _ATTACKS.setdefault(iso, _Tally())
     if report.skipped:

@@ -4,7 +4,7 @@ Two agents make the same fix and report the same honest usage row; one of them a
 rows appended to the trace (in its run directory, in the readable mirror), a registration
 with the collector under a guessed token and under any token it can find in /proc, a request
 to the tool runner for a program that is not a traced tool, and usage rows with negative, NaN,
-huge and non-integer figures. Both runs are graded: the two grade.json agree on everything but
+huge and non-integer figures, and one nested too deeply for a JSON parser. Both runs are graded: the two grade.json agree on everything but
 the malformed-row counts, and a third agent that really runs the tool shows the trace checks
 can pass. Tests named `test_attack_*` are counted by the hostile-agent summary.
 """
@@ -48,7 +48,7 @@ with open(os.environ["BENCH_USAGE"], "a") as fh:
     if {forge!r}:
         for bad in ('{{"input": -90000000, "output": 5}}', '{{"input": NaN}}', '{{"output": 1e400}}',
                     '{{"input": 100000000000000000000}}', '{{"input": 12.5}}', '{{"input": true}}',
-                    '{{"t": NaN, "input": 1}}'):
+                    '{{"t": NaN, "input": 1}}', '{{"input": ' * 100000):
             fh.write(bad + "\\n")
 if {use_tool!r}:
     os.system("mytool check app/main.py > /dev/null")
@@ -160,7 +160,7 @@ def _forgery_changes_nothing(tmp_path: Path, iso: str) -> dict[str, Any]:
     assert {c["id"]: c["outcome"] for c in _grade(user)["checks"]}["checked-after-last-write"] == "pass"
     assert _grade(user)["tool_use"]["invocations"] == 1
     usage = _grade(forger)["usage"]
-    assert (usage["input"], usage["output"], usage["malformed_rows"]) == (1200, 300, 7)
+    assert (usage["input"], usage["output"], usage["malformed_rows"]) == (1200, 300, 8)
     assert forger_run.metrics == honest_run.metrics.model_copy(
         update={"duration_s": forger_run.metrics.duration_s}
     )
@@ -236,3 +236,29 @@ def test_attack_e2e_understate_usage_behind_the_gateway(tmp_path: Path, iso: str
     grade = grade_run(run_dir)
     assert grade.usage.source == "gateway" and grade.usage.input == served.input_tokens
     assert {"input_tokens", "output_tokens"} <= set(grade.usage.adapter_differs)
+
+
+BACKDATE = """
+import os, pathlib
+p = pathlib.Path("app/main.py")
+p.write_text({fixed!r})
+checked = os.stat(p).st_mtime
+os.system("mytool check app/main.py > /dev/null")
+p.write_text("import os\\n" + {fixed!r})  # the last write comes after the check...
+os.utime(p, (checked, checked))  # ...and is dated back to before it
+"""
+
+
+def test_attack_e2e_backdate_the_last_write(tmp_path: Path, iso: str) -> None:
+    """`checked-after-last-write` dates the last write by a time the agent cannot set back (the
+    ctime): a write after the tool ran, its mtime set to before the run, had made it pass."""
+    project = _project(tmp_path)
+    job = _job(project, "backdater", iso, forge=False, use_tool=True)
+    (project / "backdater.py").write_text(BACKDATE.format(fixed=FIXED))
+    run_dir = tmp_path / "runs" / "backdater"
+    record = run_trial(job, project=project, run_dir=run_dir)
+    assert record.error is None, record.traceback
+    assert (run_dir / "workspace" / "app" / "main.py").read_text().startswith("import os")
+    grade = grade_run(run_dir)
+    checks = {c.id: c.outcome for c in grade.checks}
+    assert checks == {"compiles": "pass", "used-the-tool": "pass", "checked-after-last-write": "fail"}

@@ -13,6 +13,7 @@ suite's summary.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import socket
@@ -27,7 +28,7 @@ from compiler.contract import Canaries, Cell, Limits, Options, Provisions
 from harness.artifacts.records import RunRecord
 from harness.trial import run_trial
 from tests.helpers import command_agent, make_job
-from tests.isolation.conftest import Trial
+from tests.isolation.conftest import NetnsHost, Trial
 
 pytestmark = pytest.mark.isolation
 
@@ -59,13 +60,14 @@ def _shells(run_dir: Path) -> dict[str, Path]:
         "workspace": run_dir / "workspace" / "app" / "sh",
         "home": run_dir / "home" / "sh",
         "state": run_dir / "state" / "sh",
+        "tmp": run_dir / "tmp" / "sh",
         "run dir": run_dir / "sh",
     }
 
 
 def test_attack_e2e_leave_setuid_shells_for_a_local_user(project: Path, tmp_path: Path, iso: str) -> None:
     run_dir = tmp_path / "run"
-    targets = ("app/sh", "$HOME/sh", "$BENCH_STATE_DIR/sh", "$BENCH_RUN_DIR/sh")
+    targets = ("app/sh", "$HOME/sh", "$BENCH_STATE_DIR/sh", "$TMPDIR/sh", "$BENCH_RUN_DIR/sh")
     cmd = "; ".join(f"cp /bin/sh {t} && chmod 6755 {t}" for t in targets) + "; id -u > app/uid; exit 0"
     record = _run(project, run_dir, iso, cmd)
     assert record.error is None, record.traceback or record.error
@@ -78,8 +80,9 @@ def test_attack_e2e_leave_setuid_shells_for_a_local_user(project: Path, tmp_path
     assert record.protections is not None and record.protections.uid_unprivileged
     assert record.protections.sandbox_uid == os.lstat(run_dir / "workspace" / "app" / "uid").st_uid != 0
     assert record.protections.nosuid_nodev and record.protections.setuid_stripped
-    assert record.sandbox_trees["workspace"].stripped >= 1 and record.sandbox_trees["home"].stripped >= 1
-    assert record.sandbox_trees["outbox"].stripped >= 1
+    assert all(
+        record.sandbox_trees[tree].stripped >= 1 for tree in ("workspace", "home", "state", "tmp", "outbox")
+    )
 
 
 def test_attack_sandbox_uid_is_not_host_root(trial: Trial) -> None:
@@ -201,7 +204,7 @@ def test_attack_e2e_fill_the_disk_without_end(project: Path, tmp_path: Path, iso
     assert grade.status.value == "graded", grade
 
 
-def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path) -> None:
+def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path, iso: str) -> None:
     """Checks run code the agent wrote (its tests, its build): the grader's scratch copy is a
     filesystem of twice the workspace limit, so a check that writes without end is refused too."""
     if not _disk_kept():
@@ -220,7 +223,7 @@ def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path) -
     job = make_job(
         fix_scenario(checks=(fill,)),
         agent=command_agent("exit 0"),
-        options=Options(isolation="bwrap", infra_retries=0),
+        options=Options(isolation=iso, infra_retries=0),
         limits=Limits(timeout_s=60, workspace_mb=24),
     )
     run_dir = tmp_path / "run"
@@ -233,12 +236,15 @@ def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path) -
     assert grade.status.value == "graded", grade
     outcome = {c.id: c for c in grade.checks}["fills"]
     assert outcome.outcome == "fail", outcome  # dd was refused (ENOSPC) at 48 MB
+    mine = f" assay-disk-p{os.getpid()} "  # the mount table is the machine's: other harnesses grade too
     assert not [
-        line for line in Path("/proc/self/mountinfo").read_text().splitlines() if "assay-grade-" in line
+        line
+        for line in Path("/proc/self/mountinfo").read_text().splitlines()
+        if "assay-grade-" in line and mine in line
     ]
 
 
-def test_attack_e2e_fill_the_disk_in_concurrent_trials(project: Path, tmp_path: Path) -> None:
+def test_attack_e2e_fill_the_disk_in_concurrent_trials(project: Path, tmp_path: Path, iso: str) -> None:
     """Each trial has a limit of its own: two filling at once each get their limit, no more, no less."""
     if not _disk_kept():
         pytest.skip(
@@ -251,7 +257,7 @@ def test_attack_e2e_fill_the_disk_in_concurrent_trials(project: Path, tmp_path: 
     def one(name: str, limit: int) -> RunRecord:
         job = make_job(
             agent=command_agent(cmd),
-            options=Options(isolation="bwrap", infra_retries=0),
+            options=Options(isolation=iso, infra_retries=0),
             limits=Limits(timeout_s=60, workspace_mb=limit),
         )
         return run_trial(job, project=project, run_dir=tmp_path / name)
@@ -267,7 +273,7 @@ def test_attack_e2e_fill_the_disk_in_concurrent_trials(project: Path, tmp_path: 
 def test_attack_e2e_flood_the_run_directory_outbox(project: Path, tmp_path: Path, iso: str) -> None:
     cmd = (
         'echo small > "$BENCH_RUN_DIR/a-note.txt"; '
-        'dd if=/dev/zero of="$BENCH_RUN_DIR/flood.bin" bs=1M count=400 2>/dev/null; exit 0'
+        'dd if=/dev/zero of="$BENCH_RUN_DIR/flood.bin" bs=1M count=800 2>/dev/null; exit 0'
     )
     run_dir = tmp_path / "run"
     started = time.monotonic()
@@ -315,6 +321,64 @@ def test_attack_e2e_reach_a_listener_on_the_host_loopback(project: Path, tmp_pat
     assert record.invalid is None
     net = tmp_path / "run" / "workspace" / "app" / "net.txt"
     assert not net.exists() or "reached" not in net.read_text()
+
+
+def test_attack_e2e_reach_a_test_host_in_a_network_namespace(
+    project: Path, tmp_path: Path, iso: str, test_host: NetnsHost
+) -> None:
+    """An address on this machine that is not loopback (a host the test made, behind a veth pair):
+    the host reaches it by TCP and UDP, the agent under `network: off` by neither."""
+    with socket.create_connection((test_host.address, test_host.tcp_port), 2) as direct:
+        assert direct.recv(64) == b"test-host\n"
+    probe = (
+        "import socket\nres = []\n"
+        f"try:\n    socket.create_connection(('{test_host.address}', {test_host.tcp_port}), 2); res.append('tcp')\n"
+        "except OSError:\n    pass\n"
+        "u = socket.socket(socket.AF_INET, socket.SOCK_DGRAM); u.settimeout(2)\n"
+        f"try:\n    u.sendto(b'ping', ('{test_host.address}', {test_host.udp_port})); u.recvfrom(64); res.append('udp')\n"
+        "except OSError:\n    pass\n"
+        "open('app/net.txt', 'w').write(' '.join(res) or 'blocked')\n"
+    )
+    (project / "probe.py").write_text(probe)
+    cell = Cell(
+        name="none/none/off",
+        levels={"tool": "none", "knowledge": "none", "network": "off"},
+        provisions=Provisions(canaries=Canaries(network="off"), home_files={"probe.py": "probe.py"}),
+    )
+    job = make_job(
+        agent=command_agent("python3 $HOME/probe.py; exit 0"),
+        cell=cell,
+        options=Options(isolation=iso, infra_retries=0),
+        limits=Limits(timeout_s=60),
+    )
+    record = run_trial(job, project=project, run_dir=tmp_path / "run")
+    assert record.error is None and record.invalid is None, record.error or record.invalid
+    assert (tmp_path / "run" / "workspace" / "app" / "net.txt").read_text() == "blocked"
+
+
+def test_attack_e2e_flood_the_snapshots(project: Path, tmp_path: Path, iso: str) -> None:
+    """The entry file is copied after each write, outside the size-limited folders: 40 versions of
+    15 MB and a last one of 1,000 MB (mostly a hole: no disk) had put 1.6 GB on the run directory's
+    disk. A version over the size a snapshot keeps is recorded without a copy (the last one, taken
+    once the agent is gone), the copies of a run stop at their budget, and the run is graded."""
+    from harness.artifacts.readers import SNAPSHOT_MAX
+    from harness.grade.core import grade_run
+    from harness.trial.snapshots import KEPT_MAX
+
+    cmd = (
+        'for i in $(seq 40); do head -c 15000000 /dev/zero | tr "\\0" "$((i % 10))" > app/main.py; done; '
+        # truncate(1) opens O_NONBLOCK: refused (EAGAIN) while the watcher holds its read lease
+        "python3 -c \"import os; os.truncate('app/main.py', 1000 << 20)\"; exit 0"
+    )
+    run_dir = tmp_path / "run"
+    record = _run(project, run_dir, iso, cmd)
+    assert record.error is None, record.traceback or record.error
+    kept = sum(f.stat().st_blocks * 512 for f in (run_dir / "snapshots").iterdir())
+    assert kept <= KEPT_MAX + (1 << 20), f"the snapshots took {kept >> 20} MB"
+    rows = [json.loads(line) for line in (run_dir / "snapshots" / "index.jsonl").read_text().splitlines()]
+    assert (rows[-1]["bytes"], rows[-1].get("omitted")) == (1000 << 20, f"larger than {SNAPSHOT_MAX:,} bytes")
+    assert "snapshot" not in rows[-1]
+    assert grade_run(run_dir, project=project).status.value == "graded"
 
 
 def test_network_on_canary_answers_through_the_gateway(project: Path, tmp_path: Path, iso: str) -> None:

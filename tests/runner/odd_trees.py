@@ -46,6 +46,28 @@ ODD = {
         "import os\nos.mkdir('app/many')\n"
         "for i in range(5000):\n    open('app/many/f%05d.txt' % i, 'w').write('%d\\n' % i)\n"
     ),
+    "huge-sparse": (  # 8 GB that cost no disk, and a 1,000 MB version of the entry file
+        "import os\nfor i in range(8):\n    with open('app/s%d.bin' % i, 'wb') as f:\n        f.truncate(1000 << 20)\n"
+        "src = open('app/main.py', 'rb').read()\nwith open('app/main.py', 'r+b') as f:\n    f.truncate(1000 << 20)\n"
+        "open('app/main.py', 'wb').write(src)\n"
+    ),
+    "odd-elsewhere": (  # the same things in HOME, TMPDIR and the state folder, which are copied out too
+        "import os, socket\n"
+        "for base in {os.environ['HOME'], os.environ['TMPDIR'], os.environ.get('BENCH_STATE_DIR') or os.environ['HOME']}:\n"
+        "    os.mkfifo(os.path.join(base, 'fifo'))\n    here = os.getcwd()\n    os.chdir(base)  # a socket's path is short\n"
+        "    socket.socket(socket.AF_UNIX).bind('sock')\n    os.chdir(here)\n"
+        "    open(os.path.join(base, 'new\\nline\\x1b[31m'), 'w').write('x')\n"
+        "    open(os.path.join(os.fsencode(base), b'bad\\xff'), 'w').write('x')\n"
+        "    d = os.open(base, os.O_RDONLY)\n    for i in range(3000):\n"
+        "        os.mkdir('x', dir_fd=d)\n        n = os.open('x', os.O_RDONLY, dir_fd=d)\n        os.close(d)\n        d = n\n"
+        "    os.close(d)\n"
+    ),
+    "deep-json": (  # records nested too deeply for a JSON parser, beside one good usage row
+        "import os\ndeep = '[' * 100000 + '\\n'\nrun = os.environ['BENCH_RUN_DIR']\n"
+        "open(os.environ['BENCH_USAGE'], 'w').write('{\"t\": 1, \"input\": 7, \"output\": 3}\\n' + deep + '{\"a\":' * 100000)\n"
+        "for name in ('transcript.jsonl', 'agent.json'):\n    open(os.path.join(run, name), 'w').write(deep)\n"
+        "open('answer.json', 'w').write(deep)\n"
+    ),
 }
 """What each agent leaves (a Python script run in the workspace); it edits nothing else."""
 
@@ -70,6 +92,7 @@ def run_odd(project: Path, tmp_path: Path, case: str, iso: str) -> tuple[RunReco
     run_dir = tmp_path / RUN
     record = run_trial(odd_job(project, case, iso), project=project, run_dir=run_dir)
     assert record.error is None, record.traceback
+    assert record.exit_code == 0, (run_dir / "agent.log").read_text()[-2000:]  # it did what it meant to
     grade_run(run_dir, project=None)
     grade = read_grade(run_dir)
     assert grade is not None and grade.status is RunStatus.GRADED, grade

@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from harness.artifacts.names import SNAPSHOT_INDEX
+from harness.artifacts.readers import SNAPSHOT_MAX
 from harness.trial.inotify import Inotify
 from harness.trial.snapshots import Watcher
 
@@ -159,16 +160,20 @@ def test_snapshot_time_is_when_the_write_happened_not_when_it_was_seen(tmp_path:
     (ws / "app.py").write_text("a = 1\n")
     with Watcher(ws, ["app.py"], out, interval_s=3600, events=events) as watcher:
         (ws / "app.py").write_text("a = 2\n")
-        written = (ws / "app.py").stat().st_mtime
+        written = (ws / "app.py").stat().st_ctime
         time.sleep(0.3)
         watcher.poll()  # seen 0.3 s late (the poller: seen once)
         watcher.poll()
+        time.sleep(0.3)  # nothing happens for a while: the window since the file was quiet is stale
         (ws / "app.py").write_text("a = 3\n")
-        os.utime(ws / "app.py", (0, 0))  # a forged date lands at the start of the window, not in 1970
+        os.utime(ws / "app.py", (written, written))  # dated back to the first write, before the pause
+        forged = (ws / "app.py").stat()
         watcher.poll()
     rows = _rows(out)
     assert rows[0]["t"] == written
-    assert float(str(rows[1]["t"])) >= written + 0.3
+    # The forged mtime counts for nothing: the ctime, which nobody can set back, dates the write
+    # (that of the write, or of the utime when the look came after it).
+    assert forged.st_mtime == written and written + 0.5 < float(str(rows[1]["t"])) <= forged.st_ctime
 
 
 WRITER = """
@@ -186,7 +191,7 @@ print(json.dumps(returned))
 
 @needs_inotify
 def test_no_version_is_dated_after_its_write_returned(tmp_path: Path) -> None:
-    """A version is dated by the mtime of the version read (its own descriptor, not the path, which
+    """A version is dated by the ctime of the version read (its own descriptor, not the path, which
     may hold a later write by then), in a window that starts before the watcher read its events
     (not after: a write in between would be dated after itself, and after the agent's next turn)."""
     ws, out = tmp_path / "ws", tmp_path / "snaps"
@@ -205,3 +210,43 @@ def test_no_version_is_dated_after_its_write_returned(tmp_path: Path) -> None:
         if float(str(row["t"])) > returned[version]:
             late.append((row["t"], returned[version]))
     assert not late, f"{len(late)} of {len(rows)} versions dated after their write returned: {late[:3]}"
+
+
+@pytest.mark.parametrize("events", [True, False])
+def test_a_version_too_large_to_keep_is_recorded_never_read(tmp_path: Path, events: bool) -> None:
+    """The agent chooses its files' sizes: a sparse 1,000 MB entry file costs it no disk, and a
+    copy per version had cost the run directory's disk 1 GB each. Such a version is a row (time,
+    size, why) with no copy; the next small one is kept again."""
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("a = 1\n")
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=events), (ws / "app.py").open("r+b") as fh:
+        fh.truncate(1000 << 20)  # a hole: nothing written
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=events):
+        (ws / "app.py").write_text("a = 2\n")
+    rows = _rows(out)
+    assert [(r.get("bytes"), r.get("omitted"), r.get("snapshot")) for r in rows] == [
+        (1000 << 20, f"larger than {SNAPSHOT_MAX:,} bytes", None),
+        (6, None, "002-app.py"),
+    ]
+    assert sum(f.stat().st_blocks for f in out.iterdir()) * 512 < 64 * 1024
+
+
+def test_the_snapshots_of_a_run_keep_at_most_their_budget(tmp_path: Path) -> None:
+    """Versions under the size limit still add up: past what a run keeps (earlier sessions'
+    snapshots counted), versions are recorded with their digest and no copy."""
+    ws, out = tmp_path / "ws", tmp_path / "snaps"
+    ws.mkdir()
+    (ws / "app.py").write_text("seed\n")
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=False, keep=2500) as watcher:
+        for i in range(3):
+            (ws / "app.py").write_bytes(bytes([65 + i]) * 1000)
+            watcher.poll()
+            watcher.poll()  # the poller keeps a version seen twice
+    with Watcher(ws, ["app.py"], out, interval_s=3600, events=False, keep=2500):
+        (ws / "app.py").write_bytes(b"D" * 400)  # fits what is left, had the folder been empty
+    rows = _rows(out)
+    assert [r.get("snapshot") is not None for r in rows] == [True, True, False, False]
+    assert [r["bytes"] for r in rows] == [1000, 1000, 1000, 400]
+    assert rows[3]["omitted"] == "past the 2,500 bytes of snapshots a run keeps" and "sha256" in rows[3]
+    assert sum(f.stat().st_size for f in out.iterdir() if f.name != SNAPSHOT_INDEX) == 2000

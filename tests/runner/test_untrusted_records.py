@@ -1,0 +1,34 @@
+"""What the agent's side writes into its run directory is untrusted input: context.json that is
+not a report, nested too deeply to parse, or not UTF-8 never crashes capture or the grader (a
+crash made the run `failed_to_run`: a way out of every rate for an agent about to fail)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from harness.artifacts.records import RunStatus
+from harness.grade import grade_run
+from harness.trial import run_trial
+from tests.helpers import command_agent, make_job
+
+CONTEXTS = {
+    "not a list": ("echo '{\"loaded\": 5}'", "context.json's `loaded` is not a list"),
+    "too deep": ("python3 -c \"print('[' * 100000)\"", "context.json is not JSON"),
+    "not utf-8": ('printf \'{"loaded": ["\\377"]}\'', "context.json is not JSON"),
+}
+
+
+@pytest.mark.parametrize("case", sorted(CONTEXTS))
+def test_an_unreadable_context_report_is_recorded_never_a_crash(
+    project: Path, tmp_path: Path, case: str
+) -> None:
+    write, why = CONTEXTS[case]
+    agent = command_agent(f'{write} > "$BENCH_CONTEXT"; exit 0')
+    run_dir = tmp_path / "run"
+    record = run_trial(make_job(agent=agent), project=project, run_dir=run_dir)
+    assert record.error is None, record.traceback
+    assert record.invalid == why  # the adapter's own report of what it loaded: as before, with a reason
+    grade = grade_run(run_dir)
+    assert grade.status is RunStatus.GRADED and grade.invalid == why
