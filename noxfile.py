@@ -254,6 +254,17 @@ def _env_python(session: nox.Session, env: Path) -> str:
     return str(env / "bin" / "python")
 
 
+EXAMPLE = ("example",)
+"""What a run of the embedded example suite needs: its tool under test (ruff) and its pytest checks.
+The README's demo line installs them beside assay, so those sessions then run on nox's own
+interpreter; else they use the shared `.nox/env-dev`, which has them too."""
+
+
+def _example(session: nox.Session) -> str:
+    """The python of a session that runs the example suite (validate, demo, bench-*)."""
+    return _install(session, EXAMPLE)
+
+
 def _runtime(session: nox.Session) -> str:
     """The python of a session that needs only assay itself: no test or lint tools, and no run of
     the example suite (its tool under test, ruff, and its pytest checks come with `dev`)."""
@@ -270,7 +281,7 @@ def compile(session: nox.Session) -> None:
 @nox.session
 def validate(session: nox.Session) -> None:
     """Scenario validity: references pass, seeds fail, negatives fail exactly what they name."""
-    py = _install(session)
+    py = _example(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "validate", *session.posargs)
 
@@ -348,7 +359,7 @@ _DEFAULT = _MANIFEST.get("default_matrix")
 @nox.session
 def bench(session: nox.Session) -> None:
     """Run the whole default matrix (-- --agent X --trials N filter)."""
-    py = _install(session)
+    py = _example(session)
     if not isinstance(_DEFAULT, str):
         session.error("no default matrix in generated/manifest.json")
     session.run(py, "-m", "harness", "matrix", _DEFAULT, *session.posargs)
@@ -356,7 +367,7 @@ def bench(session: nox.Session) -> None:
 
 def _bench_cell(matrix: str, cell: str) -> object:
     def run(session: nox.Session) -> None:
-        py = _install(session)
+        py = _example(session)
         session.run(py, "-m", "harness", "matrix", matrix, "--cell", cell, *session.posargs)
 
     run.__doc__ = f"Run cell {cell} of matrix {matrix} (-- --agent X --trials N filter)."
@@ -480,7 +491,7 @@ def demo(session: nox.Session) -> None:
     `nox -s demo -- --until decided` runs the same comparisons until decided instead (matrix
     demo-decided: up to 20 trials per cell, in rounds; a comparison or scenario stops once decided)
     into runs/demo-decided, whose report says what stopped when and the tokens it saved."""
-    py = _install(session)
+    py = _example(session)
     session.run(py, "-m", "harness", "compile")
     args = list(session.posargs)
     decided = any(
@@ -499,7 +510,7 @@ def demo_versions(session: nox.Session) -> None:
     """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
     vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
     with the uplift-delta table and the control's drift."""
-    py = _install(session)
+    py = _example(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
     out = str(ROOT / "runs" / "demo-versions")
