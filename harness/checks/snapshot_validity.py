@@ -21,6 +21,7 @@ from harness.artifacts.run_view import RunView
 from harness.checks.base import CheckContext, CheckError
 from harness.checks.engine import scrub_outcome
 from harness.sandbox import fdtree, neutralise
+from harness.sandbox.identity import hand_over
 from harness.sandbox.pathsafe import clear_way
 
 FINAL_OUTCOMES = "final-outcomes"
@@ -66,9 +67,13 @@ def validity(
     from harness.checks.engine import run_checks
 
     paths = watched(view)
-    scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
+    own = ctx.snapshot_dir  # a grading session's: its warm servers serve this folder run after run
+    scratch = own if own is not None else Path(tempfile.mkdtemp(prefix="assay-snap-"))
+    tree = scratch / "ws"
     try:
-        tree = scratch / "ws"
+        if own is not None:  # the folder stays (a warm server's sandbox has it mounted): only its contents go
+            tree.mkdir(exist_ok=True)
+            neutralise.empty_tree(tree)
         fdtree.copy_tree(workspace, tree)  # the grader's copy: odd files already left out
         state: dict[str, bytes | None] = {}
         for rel in paths:
@@ -88,13 +93,18 @@ def validity(
             digest = _digest(state)
             if digest not in memo:
                 _materialise(tree, state)
+                if own is not None:
+                    hand_over(tree)  # a warm server's sandbox hands nothing over as it starts
                 memo[digest] = _verdict([scrub_outcome(o, tree) for o in run_checks(deciders, tree, ctx)])
             valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
             )
     finally:
-        neutralise.remove_tree(scratch, ignore_errors=True)
+        if own is None:
+            neutralise.remove_tree(scratch, ignore_errors=True)
+        else:
+            neutralise.empty_tree(tree)
     result = tuple(verdicts)
     view.cache[key] = result
     return result

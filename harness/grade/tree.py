@@ -7,6 +7,7 @@ A run with a grade.json is reused as-is; one whose grade was made by another gra
 from __future__ import annotations
 
 import multiprocessing
+import multiprocessing.util
 from collections.abc import Callable
 from concurrent.futures import ProcessPoolExecutor
 from dataclasses import dataclass
@@ -16,6 +17,7 @@ from typing import Any, Literal
 from harness.artifacts.records import Grade, read_grade
 from harness.artifacts.run_tree import find_runs
 from harness.grade.core import grade_run, is_stale
+from harness.grade.session import Grading
 
 Action = Literal["graded", "regraded", "reused", "stale"]
 
@@ -30,12 +32,25 @@ class TreeEntry:
     """graded (had none), regraded (on request), reused (current), stale (kept, made by another grader)."""
 
 
-def _one(run_dir: Path, project: Path | None, regrade: bool, judge: Any) -> TreeEntry:
+_WORKER: list[Grading] = []
+"""The grading session of this worker process (`_start_worker`), kept for every run it grades."""
+
+
+def _start_worker() -> None:
+    grading = Grading()
+    _WORKER.append(grading)
+    # a pool's worker ends through multiprocessing's own exit, which runs these and not atexit's
+    multiprocessing.util.Finalize(grading, grading.close, exitpriority=0)
+
+
+def _one(
+    run_dir: Path, project: Path | None, regrade: bool, judge: Any, grading: Grading | None = None
+) -> TreeEntry:
+    grading = grading or (_WORKER[0] if _WORKER else None)
     existing = read_grade(run_dir)
-    if existing is None:
-        return TreeEntry(run_dir, grade_run(run_dir, project=project, regrade=True, judge=judge), "graded")
-    if regrade:
-        return TreeEntry(run_dir, grade_run(run_dir, project=project, regrade=True, judge=judge), "regraded")
+    if existing is None or regrade:
+        grade = grade_run(run_dir, project=project, regrade=True, judge=judge, grading=grading)
+        return TreeEntry(run_dir, grade, "graded" if existing is None else "regraded")
     stale = is_stale(run_dir, project=project)
     return TreeEntry(run_dir, existing, "stale" if stale else "reused")
 
@@ -51,18 +66,21 @@ def grade_tree(
 ) -> list[TreeEntry]:
     """Grade every run under root (root itself may be one run), in run order.
 
-    `parallel` > 1 grades in that many worker processes (a judge must then be picklable).
+    `parallel` > 1 grades in that many worker processes (a judge must then be picklable). Each
+    grader (this process, or each worker) keeps one grading session for all its runs
+    (`harness.grade.session`: its scratch folder and warm check servers).
     """
     runs = find_runs(root)
     out: list[TreeEntry] = []
     if parallel <= 1 or len(runs) <= 1:
-        for n, run_dir in enumerate(runs, 1):
-            out.append(_one(run_dir, project, regrade, judge))
-            if progress is not None:
-                progress(n, len(runs), out[-1])
+        with Grading() as grading:
+            for n, run_dir in enumerate(runs, 1):
+                out.append(_one(run_dir, project, regrade, judge, grading))
+                if progress is not None:
+                    progress(n, len(runs), out[-1])
         return out
     with ProcessPoolExecutor(
-        max_workers=parallel, mp_context=multiprocessing.get_context("forkserver")
+        max_workers=parallel, mp_context=multiprocessing.get_context("forkserver"), initializer=_start_worker
     ) as pool:
         futures = [pool.submit(_one, run_dir, project, regrade, judge) for run_dir in runs]
         for n, future in enumerate(futures, 1):
