@@ -88,8 +88,9 @@ class CheckContext:
     """Batch servers kept across runs (a grading session's, `harness.grade.session`): the commands
     of a run go to a warm one; None starts a sandbox per batch."""
     snapshot_dir: Path | None = None
-    """An empty folder the snapshot pass copies the workspace into (a grading session's, the same
-    every run, so its warm server serves it too); None: a temporary one."""
+    """A grading session's folder on the workspace's filesystem: the snapshot pass keeps the graded
+    workspace's entries there while it puts the snapshots' states in the workspace's own folder,
+    which the session's warm server serves; None: the pass copies the workspace to a temporary one."""
 
     def run_command(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float

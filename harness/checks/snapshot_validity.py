@@ -2,15 +2,19 @@
 
 Each snapshot is assessed in a scratch copy of the graded workspace whose watched files
 hold their content as of that snapshot (files not yet written keep the seed's content
-when the project is known, else the final one). Identical states are assessed once.
+when the project is known, else the final one). Identical states are assessed once. In a grading
+session the copy is made in the workspace's own folder, its entries kept aside meanwhile, so the
+session's warm server for that folder serves this pass too (`CheckContext.snapshot_dir`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
+import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -67,25 +71,18 @@ def validity(
     from harness.checks.engine import run_checks
 
     paths = watched(view)
-    own = ctx.snapshot_dir  # a grading session's: its warm servers serve this folder run after run
-    scratch = own if own is not None else Path(tempfile.mkdtemp(prefix="assay-snap-"))
-    tree = scratch / "ws"
-    try:
-        if own is not None:  # the folder stays (a warm server's sandbox has it mounted): only its contents go
-            tree.mkdir(exist_ok=True)
-            neutralise.empty_tree(tree)
-        fdtree.copy_tree(workspace, tree)  # the grader's copy: odd files already left out
+    with _copy_of(workspace, ctx.snapshot_dir) as tree:
         state: dict[str, bytes | None] = {}
         for rel in paths:
             seeded = view.seed / rel if view.seed is not None else None
-            final = workspace / rel
+            final = tree / rel  # the graded workspace's content (read before any state is put there)
             source = seeded if seeded is not None and seeded.is_file() else final
             state[rel] = source.read_bytes() if source.is_file() else None
         memo: dict[str, tuple[bool | None, str]] = {}
         # The state equal to the final workspace was assessed by the main pass already.
         known: dict[str, CheckOutcome] = view.cache.get(FINAL_OUTCOMES, {})
         if all(d.id in known for d in deciders):
-            memo[_digest(_final_state(paths, workspace))] = _verdict([known[d.id] for d in deciders])
+            memo[_digest(_final_state(paths, tree))] = _verdict([known[d.id] for d in deciders])
         verdicts: list[SnapshotVerdict] = []
         for snap in view.snapshots:
             stored = snap.file
@@ -93,21 +90,52 @@ def validity(
             digest = _digest(state)
             if digest not in memo:
                 _materialise(tree, state)
-                if own is not None:
+                if ctx.snapshot_dir is not None:
                     hand_over(tree)  # a warm server's sandbox hands nothing over as it starts
                 memo[digest] = _verdict([scrub_outcome(o, tree) for o in run_checks(deciders, tree, ctx)])
             valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
             )
-    finally:
-        if own is None:
-            neutralise.remove_tree(scratch, ignore_errors=True)
-        else:
-            neutralise.empty_tree(tree)
     result = tuple(verdicts)
     view.cache[key] = result
     return result
+
+
+@contextlib.contextmanager
+def _copy_of(workspace: Path, aside: Path | None) -> Iterator[Path]:
+    """A copy of the graded workspace to put the snapshots' states in: in a temporary folder; or, with
+    `aside` (a grading session's empty folder on the workspace's filesystem), in the workspace's own
+    folder, which the session's warm server serves, its entries moved aside meanwhile and back after."""
+    if aside is None:
+        scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
+        try:
+            fdtree.copy_tree(workspace, scratch / "ws")  # the grader's copy: odd files already left out
+            yield scratch / "ws"
+        finally:
+            neutralise.remove_tree(scratch, ignore_errors=True)
+        return
+    neutralise.empty_tree(aside)
+    _move_entries(workspace, aside)
+    try:
+        fdtree.copy_tree(aside, workspace)
+        hand_over(workspace)
+        yield workspace
+    finally:
+        neutralise.empty_tree(workspace)
+        _move_entries(aside, workspace)
+
+
+def _move_entries(src: Path, dest: Path) -> None:
+    """Rename every entry of src into the empty folder dest (the same filesystem: nothing is copied)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    src_fd, dest_fd = os.open(src, flags), os.open(dest, flags)
+    try:
+        for name in os.listdir(src_fd):
+            os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
+    finally:
+        os.close(src_fd)
+        os.close(dest_fd)
 
 
 def _digest(state: Mapping[str, bytes | None]) -> str:

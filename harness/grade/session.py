@@ -31,7 +31,7 @@ from harness.sandbox.batch_warm import Servers
 WORKSPACE = "ws"
 HOME = "home"
 SNAPSHOTS = "snap"
-KEPT: Mapping[str, Mapping[str, object]] = {WORKSPACE: {}, HOME: {}, SNAPSHOTS: {WORKSPACE: {}}}
+KEPT: Mapping[str, Mapping[str, object]] = {WORKSPACE: {}, HOME: {}, SNAPSHOTS: {}}
 """Folders of the scratch that stay from run to run, emptied (a warm server's sandbox has them
 mounted: a new folder in their place would be another inode, which it would not see)."""
 
@@ -70,7 +70,7 @@ class Grading:
         return root
 
     def snapshots(self) -> Path:
-        """The folder the snapshot pass copies the workspace into (`CheckContext.snapshot_dir`)."""
+        """Where the snapshot pass keeps the workspace's entries aside (`CheckContext.snapshot_dir`)."""
         if self._root is None:
             raise RuntimeError("no scratch folder yet: call scratch() first")
         folder = self._root / SNAPSHOTS
