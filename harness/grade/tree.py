@@ -79,9 +79,10 @@ def grade_tree(
                 if progress is not None:
                     progress(n, len(runs), out[-1])
         return out
-    with ProcessPoolExecutor(
-        max_workers=parallel, mp_context=multiprocessing.get_context("forkserver"), initializer=_start_worker
-    ) as pool:
+    context = multiprocessing.get_context("forkserver")
+    # Workers fork from a server that imported the grader once, instead of each importing it.
+    context.set_forkserver_preload(["__main__", __name__])
+    with ProcessPoolExecutor(max_workers=parallel, mp_context=context, initializer=_start_worker) as pool:
         futures = [pool.submit(_one, run_dir, project, regrade, judge) for run_dir in runs]
         for n, future in enumerate(futures, 1):
             out.append(future.result())
