@@ -6,10 +6,9 @@ A run with a grade.json is reused as-is; one whose grade was made by another gra
 
 from __future__ import annotations
 
-import multiprocessing
-import multiprocessing.util
+import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -32,27 +31,35 @@ class TreeEntry:
     """graded (had none), regraded (on request), reused (current), stale (kept, made by another grader)."""
 
 
-_WORKER: list[Grading] = []
-"""The grading session of this worker process (`_start_worker`), kept for every run it grades."""
-
-
-def _start_worker() -> None:
-    grading = Grading()
-    _WORKER.append(grading)
-    # a pool's worker ends through multiprocessing's own exit, which runs these and not atexit's
-    multiprocessing.util.Finalize(grading, grading.close, exitpriority=0)
-
-
-def _one(
-    run_dir: Path, project: Path | None, regrade: bool, judge: Any, grading: Grading | None = None
-) -> TreeEntry:
-    grading = grading or (_WORKER[0] if _WORKER else None)
+def _one(run_dir: Path, project: Path | None, regrade: bool, judge: Any, grading: Grading) -> TreeEntry:
     existing = read_grade(run_dir)
     if existing is None or regrade:
         grade = grade_run(run_dir, project=project, regrade=True, judge=judge, grading=grading)
         return TreeEntry(run_dir, grade, "graded" if existing is None else "regraded")
     stale = is_stale(run_dir, project=project)
     return TreeEntry(run_dir, existing, "stale" if stale else "reused")
+
+
+class _Graders:
+    """One grading session per thread of the pool, all ended together."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._all: list[Grading] = []
+        self._lock = threading.Lock()
+
+    def mine(self) -> Grading:
+        grading: Grading | None = getattr(self._local, "grading", None)
+        if grading is None:
+            grading = self._local.grading = Grading()
+            with self._lock:
+                self._all.append(grading)
+        return grading
+
+    def close(self) -> None:
+        with self._lock:
+            for grading in self._all:
+                grading.close()
 
 
 def grade_tree(
@@ -66,26 +73,32 @@ def grade_tree(
 ) -> list[TreeEntry]:
     """Grade every run under root (root itself may be one run), in run order.
 
-    `parallel` > 1 grades in that many worker processes (a judge must then be picklable). Each
-    grader (this process, or each worker) keeps one grading session for all its runs
-    (`harness.grade.session`: its scratch folder and warm check servers).
+    `parallel` > 1 grades that many runs at once, in threads: grading waits on its check
+    processes far more than it computes. Each grader (thread) keeps one grading session for all
+    its runs (`harness.grade.session`: its scratch folder and warm check servers).
     """
     runs = find_runs(root)
     out: list[TreeEntry] = []
-    if parallel <= 1 or len(runs) <= 1:
-        with Grading() as grading:
+    graders = _Graders()
+    try:
+        if parallel <= 1 or len(runs) <= 1:
             for n, run_dir in enumerate(runs, 1):
-                out.append(_one(run_dir, project, regrade, judge, grading))
+                out.append(_one(run_dir, project, regrade, judge, graders.mine()))
                 if progress is not None:
                     progress(n, len(runs), out[-1])
+            return out
+        pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="grade")
+        try:
+            futures = [
+                pool.submit(lambda run: _one(run, project, regrade, judge, graders.mine()), run_dir)
+                for run_dir in runs
+            ]
+            for n, future in enumerate(futures, 1):
+                out.append(future.result())
+                if progress is not None:
+                    progress(n, len(runs), out[-1])
+        finally:  # an error or Ctrl-C: the runs not started are dropped, the ones running end
+            pool.shutdown(wait=True, cancel_futures=True)
         return out
-    context = multiprocessing.get_context("forkserver")
-    # Workers fork from a server that imported the grader once, instead of each importing it.
-    context.set_forkserver_preload(["__main__", __name__])
-    with ProcessPoolExecutor(max_workers=parallel, mp_context=context, initializer=_start_worker) as pool:
-        futures = [pool.submit(_one, run_dir, project, regrade, judge) for run_dir in runs]
-        for n, future in enumerate(futures, 1):
-            out.append(future.result())
-            if progress is not None:
-                progress(n, len(runs), out[-1])
-    return out
+    finally:
+        graders.close()
