@@ -3,11 +3,12 @@ one sandbox launch for many runs, and nothing of one run in the next."""
 
 from __future__ import annotations
 
+import tempfile
 from pathlib import Path
 
 import pytest
 
-from harness.grade import grade_run
+from harness.grade import grade_run, grade_tree
 from harness.grade.session import Grading
 from tests.grade.helpers import BROKEN_PY, VALID_PY, command, demo_job, make_project, make_run, scenario
 
@@ -62,3 +63,24 @@ def test_a_session_grades_as_each_run_alone_and_keeps_nothing_between_runs(tmp_p
         pytest.skip(f"checks ran under {together[0][3]}: no sandbox to keep a server in")
     assert launches == 1  # one server for every run, its snapshot pass included
     assert all(not (run / "workspace" / "extra2.txt").exists() for run in runs)
+
+
+def test_grade_tree_grades_in_sessions_and_leaves_nothing_behind(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    project = make_project(
+        tmp_path / "proj",
+        seed={"app/main.py": "def handler(x):\n    return x\n"},
+        grader={"test_hidden.py": HIDDEN_TEST},
+    )
+    runs = _runs(tmp_path / "runs")
+    alone = [_verdicts(run, project, None) for run in runs]
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # where the sessions make their folders
+    for parallel in (1, 2):
+        entries = grade_tree(tmp_path / "runs", project=project, regrade=True, parallel=parallel)
+        assert [e.run_dir for e in entries] == runs
+        got = [(e.grade.passed, tuple((c.id, c.outcome, c.message) for c in e.grade.checks)) for e in entries]
+        assert got == [(v[0], v[1]) for v in alone]
+        assert list(scratch.iterdir()) == []  # every session ended: its folder and its servers gone
