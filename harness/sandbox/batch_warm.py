@@ -124,7 +124,9 @@ class Servers:
             return None
         wrap = as_init()
         env = server_env(commands[0].env)
-        key: Key = (tuple(wrap(["assay-batch-server"])), str(cwd), tuple(sorted(env.items())), tuple(preload))
+        identity = getattr(wrap, "identity", None)  # cheaper than building the sandbox's argv
+        shown = identity() if callable(identity) else tuple(wrap(["assay-batch-server"]))
+        key: Key = (shown, str(cwd), tuple(sorted(env.items())), tuple(preload))
         if key in self._refused:
             return None
         server = self._live.pop(key, None)

@@ -64,6 +64,20 @@ class CheckWrapper:
         """The same confinement for a server that is the sandbox's init (`harness.sandbox.batch_warm`)."""
         return replace(self, init=True)
 
+    def identity(self) -> tuple[object, ...]:
+        """What makes two wrappers confine alike (the isolation by its kind and name, not by the
+        instance): a warm server started by one serves the other's commands."""
+        kind = type(self.isolation)
+        return (
+            kind.__module__,
+            kind.__qualname__,
+            self.isolation.name,
+            self.home,
+            self.binds,
+            self.cwd_map,
+            self.init,
+        )
+
     def __call__(self, argv: Sequence[str]) -> list[str]:
         spec = SandboxSpec(
             argv=["env", f"HOME={self.home}", *argv],
