@@ -11,8 +11,8 @@ run) or the bare seed (a failing one), with a trace and two snapshots of the ent
    a run's check commands sent to a sandbox kept across runs) to split wall time into check
    processes vs the harness (copying workspaces, reading artifacts, deriving sections, writing
    JSON), and counting the sandboxes the warm servers started;
-2. regrades it with `--parallel` worker processes (default 2, the machine's cores) for
-   throughput; each worker keeps its own grading session (`harness.grade.session`).
+2. regrades it with `--parallel` graders (default 2, the machine's cores: threads of this process)
+   for throughput; each keeps its own grading session (`harness.grade.session`).
 
     python benchmarks/bench_grade.py [--runs 60] [--parallel 2] [--project PATH] [--scenario ID]
 """
