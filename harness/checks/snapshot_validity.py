@@ -104,26 +104,29 @@ def validity(
 
 @contextlib.contextmanager
 def _copy_of(workspace: Path, aside: Path | None) -> Iterator[Path]:
-    """A copy of the graded workspace to put the snapshots' states in: in a temporary folder; or, with
-    `aside` (a grading session's empty folder on the workspace's filesystem), in the workspace's own
-    folder, which the session's warm server serves, its entries moved aside meanwhile and back after."""
-    if aside is None:
-        scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
+    """A copy of the graded workspace to put the snapshots' states in: with `aside` (a grading
+    session's empty folder on the workspace's filesystem), in the workspace's own folder, which the
+    session's warm server serves, its entries moved aside meanwhile and back after; else (or when
+    that filesystem cannot hold the whole copy) in a temporary folder."""
+    if aside is not None:
+        neutralise.empty_tree(aside)
+        _move_entries(workspace, aside)
         try:
-            fdtree.copy_tree(workspace, scratch / "ws")  # the grader's copy: odd files already left out
-            yield scratch / "ws"
+            whole = not fdtree.copy_tree(aside, workspace)
+            if whole:
+                hand_over(workspace)
+                yield workspace
         finally:
-            neutralise.remove_tree(scratch, ignore_errors=True)
-        return
-    neutralise.empty_tree(aside)
-    _move_entries(workspace, aside)
+            neutralise.empty_tree(workspace)
+            _move_entries(aside, workspace)
+        if whole:
+            return
+    scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
     try:
-        fdtree.copy_tree(aside, workspace)
-        hand_over(workspace)
-        yield workspace
+        fdtree.copy_tree(workspace, scratch / "ws")  # the grader's copy: odd files already left out
+        yield scratch / "ws"
     finally:
-        neutralise.empty_tree(workspace)
-        _move_entries(aside, workspace)
+        neutralise.remove_tree(scratch, ignore_errors=True)
 
 
 def _move_entries(src: Path, dest: Path) -> None:

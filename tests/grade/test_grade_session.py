@@ -3,11 +3,13 @@ one sandbox launch for many runs, and nothing of one run in the next."""
 
 from __future__ import annotations
 
+import os
 import tempfile
 from pathlib import Path
 
 import pytest
 
+from compiler.contract import Limits
 from harness.grade import grade_run, grade_tree
 from harness.grade.session import Grading
 from tests.grade.helpers import BROKEN_PY, VALID_PY, command, demo_job, make_project, make_run, scenario
@@ -84,3 +86,24 @@ def test_grade_tree_grades_in_sessions_and_leaves_nothing_behind(
         got = [(e.grade.passed, tuple((c.id, c.outcome, c.message) for c in e.grade.checks)) for e in entries]
         assert got == [(v[0], v[1]) for v in alone]
         assert list(scratch.iterdir()) == []  # every session ended: its folder and its servers gone
+
+
+@pytest.mark.skipif(
+    os.geteuid() != 0, reason="the scratch's size limit needs a tmpfs, which only root mounts"
+)
+def test_a_snapshot_copy_the_scratch_cannot_hold_is_made_elsewhere(tmp_path: Path) -> None:
+    # 1 MB of workspace: a 2 MB scratch holds the graded copy but not a second one for the snapshots
+    size = "test $(wc -c < big.bin) = 1200000"
+    checks = [command("compiles", "python -m py_compile app/main.py", authority="python")]
+    checks.append(command("whole", size, authority="python"))
+    scen = scenario(checks)
+    job = demo_job(scen).model_copy(update={"limits": Limits(workspace_mb=1)})
+    snapshots = [(10.0, "app/main.py", BROKEN_PY), (20.0, "app/main.py", VALID_PY)]
+    files = {"app/main.py": VALID_PY, "big.bin": "x" * 1_200_000}
+    run = make_run(tmp_path / "run", job, workspace=files, snapshots=snapshots)
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "def handler(x):\n    return x\n"})
+    alone = _verdicts(run, project, None)
+    with Grading() as grading:
+        assert _verdicts(run, project, grading) == alone
+    assert [s[1] for s in alone[2]] == [False, True]  # the first snapshot fails to compile, not `whole`
+    assert "whole" not in alone[2][0][2]
