@@ -120,7 +120,11 @@ def test_a_server_kept_across_runs_carries_nothing_from_one_run_to_the_next(
         )
         assert [_done(o)[0] for o in first] == [0, 0], [_done(o) for o in first]
         assert secret in _done(first[0])[1] and first[0] is not None and first[0].forked
-        second = place.run(servers, {"scan.py": SCAN}, ("python", "scan.py"), ("sh", "-c", "! pgrep sleep"))
+        # nor can a command reach the server's descriptors or environment (it is not dumpable)
+        closed = "! ls /proc/1/fd /proc/$PPID/fd 2>/dev/null && ! cat /proc/1/environ 2>/dev/null"
+        second = place.run(
+            servers, {"scan.py": SCAN}, ("python", "scan.py"), ("sh", "-c", f"! pgrep sleep && {closed}")
+        )
         assert [_done(o) for o in second] == [(0, "clean\n"), (0, "")]
         assert second[0] is not None and second[0].forked  # the scan ran in a process forked from the server
         assert servers.launches == 1  # one sandbox served both runs
