@@ -7,10 +7,12 @@ run) or the bare seed (a failing one), with a trace and two snapshots of the ent
 
 1. grades the tree serially in this process, timing every check subprocess
    (`harness.checks._proc.run_command`) and batch of them (`harness.sandbox.batch.run_batch`: a
-   sandbox launch running a run's check commands in turn) to split wall time into check processes vs
-   the harness (copying workspaces, reading artifacts, deriving sections, writing JSON);
-2. regrades it with `--parallel` worker processes (default 2, the machine's cores) for
-   throughput.
+   sandbox launch running a run's check commands in turn; `harness.sandbox.batch_warm.Servers.run`:
+   a run's check commands sent to a sandbox kept across runs) to split wall time into check
+   processes vs the harness (copying workspaces, reading artifacts, deriving sections, writing
+   JSON), and counting the sandboxes the warm servers started;
+2. regrades it with `--parallel` graders (default 2, the machine's cores: threads of this process)
+   for throughput; each keeps its own grading session (`harness.grade.session`).
 
     python benchmarks/bench_grade.py [--runs 60] [--parallel 2] [--project PATH] [--scenario ID]
 """
@@ -37,7 +39,7 @@ from harness.artifacts.records import RunRecord  # noqa: E402
 from harness.artifacts.store import write_record  # noqa: E402
 from harness.checks import _proc  # noqa: E402
 from harness.grade import grade_tree  # noqa: E402
-from harness.sandbox import batch  # noqa: E402
+from harness.sandbox import batch, batch_warm  # noqa: E402
 
 
 def _project(arg: str | None, scratch: Path) -> Path:
@@ -174,13 +176,23 @@ def main() -> int:
 
         load_start = os.getloadavg()[0]
         in_subprocess = [0.0]
-        real, real_batch = _proc.run_command, batch.run_batch
+        real, real_batch, real_warm = _proc.run_command, batch.run_batch, batch_warm.Servers.run
+        real_start = batch_warm._Server.start
+        launches = [0]
+
+        def counted(*args: Any, **kwargs: Any) -> Any:
+            launches[0] += 1
+            return real_start(*args, **kwargs)
+
         _proc.run_command = _timed(real, in_subprocess)
         batch.run_batch = _timed(real_batch, in_subprocess)
+        batch_warm.Servers.run = _timed(real_warm, in_subprocess)  # type: ignore[method-assign]
+        batch_warm._Server.start = counted  # type: ignore[method-assign]
         start = time.perf_counter()
         serial = grade_tree(runs, project=project, regrade=True)
         serial_s = time.perf_counter() - start
         _proc.run_command, batch.run_batch = real, real_batch
+        batch_warm.Servers.run, batch_warm._Server.start = real_warm, real_start  # type: ignore[method-assign]
 
         start = time.perf_counter()
         grade_tree(runs, project=project, regrade=True, parallel=args.parallel)
@@ -207,7 +219,8 @@ def main() -> int:
         )
         print(
             f"time in check processes: {share:5.1%}  harness: {1 - share:5.1%}  "
-            f"({in_subprocess[0]:.2f} s of {serial_s:.2f} s)"
+            f"({in_subprocess[0]:.2f} s of {serial_s:.2f} s); "
+            f"{launches[0]} sandbox(es) kept across the serial pass's runs"
         )
     finally:
         shutil.rmtree(scratch, ignore_errors=True)

@@ -19,6 +19,7 @@ from typing import Any, NamedTuple, Protocol
 from compiler.contract import CheckSpec, ScenarioJob
 from harness.artifacts.records import CaseOutcome
 from harness.checks import _proc
+from harness.sandbox.batch_warm import Servers
 from harness.sandbox.pathsafe import PathEscape, glob_regex, is_inside, resolve_inside
 
 Wrapper = Callable[[Sequence[str]], Sequence[str]]
@@ -83,6 +84,13 @@ class CheckContext:
     runner: Runner | None = None
     """Runs the check's command instead of a process of its own (the engine's batch: a command
     already run, or recording one to run); None runs it here."""
+    servers: Servers | None = None
+    """Batch servers kept across runs (a grading session's, `harness.grade.session`): the commands
+    of a run go to a warm one; None starts a sandbox per batch."""
+    snapshot_dir: Path | None = None
+    """A grading session's folder on the workspace's filesystem: the snapshot pass keeps the graded
+    workspace's entries there while it puts the snapshots' states in the workspace's own folder,
+    which the session's warm server serves; None: the pass copies the workspace to a temporary one."""
 
     def run_command(
         self, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], timeout_s: float

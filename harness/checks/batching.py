@@ -6,7 +6,8 @@ call and stops it there. The commands then run in one batch, each with its own t
 workspace reset to the state the batch began with, and every check is judged as usual, its
 runner handing back the batch's result for exactly that call. A check the batch did not
 report on, or that asks for another call, runs on its own as before: the batch changes the cost,
-never the verdict.
+never the verdict. A grading session's warm servers (`CheckContext.servers`) take the batch when
+they can, a single command too (`harness.sandbox.batch_warm`).
 """
 
 from __future__ import annotations
@@ -82,19 +83,25 @@ def prerun(
     calls = {
         i: c for i, c in calls.items() if c.cwd == workspace and (ctx.wrap is None or c.argv[:1] == (MARK,))
     }
-    if len(calls) < 2:
-        return {}
+    if not calls or (len(calls) < 2 and ctx.servers is None):
+        return {}  # one command alone starts no sooner in a batch of its own; a warm server is running
     commands = [
         Command(c.argv[1:] if ctx.wrap is not None else c.argv, c.env, c.timeout_s) for c in calls.values()
     ]
     mentioned = " ".join(" ".join(c.argv) for c in commands)
-    outcomes = batch.run_batch(
-        commands,
-        cwd=workspace,
-        launch=Launch(wrap=ctx.wrap, sandboxed=ctx.sandboxed, home=getattr(ctx.wrap, "home", None)),
-        preload=[name for name in PRELOAD if name in mentioned],
-        output_cap=_proc.OUTPUT_CAP,
+    launch = Launch(wrap=ctx.wrap, sandboxed=ctx.sandboxed, home=getattr(ctx.wrap, "home", None))
+    preload = [name for name in PRELOAD if name in mentioned]
+    outcomes = (
+        ctx.servers.run(commands, cwd=workspace, launch=launch, preload=preload, output_cap=_proc.OUTPUT_CAP)
+        if ctx.servers is not None
+        else None
     )
+    if outcomes is None:
+        if len(calls) < 2:
+            return {}
+        outcomes = batch.run_batch(
+            commands, cwd=workspace, launch=launch, preload=preload, output_cap=_proc.OUTPUT_CAP
+        )
     return {
         i: (call, completed(outcome))
         for (i, call), outcome in zip(calls.items(), outcomes, strict=True)

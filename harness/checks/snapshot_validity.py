@@ -2,15 +2,19 @@
 
 Each snapshot is assessed in a scratch copy of the graded workspace whose watched files
 hold their content as of that snapshot (files not yet written keep the seed's content
-when the project is known, else the final one). Identical states are assessed once.
+when the project is known, else the final one). Identical states are assessed once. In a grading
+session the copy is made in the workspace's own folder, its entries kept aside meanwhile, so the
+session's warm server for that folder serves this pass too (`CheckContext.snapshot_dir`).
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import itertools
+import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -22,6 +26,7 @@ from harness.artifacts.run_view import RunView
 from harness.checks.base import CheckContext, CheckError
 from harness.checks.engine import scrub_outcome
 from harness.sandbox import fdtree, neutralise
+from harness.sandbox.identity import hand_over
 from harness.sandbox.pathsafe import clear_way
 
 FINAL_OUTCOMES = "final-outcomes"
@@ -67,15 +72,12 @@ def validity(
     from harness.checks.engine import run_checks
 
     paths = watched(view)
-    scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
-    try:
-        tree = scratch / "ws"
-        fdtree.copy_tree(workspace, tree)  # the grader's copy: odd files already left out
+    with _copy_of(workspace, ctx.snapshot_dir) as tree:
         state: dict[str, bytes | None] = {}
         unknown: dict[str, str] = {}  # watched files whose current version was not kept, and why
         for rel in paths:
             seeded = view.seed / rel if view.seed is not None else None
-            final = workspace / rel
+            final = tree / rel  # the graded workspace's content (read before any state is put there)
             source = seeded if seeded is not None and seeded.is_file() else final
             state[rel] = _content(source)
             if state[rel] == _LARGE:
@@ -83,7 +85,7 @@ def validity(
         memo: dict[str, tuple[bool | None, str]] = {}
         # The state equal to the final workspace was assessed by the main pass already.
         known: dict[str, CheckOutcome] = view.cache.get(FINAL_OUTCOMES, {})
-        final_state = {rel: _content(workspace / rel) for rel in paths}
+        final_state = {rel: _content(tree / rel) for rel in paths}  # before any state is put there
         if all(d.id in known for d in deciders) and _LARGE not in final_state.values():
             memo[_digest(final_state)] = _verdict([known[d.id] for d in deciders])
         verdicts: list[SnapshotVerdict] = []
@@ -103,16 +105,55 @@ def validity(
             else:
                 if digest not in memo:
                     _materialise(tree, state)
+                    if ctx.snapshot_dir is not None:
+                        hand_over(tree)  # a warm server's sandbox hands nothing over as it starts
                     memo[digest] = _verdict([scrub_outcome(o, tree) for o in run_checks(deciders, tree, ctx)])
                 valid, message = memo[digest]
             verdicts.append(
                 SnapshotVerdict(index=snap.index, t=snap.t, path=snap.path, valid=valid, message=message)
             )
-    finally:
-        neutralise.remove_tree(scratch, ignore_errors=True)
     result = tuple(verdicts)
     view.cache[key] = result
     return result
+
+
+@contextlib.contextmanager
+def _copy_of(workspace: Path, aside: Path | None) -> Iterator[Path]:
+    """A copy of the graded workspace to put the snapshots' states in: with `aside` (a grading
+    session's empty folder on the workspace's filesystem), in the workspace's own folder, which the
+    session's warm server serves, its entries moved aside meanwhile and back after; else (or when
+    that filesystem cannot hold the whole copy) in a temporary folder."""
+    if aside is not None:
+        neutralise.empty_tree(aside)
+        _move_entries(workspace, aside)
+        try:
+            whole = not fdtree.copy_tree(aside, workspace)
+            if whole:
+                hand_over(workspace)
+                yield workspace
+        finally:
+            neutralise.empty_tree(workspace)
+            _move_entries(aside, workspace)
+        if whole:
+            return
+    scratch = Path(tempfile.mkdtemp(prefix="assay-snap-"))
+    try:
+        fdtree.copy_tree(workspace, scratch / "ws")  # the grader's copy: odd files already left out
+        yield scratch / "ws"
+    finally:
+        neutralise.remove_tree(scratch, ignore_errors=True)
+
+
+def _move_entries(src: Path, dest: Path) -> None:
+    """Rename every entry of src into the empty folder dest (the same filesystem: nothing is copied)."""
+    flags = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
+    src_fd, dest_fd = os.open(src, flags), os.open(dest, flags)
+    try:
+        for name in os.listdir(src_fd):
+            os.rename(name, name, src_dir_fd=src_fd, dst_dir_fd=dest_fd)
+    finally:
+        os.close(src_fd)
+        os.close(dest_fd)
 
 
 def _digest(state: Mapping[str, bytes | None]) -> str:

@@ -20,9 +20,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--regrade", action="store_true", help="grade again runs that already have a grade.json"
     )
-    parser.add_argument(
-        "--parallel", "-j", type=int, default=1, help="grade in N worker processes (default 1)"
-    )
+    parser.add_argument("--parallel", "-j", type=int, default=1, help="grade N runs at once (default 1)")
     parser.add_argument(
         "--judges",
         type=Path,

@@ -14,7 +14,6 @@ import functools
 import os
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -30,11 +29,12 @@ from harness.artifacts.store import FutureSchemaError, write_record
 from harness.checks import CheckContext, run_checks, snapshot_validity
 from harness.checks.engine import scrub_outcome
 from harness.checks.registry import READ_ONLY_KINDS
-from harness.grade import derive, expectations, tooluse
+from harness.grade import derive, expectations, session, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
-from harness.sandbox import disk, fdtree, isolation, neutralise, pathsafe
+from harness.sandbox import fdtree, isolation, pathsafe
+from harness.sandbox.identity import hand_over
 from harness.sandbox.isolation.checks import check_wrapper
 from harness.sandbox.scenario import View, checks_view, needs_view
 from harness.sandbox.scenario_env import CannotRunHere
@@ -166,7 +166,12 @@ def current_hash(run_dir: Path, *, project: Path | None = None) -> str:
 
 
 def grade_run(
-    run_dir: Path, *, project: Path | None = None, regrade: bool = False, judge: Any = None
+    run_dir: Path,
+    *,
+    project: Path | None = None,
+    regrade: bool = False,
+    judge: Any = None,
+    grading: session.Grading | None = None,
 ) -> Grade:
     """Grade one run directory and persist grade.json beside run.json.
 
@@ -177,6 +182,8 @@ def grade_run(
         regrade: Grade again even when a grade.json exists (a stale one included).
         judge: A `harness.grade.judge_client.Judge` (or a name -> Judge map) enabling `judge`
             checks; None leaves them unavailable.
+        grading: A session kept across runs (`harness.grade.session.Grading`: its scratch folder
+            and warm check servers); None grades this run on its own.
 
     Returns:
         The grade (the existing one when it exists and regrade is False).
@@ -188,13 +195,13 @@ def grade_run(
         existing = read_grade(run_dir)
         if existing is not None:
             return existing
-    grade = _grade(run_dir, proj.as_project(project), judge)
+    grade = _grade(run_dir, proj.as_project(project), judge, grading)
     write_record(run_dir / GRADE_FILE, grade)
     index.record(run_dir)
     return grade
 
 
-def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
+def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Grading | None) -> Grade:
     now = time.time()
     try:
         record = read_run(run_dir)
@@ -239,23 +246,26 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
     if plain and grader_dir is None and all(c.kind in READ_ONLY_KINDS for c in view.checks):
         # Nothing runs in the workspace and nothing hidden goes into it: no copy to make.
         return _assess(view, view.workspace, judge, scenario.notable_exits, project, base, in_place=True)
-    scratch = Path(tempfile.mkdtemp(prefix="assay-grade-"))
-    # Checks run code the agent wrote: the scratch is a filesystem of its own size, as its workspace was.
-    release = disk.limit_scratch(scratch, 2 * job.limits.workspace_mb if job.limits.workspace_mb else None)
-    try:
-        workspace = scratch / "ws"
+    with session.scratch_for(
+        grading, 2 * job.limits.workspace_mb if job.limits.workspace_mb else None
+    ) as scratch:
+        workspace = scratch / session.WORKSPACE
         # The agent wrote this tree: FIFOs, sockets, devices and paths too long to name stay
         # behind (a check that needs one fails on its absence) and are listed in the grade.
         skipped = fdtree.copy_tree(view.workspace, workspace)
         if grader_dir is not None:
             overlay(grader_dir, workspace)
+        if grading is not None:
+            hand_over(workspace)  # a warm server's sandbox hands nothing over as it starts
         try:
             seen = (
                 checks_view(scenario, project, workspace, scratch, mounts_from=run_dir)
                 if project is not None
                 else None
             )
-            grade = _assess(view, workspace, judge, scenario.notable_exits, project, base, seen)
+            # a scenario's own view mounts folders made anew each run: no warm server sees them
+            kept = grading if seen is None else None
+            grade = _assess(view, workspace, judge, scenario.notable_exits, project, base, seen, kept)
         except (MissingArtifacts, CannotRunHere) as exc:
             return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
         if skipped:
@@ -263,9 +273,6 @@ def _grade(run_dir: Path, project: Path | None, judge: Any) -> Grade:
             details = {**grade.details, "workspace_skipped": listed, "workspace_skipped_count": len(skipped)}
             grade = grade.model_copy(update={"details": details})
         return grade
-    finally:
-        release()
-        neutralise.remove_tree(scratch, ignore_errors=True)
 
 
 class _UnusableJudge:
@@ -302,6 +309,7 @@ def _assess(
     project: Path | None,
     base: dict[str, Any],
     seen: View | None = None,
+    grading: session.Grading | None = None,
     *,
     in_place: bool = False,
 ) -> Grade:
@@ -319,6 +327,8 @@ def _assess(
         sandboxed=sandboxed,
         extra={"run": view, "judge": judge},
         path_first=seen.path_first if seen else (),
+        servers=grading.servers if grading is not None else None,
+        snapshot_dir=grading.snapshots() if grading is not None else None,
     )
     # Messages name the scratch copy; a stable name keeps regrades of the same tree identical.
     raw = [scrub_outcome(o, workspace) for o in run_checks(view.checks, workspace, ctx)]

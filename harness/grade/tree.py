@@ -6,9 +6,9 @@ A run with a grade.json is reused as-is; one whose grade was made by another gra
 
 from __future__ import annotations
 
-import multiprocessing
+import threading
 from collections.abc import Callable
-from concurrent.futures import ProcessPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
@@ -16,6 +16,7 @@ from typing import Any, Literal
 from harness.artifacts.records import Grade, read_grade
 from harness.artifacts.run_tree import find_runs
 from harness.grade.core import grade_run, is_stale
+from harness.grade.session import Grading
 
 Action = Literal["graded", "regraded", "reused", "stale"]
 
@@ -30,14 +31,35 @@ class TreeEntry:
     """graded (had none), regraded (on request), reused (current), stale (kept, made by another grader)."""
 
 
-def _one(run_dir: Path, project: Path | None, regrade: bool, judge: Any) -> TreeEntry:
+def _one(run_dir: Path, project: Path | None, regrade: bool, judge: Any, grading: Grading) -> TreeEntry:
     existing = read_grade(run_dir)
-    if existing is None:
-        return TreeEntry(run_dir, grade_run(run_dir, project=project, regrade=True, judge=judge), "graded")
-    if regrade:
-        return TreeEntry(run_dir, grade_run(run_dir, project=project, regrade=True, judge=judge), "regraded")
+    if existing is None or regrade:
+        grade = grade_run(run_dir, project=project, regrade=True, judge=judge, grading=grading)
+        return TreeEntry(run_dir, grade, "graded" if existing is None else "regraded")
     stale = is_stale(run_dir, project=project)
     return TreeEntry(run_dir, existing, "stale" if stale else "reused")
+
+
+class _Graders:
+    """One grading session per thread of the pool, all ended together."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._all: list[Grading] = []
+        self._lock = threading.Lock()
+
+    def mine(self) -> Grading:
+        grading: Grading | None = getattr(self._local, "grading", None)
+        if grading is None:
+            grading = self._local.grading = Grading()
+            with self._lock:
+                self._all.append(grading)
+        return grading
+
+    def close(self) -> None:
+        with self._lock:
+            for grading in self._all:
+                grading.close()
 
 
 def grade_tree(
@@ -51,22 +73,32 @@ def grade_tree(
 ) -> list[TreeEntry]:
     """Grade every run under root (root itself may be one run), in run order.
 
-    `parallel` > 1 grades in that many worker processes (a judge must then be picklable).
+    `parallel` > 1 grades that many runs at once, in threads: grading waits on its check
+    processes far more than it computes. Each grader (thread) keeps one grading session for all
+    its runs (`harness.grade.session`: its scratch folder and warm check servers).
     """
     runs = find_runs(root)
     out: list[TreeEntry] = []
-    if parallel <= 1 or len(runs) <= 1:
-        for n, run_dir in enumerate(runs, 1):
-            out.append(_one(run_dir, project, regrade, judge))
-            if progress is not None:
-                progress(n, len(runs), out[-1])
+    graders = _Graders()
+    try:
+        if parallel <= 1 or len(runs) <= 1:
+            for n, run_dir in enumerate(runs, 1):
+                out.append(_one(run_dir, project, regrade, judge, graders.mine()))
+                if progress is not None:
+                    progress(n, len(runs), out[-1])
+            return out
+        pool = ThreadPoolExecutor(max_workers=parallel, thread_name_prefix="grade")
+        try:
+            futures = [
+                pool.submit(lambda run: _one(run, project, regrade, judge, graders.mine()), run_dir)
+                for run_dir in runs
+            ]
+            for n, future in enumerate(futures, 1):
+                out.append(future.result())
+                if progress is not None:
+                    progress(n, len(runs), out[-1])
+        finally:  # an error or Ctrl-C: the runs not started are dropped, the ones running end
+            pool.shutdown(wait=True, cancel_futures=True)
         return out
-    with ProcessPoolExecutor(
-        max_workers=parallel, mp_context=multiprocessing.get_context("forkserver")
-    ) as pool:
-        futures = [pool.submit(_one, run_dir, project, regrade, judge) for run_dir in runs]
-        for n, future in enumerate(futures, 1):
-            out.append(future.result())
-            if progress is not None:
-                progress(n, len(runs), out[-1])
-    return out
+    finally:
+        graders.close()

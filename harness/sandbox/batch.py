@@ -12,7 +12,8 @@ starting cold; the trial pipeline can use the same server for Python adapters.
 
 The batch is an optimisation, never an authority: a command the batch did not report on (the
 server refused — no pid namespace of its own, a workspace too big to hold — or died, or the
-launch ran out of time) comes back as None, and the caller runs it on its own as before.
+launch ran out of time) comes back as None, and the caller runs it on its own as before. A server
+can also be kept across runs (`harness.sandbox.batch_warm`): the same program, the same frames.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import os
 import sys
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 from harness.sandbox import proc
 
@@ -70,15 +71,57 @@ class Launch(NamedTuple):
 
 @functools.cache
 def server_source() -> str:
-    """The server's code, passed to `python -c` (the sandbox need not see assay's sources)."""
-    return (Path(__file__).parent / "batch_server.py").read_text(encoding="utf-8")
+    """The server's code, passed to `python -c` (the sandbox need not see assay's sources): the
+    protocol (`batch_server.py`), then the resets (`batch_reset.py`), then the call of its main."""
+    here = Path(__file__).parent
+    parts = [(here / name).read_text(encoding="utf-8") for name in ("batch_server.py", "batch_reset.py")]
+    return "\n".join([*parts, "main()\n"])
 
 
-def _host_pidns() -> str:
+def frame(doc: Mapping[str, object]) -> bytes:
+    """One document as the server reads it on stdin: ten digits of length, then the JSON."""
+    data = json.dumps(doc).encode()
+    return b"%010d" % len(data) + data
+
+
+def _host_ns(kind: str) -> str:
     try:
-        return os.readlink("/proc/self/ns/pid")
+        return os.readlink(f"/proc/self/ns/{kind}")
     except OSError:
         return ""
+
+
+def server_config(launch: Launch, preload: Sequence[str], *, warm: bool) -> dict[str, object]:
+    """The server's first frame: what it preloads, the folders it resets, how it reports signals.
+
+    A warm server leaves the workspace (".") out of its own folders: each run captures it anew."""
+    roots = [] if warm else ["."]
+    if launch.sandboxed:
+        roots += [*([str(launch.home)] if launch.home is not None else []), *SANDBOX_ROOTS]
+    return {
+        "preload": list(preload),
+        "roots": roots,
+        "home": str(launch.home) if launch.home is not None else None,
+        "host_pidns": _host_ns("pid"),
+        "host_ipcns": _host_ns("ipc"),
+        "ipc": launch.sandboxed,  # bwrap and unshare give the sandbox an IPC namespace of its own
+        "signal_base": 128 if launch.sandboxed else 0,
+        "warm": warm,
+    }
+
+
+def run_request(commands: Sequence[Command], output_cap: int, *, warm: bool) -> dict[str, object]:
+    """The frame of one run: its commands (and, to a warm server, the workspace to capture)."""
+    checks = [
+        {"argv": list(c.argv), "env": dict(c.env), "timeout": c.timeout_s, "cap": output_cap}
+        for c in commands
+    ]
+    return {"checks": checks, "roots": ["."] if warm else []}
+
+
+def output_cap_of(commands: Sequence[Command], output_cap: int) -> int:
+    """Bytes the server may write for a run of `commands` (their outputs, base64, and the rows)."""
+    return len(commands) * (3 * output_cap + 4096) + 65536
 
 
 def run_batch(
@@ -95,20 +138,7 @@ def run_batch(
     if not launch.sandboxed and (launch.wrap is not None or not proc.pidns_available()):
         # kill(-1) needs a pid namespace of the batch's own; a netns-only wrapper has none
         return [None] * len(commands)
-    roots = ["."]
-    if launch.sandboxed:
-        roots += [*([str(launch.home)] if launch.home is not None else []), *SANDBOX_ROOTS]
-    request = {
-        "checks": [
-            {"argv": list(c.argv), "env": dict(c.env), "timeout": c.timeout_s, "cap": output_cap}
-            for c in commands
-        ],
-        "preload": list(preload),
-        "roots": roots,
-        "home": str(launch.home) if launch.home is not None else None,
-        "host_pidns": _host_pidns(),
-        "signal_base": 128 if launch.sandboxed else 0,
-    }
+    config = server_config(launch, preload, warm=False)
     argv: Sequence[str] = [sys.executable, "-c", server_source()]
     if launch.wrap is not None:
         argv = launch.wrap(argv)
@@ -116,9 +146,9 @@ def run_batch(
         list(argv),
         cwd=cwd,
         env=dict(commands[0].env),  # the server starts as the first command would
-        stdin=json.dumps(request).encode(),
+        stdin=frame(config) + frame(run_request(commands, output_cap, warm=False)),
         timeout_s=sum(c.timeout_s for c in commands) + STARTUP_S,
-        output_cap=len(commands) * (3 * output_cap + 4096) + 65536,
+        output_cap=output_cap_of(commands, output_cap),
         capture=True,
         namespaces=not launch.sandboxed,
     )
@@ -129,23 +159,34 @@ def parse(output: bytes, count: int) -> list[Outcome | None]:
     """The outcomes the server reported (its stdout); None for each command it did not report."""
     found: list[Outcome | None] = [None] * count
     for line in output.splitlines():
-        try:
-            row = json.loads(line)
-            if not isinstance(row, dict) or "index" not in row:
-                continue
-            n = int(row["index"])
-            exit_code = row["exit"]
-            outcome = Outcome(
-                exit_code=None if exit_code is None else int(exit_code),
-                stdout=base64.b64decode(row["stdout"], validate=True),
-                stderr=base64.b64decode(row["stderr"], validate=True),
-                timed_out=bool(row["timed_out"]),
-                capped=bool(row["capped"]),
-                duration_s=float(row["duration_s"]),
-                forked=bool(row["forked"]),
-            )
-        except (ValueError, KeyError, TypeError, binascii.Error):
-            continue  # a line the server did not finish (it was ended while writing)
-        if 0 <= n < count:
-            found[n] = outcome
+        report(row_of(line), found)
     return found
+
+
+def row_of(line: bytes) -> dict[str, Any]:
+    """One line the server wrote, as a document ({} for anything else: a half-written line)."""
+    try:
+        row = json.loads(line)
+    except ValueError:
+        return {}
+    return row if isinstance(row, dict) else {}
+
+
+def report(row: Mapping[str, Any], found: list[Outcome | None]) -> None:
+    """Put a command's row (`{"index": n, ...}`) in its place in `found`; any other row is ignored."""
+    try:
+        n = int(row["index"])
+        exit_code = row["exit"]
+        outcome = Outcome(
+            exit_code=None if exit_code is None else int(exit_code),
+            stdout=base64.b64decode(row["stdout"], validate=True),
+            stderr=base64.b64decode(row["stderr"], validate=True),
+            timed_out=bool(row["timed_out"]),
+            capped=bool(row["capped"]),
+            duration_s=float(row["duration_s"]),
+            forked=bool(row["forked"]),
+        )
+    except (ValueError, KeyError, TypeError, binascii.Error):
+        return  # not a command's row, or one the server did not finish (it was ended while writing)
+    if 0 <= n < len(found):
+        found[n] = outcome

@@ -1,200 +1,115 @@
 """The inside of a command batch: one sandbox launch runs several commands in turn.
 
-This file is run as the source of `python -c` inside the sandbox (`harness.sandbox.batch`), never
-imported there, so it uses the standard library only and lands nothing in the commands'
-`sys.modules` that a fresh interpreter would not have. It reads one JSON request on stdin and
-writes one JSON line per command on stdout, as each ends.
+Run with `batch_reset.py` after it as the source of `python -c` inside the sandbox
+(`harness.sandbox.batch.server_source`), never imported there: the standard library only, and
+nothing in the commands' `sys.modules` that a fresh interpreter would not have. It reads frames on
+stdin (ten digits of length, then a JSON document): its configuration, then a run of commands (a
+server kept across runs: one per run); it writes one JSON line per command on stdout as each ends.
 
-Each command starts from the same state: before it, every process the previous one left is
-killed (`kill(-1)` in the sandbox's own pid namespace; the server is a subreaper, so it reaps them
-all), and the writable folders (`roots`: the workspace, HOME, /tmp...) are put back as they were
-when the batch began, contents, modes and times, from a copy the server holds in its memory. The
-server is not dumpable, so a command cannot read or write its memory or descriptors through
-/proc or ptrace. A command whose `python` is this interpreter, started with the same
-interpreter-level environment, is forked from the server with `preload` already imported (pytest
-costs more to import than most test suites take to run) instead of being exec'd; anything else is
-exec'd as it is.
+Each command starts from the state the run began with: every process the previous one left is
+killed (`kill(-1)` in the sandbox's own pid namespace; the server is a subreaper and reaps them),
+the writable folders (`roots`: the workspace, HOME, /tmp...) are put back from a copy in the
+server's memory, the sandbox's IPC namespace is emptied (`batch_reset.py`). The server is not
+dumpable: a command cannot reach its memory or descriptors through /proc or ptrace. A command
+whose `python` is this interpreter, with the same interpreter-level environment, is forked from the
+server with `preload` imported (pytest costs more to import than most test suites take to run);
+anything else is exec'd as it is.
 
-The server refuses to run (`{"refused": why}`) outside a pid namespace of its own, where
-`kill(-1)` would reach the host's processes; the caller then runs the commands one by one.
+A server kept across runs (`warm`: `harness.sandbox.batch_warm`) is the sandbox's init (pid 1: no
+process of the sandbox can signal it) and never reads a run: for each it forks a child that reads
+the commands, puts the folders back as the server found them (the workspace aside: the harness puts
+the run's own there), runs them and ends; the server then kills whatever is left. Nothing a run saw
+is ever in the server's memory, so the next run's commands, forked from it, cannot find it there.
+
+The server refuses (`{"refused": why}`) outside a pid namespace of its own, where `kill(-1)` would
+reach the host's processes, and a warm one when it is not pid 1 or the IPC namespace is not its
+own; the caller then runs the commands one by one.
 """
 
+import os  # (os and sys are loaded by the interpreter's start: no search of the path)
 import sys
 
+# Never the workspace's modules: `python -c` puts the working folder first on the path, and the
+# server imports (json to begin with) before it runs anything; a json.py the agent left there
+# would run in the server and could write its verdicts.
+sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 _BASELINE = frozenset(sys.modules)
 
-import os  # noqa: E402  (sys.modules is read first: what a fresh interpreter has)
+
+def _read(count: int) -> bytes | None:
+    """Exactly `count` bytes of stdin (never more: the next frame is the next reader's), or None at
+    its end."""
+    data = b""
+    while len(data) < count:
+        chunk = os.read(0, count - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+def _frame() -> dict[str, object] | None:
+    import json
+
+    header = _read(10)
+    body = _read(int(header)) if header is not None else None
+    return None if body is None else dict(json.loads(body))
 
 
 def _preload(names: list[str]) -> None:
-    cwd = os.getcwd()
-    sys.path[:] = [p for p in sys.path if p not in ("", cwd)]  # never the workspace's modules
+    for name in [m for m in sys.modules if m not in _BASELINE]:
+        del sys.modules[name]  # what reading the configuration imported (json): not a fresh interpreter's
     for name in names:
         try:
             __import__(name)
+            if name == "pytest":  # and the plug-ins every run of it imports
+                from _pytest.config import default_plugins
+
+                for plugin in default_plugins:
+                    __import__(f"_pytest.{plugin}")
         except Exception:  # a preload is an optimisation; the command imports it again
             continue
 
 
-def _request() -> dict[str, object]:
-    import json
-
-    data = b""
-    while chunk := os.read(0, 1 << 20):
-        data += chunk
-    doc = json.loads(data)
-    assert isinstance(doc, dict)
-    return doc
-
-
-REQUEST = _request()
-_preload([str(n) for n in REQUEST.get("preload") or []])  # type: ignore[attr-defined]
+CONFIG = _frame() or {}
+_preload([str(n) for n in CONFIG.get("preload") or []])  # type: ignore[attr-defined]
 _KEEP = frozenset(sys.modules)
 
 import base64  # noqa: E402
 import contextlib  # noqa: E402
 import ctypes  # noqa: E402
+import gc  # noqa: E402
 import json  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
-import stat  # noqa: E402
 import time  # noqa: E402
 import types  # noqa: E402
+from typing import TYPE_CHECKING  # noqa: E402
+
+if TYPE_CHECKING:  # the second half of the program (see the docstring)
+    from harness.sandbox.batch_reset import (
+        Entry,
+        TooBig,
+        capture,
+        clean_ipc,
+        end_all,
+        mqueue_shown,
+        reap,
+        reset,
+    )
 
 _LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 CHUNK = 1 << 16
-MAX_BYTES = 64 << 20
-"""A tree bigger than this is not held in memory: the server refuses and the caller runs one by one."""
-MAX_ENTRIES = 20000
 STARTUP = ("PYTHON", "LANG", "LC_")
 """Environment variables read when an interpreter starts: a fork needs the server's own values."""
-
-Entry = tuple[str, int, bytes, int]
-"""kind ("d", "f", "l"), mode, content or link target, mtime_ns."""
 
 
 def emit(row: dict[str, object]) -> None:
     data = (json.dumps(row) + "\n").encode()
     while data:
         data = data[os.write(1, data) :]
-
-
-class TooBig(Exception):
-    pass
-
-
-def capture(root: str) -> dict[str, Entry]:
-    """Every entry under root (not crossing into other mounts), content included."""
-    top = os.lstat(root)
-    found: dict[str, Entry] = {"": ("d", stat.S_IMODE(top.st_mode), b"", top.st_mtime_ns)}
-    total = 0
-    device = top.st_dev
-    stack = [""]
-    while stack:
-        rel = stack.pop()
-        for name in sorted(os.listdir(os.path.join(root, rel) if rel else root)):
-            sub = os.path.join(rel, name) if rel else name
-            path = os.path.join(root, sub)
-            st = os.lstat(path)
-            if st.st_dev != device:
-                continue  # a mount inside (read-only toolchain, a scenario mount): not ours to reset
-            if stat.S_ISDIR(st.st_mode):
-                found[sub] = ("d", stat.S_IMODE(st.st_mode), b"", st.st_mtime_ns)
-                stack.append(sub)
-            elif stat.S_ISLNK(st.st_mode):
-                found[sub] = ("l", 0, os.fsencode(os.readlink(path)), 0)
-            elif stat.S_ISREG(st.st_mode):
-                with open(path, "rb") as fh:
-                    data = fh.read()
-                total += len(data)
-                found[sub] = ("f", stat.S_IMODE(st.st_mode), data, st.st_mtime_ns)
-            else:
-                found[sub] = ("o", 0, b"", 0)  # a FIFO or socket the batch began with: removed on reset
-            if total > MAX_BYTES or len(found) > MAX_ENTRIES:
-                raise TooBig(root)
-    return found
-
-
-def _remove(path: str) -> None:
-    st = os.lstat(path)
-    if not stat.S_ISDIR(st.st_mode):
-        os.unlink(path)
-        return
-    _open_up(path)
-    for name in os.listdir(path):
-        _remove(os.path.join(path, name))
-    os.rmdir(path)
-
-
-def _kind(mode: int) -> str:
-    if stat.S_ISDIR(mode):
-        return "d"
-    if stat.S_ISLNK(mode):
-        return "l"
-    return "f" if stat.S_ISREG(mode) else "o"
-
-
-def reset(root: str, want: dict[str, Entry]) -> None:
-    """Put root back to `want`: extra entries removed, changed ones rewritten, modes and times set."""
-    device = os.lstat(root).st_dev
-    stack = [""]
-    while stack:  # remove what was not there, and what changed kind
-        rel = stack.pop()
-        folder = os.path.join(root, rel) if rel else root
-        _open_up(folder)
-        for name in os.listdir(folder):
-            sub = os.path.join(rel, name) if rel else name
-            st = os.lstat(os.path.join(root, sub))
-            if st.st_dev != device:
-                continue
-            kind, had = _kind(st.st_mode), want.get(sub)
-            if had is None or had[0] != kind or kind == "o":
-                _remove(os.path.join(root, sub))
-            elif kind == "d":
-                stack.append(sub)
-    for sub, (kind, _mode, data, _mtime) in sorted(want.items()):  # parents before children
-        path = os.path.join(root, sub)
-        if kind == "d" and not os.path.lexists(path):
-            os.mkdir(path, 0o700)
-        elif kind == "l" and (not os.path.lexists(path) or os.fsencode(os.readlink(path)) != data):
-            if os.path.lexists(path):
-                os.unlink(path)
-            os.symlink(data, path)
-        elif kind == "f":
-            same = False
-            if os.path.lexists(path):
-                os.chmod(path, 0o600)
-                with open(path, "rb") as fh:
-                    same = fh.read() == data
-            if not same:
-                with open(path, "wb") as fh:
-                    fh.write(data)
-    for sub, (kind, mode, _data, mtime) in sorted(want.items(), reverse=True):  # children first
-        path = os.path.join(root, sub)
-        if kind in ("d", "f") and os.lstat(path).st_uid == os.getuid():  # /tmp itself is root's
-            os.chmod(path, mode)
-            os.utime(path, ns=(mtime, mtime), follow_symlinks=False)
-
-
-def _open_up(folder: str) -> None:
-    """Let the server list and change a folder of its own a command made unreadable."""
-    st = os.lstat(folder)
-    if st.st_uid == os.getuid() and stat.S_IMODE(st.st_mode) & 0o700 != 0o700:
-        os.chmod(folder, stat.S_IMODE(st.st_mode) | 0o700)
-
-
-def end_all() -> None:
-    """Kill every process of the namespace but the server and its init, and reap them."""
-    while True:
-        with contextlib.suppress(ProcessLookupError):
-            os.kill(-1, signal.SIGKILL)
-        try:
-            while os.waitpid(-1, 0):
-                pass
-        except ChildProcessError:
-            return
 
 
 def python_argv(argv: list[str], env: dict[str, str]) -> list[str] | None:
@@ -390,32 +305,95 @@ def run_one(cmd: dict[str, object], home: str | None, signal_base: int) -> dict[
     }
 
 
-def main() -> None:
-    _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
-    _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+def serve(request: dict[str, object], held: dict[str, dict[str, "Entry"]], *, fresh: bool) -> None:
+    """Run one run's commands in turn, each from the state the run began with.
+
+    `held`: the folders as the server began (put back first when `fresh`: a warm server's earlier
+    run must leave nothing, not even what its own reset could have missed); the run's own roots
+    (the workspace of a warm server) are captured now."""
+    ipc = bool(CONFIG.get("ipc"))
+    commands: list[dict[str, object]] = list(request.get("checks") or [])  # type: ignore[call-overload]
+    if fresh:
+        for root, want in held.items():
+            reset(root, want)
+    if ipc:
+        clean_ipc()
     try:
-        own_ns = os.readlink("/proc/self/ns/pid")
-    except OSError as exc:
-        emit({"refused": f"cannot read the pid namespace: {exc}"})
-        return
-    if own_ns == REQUEST.get("host_pidns"):
-        emit({"refused": "not in a pid namespace of its own"})
-        return
-    roots = [str(r) for r in REQUEST.get("roots") or [] if os.path.isdir(str(r))]  # type: ignore[attr-defined]
-    try:
-        kept = {root: capture(root) for root in roots}
+        own = [str(r) for r in request.get("roots") or [] if os.path.isdir(str(r))]  # type: ignore[attr-defined]
+        kept = {**held, **{root: capture(root) for root in own}}
     except (TooBig, OSError) as exc:
         emit({"refused": f"cannot hold the writable folders: {exc}"})
         return
-    home = REQUEST.get("home")
-    signal_base = int(REQUEST.get("signal_base") or 0)  # type: ignore[call-overload]
-    commands: list[dict[str, object]] = list(REQUEST["checks"])  # type: ignore[call-overload]
-    emit({"ready": len(commands), "preloaded": len(_KEEP - _BASELINE)})
+    gc.freeze()  # the copy is never collected: forked commands neither walk nor copy it
+    home = CONFIG.get("home")
+    signal_base = int(CONFIG.get("signal_base") or 0)  # type: ignore[call-overload]
     for n, cmd in enumerate(commands):
         row = run_one(cmd, None if home is None else str(home), signal_base)
         for root, want in kept.items():
-            reset(root, want)  # the next command (and the caller's own reading) sees the batch's start
+            reset(root, want)  # the next command (and the caller's own reading) sees the run's start
+        if ipc:
+            clean_ipc()
         emit({"index": n, **row})
+    emit({"end": len(commands)})
 
 
-main()
+def _refusal() -> str | None:
+    """Why this server may not run commands here, or None."""
+    try:
+        own_pid, own_ipc = os.readlink("/proc/self/ns/pid"), os.readlink("/proc/self/ns/ipc")
+    except OSError as exc:
+        return f"cannot read the namespaces: {exc}"
+    if own_pid == CONFIG.get("host_pidns"):
+        return "not in a pid namespace of its own"
+    if CONFIG.get("ipc") and own_ipc == CONFIG.get("host_ipcns"):
+        return "not in an IPC namespace of its own"
+    if CONFIG.get("warm"):
+        if os.getpid() != 1:
+            return "a server kept across runs must be the sandbox's init (pid 1)"
+        if not CONFIG.get("ipc") or not mqueue_shown():
+            return "a server kept across runs needs the sandbox's own IPC namespace, its queues shown"
+    return None
+
+
+def main() -> None:
+    _LIBC.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    _LIBC.prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+    why = _refusal()
+    if why is not None:
+        emit({"refused": why})
+        return
+    roots = [str(r) for r in CONFIG.get("roots") or [] if os.path.isdir(str(r))]  # type: ignore[attr-defined]
+    try:
+        held = {root: capture(root) for root in roots}
+    except (TooBig, OSError) as exc:
+        emit({"refused": f"cannot hold the writable folders: {exc}"})
+        return
+    emit({"ready": 1, "preloaded": len(_KEEP - _BASELINE)})
+    gc.freeze()  # what the server holds is never collected: forked commands neither walk nor copy it
+    if not CONFIG.get("warm"):
+        serve(_frame() or {}, held, fresh=False)
+        return
+    runs = 0
+    while (header := _read(10)) is not None:
+        pid = os.fork()
+        if pid == 0:  # the run's own process: only it ever reads the run
+            code = 1
+            try:
+                _LIBC.prctl(
+                    PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0
+                )  # not inherited: the run's orphans are its own
+                body = _read(int(header))
+                if body is not None:
+                    serve(json.loads(body), held, fresh=True)
+                    code = 0
+            except BaseException as exc:  # the run cannot go on; the server will not take another
+                emit({"error": f"{type(exc).__name__}: {exc}"})
+            finally:
+                os._exit(code)
+        status = reap(pid)
+        end_all()  # as init: nothing of the run survives it
+        if status != 0:
+            emit({"broken": status})
+            return
+        runs += 1
+        emit({"idle": runs})

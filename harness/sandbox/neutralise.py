@@ -273,6 +273,17 @@ def remove_tree(root: Path | bytes, *, dir_fd: int | None = None, ignore_errors:
     os.rmdir(root, dir_fd=dir_fd)
 
 
+def empty_tree(root: Path) -> None:
+    """Delete everything below the folder `root` and keep the folder itself (the same inode: a
+    sandbox that has it mounted keeps seeing it), never following a symlink."""
+    fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC)
+    try:
+        for name in _listing(fd):
+            remove_tree(name, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
 def _unlink(name: bytes, dir_fd: int, *, folder: bool = False) -> None:
     remove = os.rmdir if folder else os.unlink
     try:

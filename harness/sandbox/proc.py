@@ -196,7 +196,8 @@ def _poll_wait(proc: subprocess.Popen[bytes], t: float) -> bool:
     return True
 
 
-def _end_tree(proc: subprocess.Popen[bytes]) -> None:
+def end_tree(proc: subprocess.Popen[bytes]) -> None:
+    """End a command started in a session of its own and its whole group (TERM, then KILL)."""
     for sig, wait in ((signal.SIGTERM, GRACE_S), (signal.SIGKILL, 5.0)):
         try:
             os.killpg(proc.pid, sig)
@@ -213,7 +214,7 @@ def _end_tree(proc: subprocess.Popen[bytes]) -> None:
         os.killpg(proc.pid, signal.SIGKILL)
 
 
-def _pipe(*, child_end: int) -> tuple[int, int]:
+def sandbox_pipe(*, child_end: int) -> tuple[int, int]:
     """A pipe whose child end (0: read, 1: write) belongs to the sandbox's uid when that is not
     ours: a command that reopens its stdin or stdout (`> /dev/stdout`, pytest's
     `--junitxml=/dev/fd/3`) is otherwise refused by a pipe that root made with mode 0600."""
@@ -273,8 +274,8 @@ def run(
     if gate is not None:
         gate.began = start
     try:
-        out_r, out_w = _pipe(child_end=1)
-        in_r, in_w = _pipe(child_end=0) if stdin is not None or gate is not None else (None, None)
+        out_r, out_w = sandbox_pipe(child_end=1)
+        in_r, in_w = sandbox_pipe(child_end=0) if stdin is not None or gate is not None else (None, None)
         try:
             proc = subprocess.Popen(
                 full,
@@ -318,7 +319,7 @@ def run(
                 exited.close()
                 if gate is not None:
                     gate.close()  # what the phase prints while it is ended opens nothing
-                _end_tree(proc)
+                end_tree(proc)
                 break
         # pid 1 is gone, so the namespace is empty; in fallback mode end stragglers of the group.
         if mode == "killpg":

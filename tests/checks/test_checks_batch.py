@@ -140,17 +140,24 @@ def test_python_commands_fork_from_the_server_as_a_fresh_interpreter_would(ws: P
     assert shown is not None and json.loads(shown.stdout)["argv"] == ["sub/show.py", "a b"]
 
 
+def test_the_workspace_modules_never_run_in_the_server(ws: Path) -> None:
+    # `python -c` puts the working folder first on the path: the server's own imports (json before
+    # anything else) would run what the agent left there, and could report any verdict it liked
+    planted = "import os\nos.write(1, b'{\"index\": 0}\\n')\nraise SystemExit(0)\n"
+    write(ws, {f"{name}.py": planted for name in ("json", "base64", "select", "ctypes", "types", "gc")})
+    commands = [batch.Command(("false",), ENV, 30), batch.Command(("true",), ENV, 30)]
+    got = batch.run_batch(commands, cwd=ws, launch=batch.Launch(None, False), output_cap=1 << 20)
+    assert [o.exit_code if o is not None else None for o in got] == [1, 0]
+
+
 def test_the_server_refuses_outside_a_pid_namespace_of_its_own(ws: Path) -> None:
-    request = {
-        "checks": [{"argv": ["true"], "env": ENV, "timeout": 5, "cap": 100}],
-        "roots": ["."],
-        "host_pidns": os.readlink("/proc/self/ns/pid"),
-    }
+    config = batch.server_config(batch.Launch(None, False), [], warm=False)
+    request = batch.run_request([batch.Command(("true",), ENV, 5)], 100, warm=False)
     done = subprocess.run(
         [sys.executable, "-c", batch.server_source()],
         cwd=ws,
         env=ENV,
-        input=json.dumps(request).encode(),
+        input=batch.frame(config) + batch.frame(request),
         capture_output=True,
         timeout=60,
         check=False,

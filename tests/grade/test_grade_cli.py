@@ -5,8 +5,6 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from tests.grade.helpers import BROKEN_PY, VALID_PY, command, demo_job, make_project, make_run, scenario
 from tests.helpers import BARE_ENV, assay
 
@@ -46,7 +44,6 @@ def test_grade_nothing_and_missing(tmp_path: Path) -> None:
     assert missing.returncode == 2 and "does not exist" in missing.stderr
 
 
-@pytest.mark.slow
 def test_parallel_grading_matches_serial(tmp_path: Path) -> None:
     from harness.grade import grade_tree
     from tests.grade.helpers import strip_times

@@ -73,7 +73,10 @@ def test_checks_in_one_launch_leave_nothing_to_each_other(tmp_path: Path, name: 
         CheckSpec(
             id="leaky",
             kind="command",
-            params={"run": f"echo changed > app.py; touch {left.split(' ', 1)[1]}; (sleep 300 &); true"},
+            params={
+                "run": f"echo changed > app.py; touch {left.split(' ', 1)[1]}; (sleep 300 &); "
+                "ipcmk -M 4096 && ipcmk -Q && ipcmk -S 1"
+            },
         ),
         CheckSpec(
             id="clean",
@@ -82,6 +85,8 @@ def test_checks_in_one_launch_leave_nothing_to_each_other(tmp_path: Path, name: 
                 "run": "grep -qx 'VALUE = 1' app.py && ! ls -d "
                 + left.split(" ", 1)[1]
                 + " && ! pgrep -x sleep"
+                # nor System V IPC objects: shared memory, message queues, semaphores
+                + " && for t in shm msg sem; do [ $(wc -l < /proc/sysvipc/$t) = 1 ] || exit 1; done"
             },
         ),
         # the server is not dumpable: a command cannot reach its descriptors, memory or environment

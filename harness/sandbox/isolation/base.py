@@ -74,6 +74,12 @@ class SandboxSpec:
     """(host folder, sandbox folder): enter the caller's working folder, which lies under the host
     folder, at the same place under the sandbox folder, resolved when the command starts (a
     workspace a mount shows at a scenario's workdir). The mount itself is one of `mounts`."""
+    init: bool = False
+    """The command is the sandbox's init (pid 1, no reaper of the isolation's own: no process of the
+    sandbox can signal it) and the sandbox's POSIX message queues are shown at /dev/mqueue: what a
+    server kept across runs needs to end every other process and empty the IPC namespace between
+    them (`harness.sandbox.batch_warm`). An isolation without a pid namespace ignores it; the
+    server then finds it is not pid 1 and refuses."""
 
 
 class Isolation(Protocol):

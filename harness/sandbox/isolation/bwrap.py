@@ -209,6 +209,8 @@ class BwrapIsolation:
         argv += view.before_tmp
         # bwrap leaves /proc/sys writable under a new net namespace: read-only, whoever the uid.
         argv += ["--proc", "/proc", "--ro-bind", "/proc/sys", "/proc/sys", "--dev", "/dev"]
+        if spec.init:
+            argv += ["--as-pid-1", "--mqueue", "/dev/mqueue"]
         argv += ["--perms", "1777", "--tmpfs", "/dev/shm"]
         if spec.limits.tmp_mb is not None:
             argv += ["--size", str(spec.limits.tmp_mb * 1024 * 1024)]

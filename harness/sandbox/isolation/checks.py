@@ -14,7 +14,7 @@ A check whose `cwd` is a subfolder sees only that subfolder.
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from harness.sandbox.isolation.base import Isolation, Mount, SandboxSpec
@@ -57,6 +57,26 @@ class CheckWrapper:
     home: Path
     binds: tuple[Mount, ...]
     cwd_map: tuple[Path, Path] | None
+    init: bool = False
+    """Commands start as the sandbox's init (`SandboxSpec.init`): a batch server kept across runs."""
+
+    def as_init(self) -> CheckWrapper:
+        """The same confinement for a server that is the sandbox's init (`harness.sandbox.batch_warm`)."""
+        return replace(self, init=True)
+
+    def identity(self) -> tuple[object, ...]:
+        """What makes two wrappers confine alike (the isolation by its kind and name, not by the
+        instance): a warm server started by one serves the other's commands."""
+        kind = type(self.isolation)
+        return (
+            kind.__module__,
+            kind.__qualname__,
+            self.isolation.name,
+            self.home,
+            self.binds,
+            self.cwd_map,
+            self.init,
+        )
 
     def __call__(self, argv: Sequence[str]) -> list[str]:
         spec = SandboxSpec(
@@ -68,5 +88,6 @@ class CheckWrapper:
             network=False,
             bind_cwd=self.cwd_map is None,
             cwd_map=self.cwd_map,
+            init=self.init,
         )
         return self.isolation.wrap(spec)

@@ -102,6 +102,10 @@ def _script(spec: SandboxSpec, root: Path) -> str:
         f"{ln} -s /proc/self/fd {r}/dev/fd",
         f"{mkdir} -p {r}/dev/shm && {mount} -t tmpfs -o mode=1777,nosuid,nodev shm {r}/dev/shm",
     ]
+    if spec.init:  # the namespace's queues, for a server that empties them (`SandboxSpec.init`)
+        lines.append(
+            f"{mkdir} -p {r}/dev/mqueue && {mount} -t mqueue -o nosuid,nodev,noexec mqueue {r}/dev/mqueue"
+        )
     size = f",size={spec.limits.tmp_mb}m" if spec.limits.tmp_mb is not None else ""
     lines += [
         f"{mkdir} -p {r}/tmp {r}/var/tmp && {mount} -t tmpfs -o mode=1777,nosuid,nodev{size} tmp {r}/tmp",
@@ -143,12 +147,11 @@ def _script(spec: SandboxSpec, root: Path) -> str:
             "assay_cwd=$(pwd)" if spec.cwd == Path(".") else f"assay_cwd={shlex.quote(str(spec.cwd))}"
         )
     enter = 'cd "$1" && shift && exec "$@"'
+    chroot = f'{_tool("chroot")} {shlex.quote(r)} {drop} /bin/sh -c {shlex.quote(enter)} assay-sandbox "$assay_cwd" "$@"'
+    if spec.init:  # the command becomes pid 1 in this shell's place
+        return "\n".join([*lines, f"exec {chroot}"])
     # Not exec: unshare cannot re-raise a child's death signal, so the shell turns it into 128+N.
-    lines += [
-        "set +e",
-        f'{_tool("chroot")} {shlex.quote(r)} {drop} /bin/sh -c {shlex.quote(enter)} assay-sandbox "$assay_cwd" "$@"',
-        "exit $?",
-    ]
+    lines += ["set +e", chroot, "exit $?"]
     return "\n".join(lines)
 
 
