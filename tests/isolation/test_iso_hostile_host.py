@@ -20,6 +20,7 @@ import socket
 import stat
 import subprocess
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -156,11 +157,25 @@ def _free(path: Path) -> int:
     return st.f_bavail * st.f_frsize
 
 
+@pytest.fixture
+def private_disk(tmp_path: Path) -> Iterator[Path]:
+    """A filesystem of this test's own (1.5 GB of tmpfs) to hold the run and the grader's scratch:
+    what a broken limit would spill is counted here, where nothing else on the machine writes (the
+    host's free space moves with every other process), and can never fill the host's disk."""
+    folder = tmp_path / "disk"
+    folder.mkdir()
+    subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1536m,mode=0755", "tmpfs", str(folder)], check=True)
+    try:
+        yield folder
+    finally:
+        subprocess.run(["umount", "-l", str(folder)], check=False)
+
+
 def _mounted_under(folder: Path) -> list[str]:
     return [line for line in Path("/proc/self/mountinfo").read_text().splitlines() if f" {folder}/" in line]
 
 
-def test_attack_e2e_fill_the_disk_without_end(project: Path, tmp_path: Path, iso: str) -> None:
+def test_attack_e2e_fill_the_disk_without_end(project: Path, private_disk: Path, iso: str) -> None:
     """fallocate and dd until the disk refuses: the kernel stops them at the limit, the host's disk
     loses at most the limit, and the agent, refused, carries on and is graded."""
     if not _disk_kept():
@@ -175,15 +190,15 @@ def test_attack_e2e_fill_the_disk_without_end(project: Path, tmp_path: Path, iso
         "dd if=/dev/zero of=app/dd.bin bs=1M count=4096 2>/dev/null; "
         "echo refused-and-went-on > $BENCH_RUN_DIR/after.txt; exit 3"
     )
-    run_dir = tmp_path / "run"
-    free_before = _free(tmp_path)
+    run_dir = private_disk / "run"
+    free_before = _free(private_disk)
     job = make_job(
         agent=command_agent(cmd),
         options=Options(isolation=iso, infra_retries=0),
         limits=Limits(timeout_s=60, workspace_mb=limit),
     )
     record = run_trial(job, project=project, run_dir=run_dir)
-    lost = free_before - _free(tmp_path)
+    lost = free_before - _free(private_disk)
     assert lost < 400 * 1024 * 1024, f"the host's disk lost {lost >> 20} MB"  # 4 GB without the limit
     assert record.error is None and not record.timed_out, record.error
     assert "workspace" in record.limits_hit, record.limits_hit
@@ -204,7 +219,9 @@ def test_attack_e2e_fill_the_disk_without_end(project: Path, tmp_path: Path, iso
     assert grade.status.value == "graded", grade
 
 
-def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path, iso: str) -> None:
+def test_attack_e2e_a_check_that_fills_the_disk(
+    project: Path, private_disk: Path, iso: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """Checks run code the agent wrote (its tests, its build): the grader's scratch copy is a
     filesystem of twice the workspace limit, so a check that writes without end is refused too."""
     if not _disk_kept():
@@ -226,12 +243,14 @@ def test_attack_e2e_a_check_that_fills_the_disk(project: Path, tmp_path: Path, i
         options=Options(isolation=iso, infra_retries=0),
         limits=Limits(timeout_s=60, workspace_mb=24),
     )
-    run_dir = tmp_path / "run"
+    run_dir = private_disk / "run"
     run_trial(job, project=project, run_dir=run_dir)
-    host = Path(tempfile.gettempdir())
-    free_before = _free(host)
+    scratch = private_disk / "tmp"
+    scratch.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(scratch))  # the grader's scratch copy goes here
+    free_before = _free(private_disk)
     grade = grade_run(run_dir)
-    lost = free_before - _free(host)
+    lost = free_before - _free(private_disk)
     assert lost < 1024 * 1024 * 1024, f"the host's disk lost {lost >> 20} MB"  # 4 GB without the limit
     assert grade.status.value == "graded", grade
     outcome = {c.id: c for c in grade.checks}["fills"]
