@@ -234,7 +234,12 @@ def _install(
 ) -> str:
     """The python a session runs: nox's own when it already has this checkout and what `needs`
     (and `own` allows it), else that of the shared environment with `extras` (made on first use).
-    Under `nox --no-venv` always nox's own."""
+    Under `nox --no-venv` always nox's own.
+
+    Sessions write bytecode even where PYTHONDONTWRITEBYTECODE is set (some machines set it for
+    every shell): uv installs none, so every Python start of a session (the CLI, the grader's
+    server with pytest) compiled its modules from source again."""
+    session.env["PYTHONDONTWRITEBYTECODE"] = ""  # empty means unset to Python
     if _no_venv(session) or (own and _provides(needs)):
         return sys.executable
     return _env_python(session, _project_env(extras, _installer(session)))

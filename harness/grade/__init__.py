@@ -10,10 +10,11 @@ from __future__ import annotations
 
 from harness.grade.core import current_hash, grade_run, is_stale
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
-from harness.grade.session import Grading
+from harness.grade.session import Graders, Grading
 from harness.grade.tree import TreeEntry, grade_tree
 
 __all__ = [
+    "Graders",
     "Grading",
     "JudgeConfigError",
     "TreeEntry",

@@ -21,6 +21,7 @@ from __future__ import annotations
 import contextlib
 import os
 import tempfile
+import threading
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
@@ -93,6 +94,30 @@ class Grading:
         self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+class Graders:
+    """One grading session per thread that asks (`mine`), all ended together (`close`): a pool's
+    graders each keep theirs across the runs they grade."""
+
+    def __init__(self) -> None:
+        self._local = threading.local()
+        self._all: list[Grading] = []
+        self._lock = threading.Lock()
+
+    def mine(self) -> Grading:
+        grading: Grading | None = getattr(self._local, "grading", None)
+        if grading is None:
+            grading = self._local.grading = Grading()
+            with self._lock:
+                self._all.append(grading)
+        return grading
+
+    def close(self) -> None:
+        with self._lock:
+            for grading in self._all:
+                grading.close()
+            self._all.clear()
 
 
 @contextlib.contextmanager

@@ -6,7 +6,6 @@ A run with a grade.json is reused as-is; one whose grade was made by another gra
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
@@ -16,7 +15,7 @@ from typing import Any, Literal
 from harness.artifacts.records import Grade, read_grade
 from harness.artifacts.run_tree import find_runs
 from harness.grade.core import grade_run, is_stale
-from harness.grade.session import Grading
+from harness.grade.session import Graders, Grading
 
 Action = Literal["graded", "regraded", "reused", "stale"]
 
@@ -40,28 +39,6 @@ def _one(run_dir: Path, project: Path | None, regrade: bool, judge: Any, grading
     return TreeEntry(run_dir, existing, "stale" if stale else "reused")
 
 
-class _Graders:
-    """One grading session per thread of the pool, all ended together."""
-
-    def __init__(self) -> None:
-        self._local = threading.local()
-        self._all: list[Grading] = []
-        self._lock = threading.Lock()
-
-    def mine(self) -> Grading:
-        grading: Grading | None = getattr(self._local, "grading", None)
-        if grading is None:
-            grading = self._local.grading = Grading()
-            with self._lock:
-                self._all.append(grading)
-        return grading
-
-    def close(self) -> None:
-        with self._lock:
-            for grading in self._all:
-                grading.close()
-
-
 def grade_tree(
     root: Path,
     *,
@@ -79,7 +56,7 @@ def grade_tree(
     """
     runs = find_runs(root)
     out: list[TreeEntry] = []
-    graders = _Graders()
+    graders = Graders()
     try:
         if parallel <= 1 or len(runs) <= 1:
             for n, run_dir in enumerate(runs, 1):

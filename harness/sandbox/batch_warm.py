@@ -134,6 +134,7 @@ class Servers:
             server.close()
             server = None
         if server is None:
+            batch.compile_preload(preload)
             config = batch.server_config(launch, preload, warm=True)
             argv = list(wrap([sys.executable, "-c", batch.server_source()]))
             started = _Server.start(argv, cwd=cwd, env=env, config=config)

@@ -10,6 +10,9 @@ run directory as `reference_dir`.
 
 from __future__ import annotations
 
+import compileall
+import contextlib
+import functools
 import re
 import shlex
 import site
@@ -49,7 +52,17 @@ site-packages last. Started with `-S`: `site` (which imports the editable instal
 half of a cold start) is not needed, the code root already being on the path."""
 
 
+@functools.cache
+def _compiled() -> None:
+    """Byte-compile the adapters package, once per process, where the harness may write it: the
+    sandbox cannot, and with PYTHONDONTWRITEBYTECODE set (or a fresh checkout) every adapter start
+    compiled its modules from source again."""
+    with contextlib.suppress(OSError):
+        compileall.compile_dir(CODE_ROOT / "adapters", maxlevels=0, quiet=2)
+
+
 def _python_module(module: str) -> list[str]:
+    _compiled()
     sites = ":".join(p for p in site.getsitepackages() if Path(p).is_dir())
     return [sys.executable, "-S", "-c", _RUN_MODULE, str(CODE_ROOT), sites, module]
 

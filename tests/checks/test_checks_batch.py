@@ -171,3 +171,20 @@ def test_a_half_written_report_gives_no_outcome() -> None:
     line = json.dumps({**row, "duration_s": 0.1, "forked": False}).encode()
     assert batch.parse(line + b"\n" + line[:20], 2)[0] is not None
     assert batch.parse(line[:-5] + b"\n", 1) == [None]
+
+
+def test_what_a_server_preloads_is_compiled_where_the_harness_can_write() -> None:
+    """Inside the sandbox the environment is read-only: the harness byte-compiles the preloaded
+    distributions and what they require (pytest, then pluggy), or each server compiled them anew."""
+    import importlib.util
+    from importlib import metadata
+
+    from harness.sandbox import batch as batch_mod
+
+    pluggy = metadata.distribution("pluggy")
+    source = next(Path(str(pluggy.locate_file(f))) for f in pluggy.files or () if f.name == "_hooks.py")
+    cached = Path(importlib.util.cache_from_source(str(source)))
+    cached.unlink(missing_ok=True)
+    batch_mod._compiled.cache_clear()
+    batch_mod.compile_preload(["pytest"])
+    assert cached.is_file()

@@ -16,7 +16,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 
 from harness.batch.executor import procs
-from harness.batch.executor.task import TrialOutcome, TrialTask, execute, warm
+from harness.batch.executor.task import TrialOutcome, TrialTask, execute, graders, warm
 
 
 class LocalExecutor:
@@ -46,8 +46,10 @@ class LocalExecutor:
                 on_finished=on_finished,
             )
 
+        sessions = graders()
+
         def one(task: TrialTask) -> TrialOutcome:
-            outcome = execute(task, cancel)
+            outcome = execute(task, cancel, sessions)
             if on_finished is not None:
                 on_finished(outcome)
             on_outcome(outcome)
@@ -69,4 +71,6 @@ class LocalExecutor:
             raise
         finally:
             pool.shutdown(wait=True, cancel_futures=True)
+            if sessions is not None:
+                sessions.close()
         return outcomes

@@ -37,7 +37,7 @@ from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field
 
-from harness.batch.executor.task import TrialOutcome, TrialTask, execute, grader_available
+from harness.batch.executor.task import TrialOutcome, TrialTask, execute, grader_available, graders
 from harness.sandbox import disk, identity
 
 PR_SET_PDEATHSIG = 1
@@ -267,9 +267,10 @@ def _serve(
 ) -> None:
     cancel = threading.Event()
     lock = threading.Lock()
+    sessions = graders()
 
     def one(index: int) -> None:
-        outcome = execute(tasks[index], cancel)
+        outcome = execute(tasks[index], cancel, sessions)
         if on_finished is not None:
             with contextlib.suppress(Exception):  # derived files never cost the trial its outcome
                 on_finished(outcome)
@@ -293,6 +294,8 @@ def _serve(
                     pool.submit(one, int(word))
     finally:
         pool.shutdown(wait=True)
+        if sessions is not None:
+            sessions.close()
         os.close(say)
 
 

@@ -14,6 +14,7 @@ import time
 import traceback
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any, Protocol
 
 from compiler.contract import Job
 from harness.artifacts.records import RunRecord, read_run
@@ -54,11 +55,30 @@ def grader_available() -> bool:
     return importlib.util.find_spec("harness.grade") is not None
 
 
-def grade(run_dir: Path, project: Path) -> tuple[str, str]:
-    """Grade a run with harness.grade.grade_run; (status, detail)."""
+class Graders(Protocol):
+    """What a pool's worker threads grade in: a grading session each (`harness.grade.Graders`)."""
+
+    def mine(self) -> Any: ...
+
+    def close(self) -> None: ...
+
+
+def graders() -> Graders | None:
+    """A session per grading thread of a pool (its scratch folder and warm check servers kept from
+    one trial's grade to the next: a sandbox and a pytest import per thread, not per trial); None
+    when this build has no grader. The pool closes it when its trials are done."""
+    if not grader_available():
+        return None
+    from harness.grade import Graders as Sessions
+
+    return Sessions()
+
+
+def grade(run_dir: Path, project: Path, grading: Any = None) -> tuple[str, str]:
+    """Grade a run with harness.grade.grade_run (in `grading`, a session, when given); (status, detail)."""
     from harness.grade import grade_run
 
-    result = grade_run(run_dir, project=project)
+    result = grade_run(run_dir, project=project, grading=grading)
     status = getattr(result, "status", None)
     status_value = getattr(status, "value", status)
     if status_value and status_value != "graded":
@@ -99,8 +119,11 @@ def io_detail(exc: OSError, where: Path | None = None) -> str:
     return f"cannot write {path}: {exc.strerror or exc}"
 
 
-def execute(task: TrialTask, cancel: threading.Event | None = None) -> TrialOutcome:
-    """Run one trial and grade it; never raises for a trial that went wrong.
+def execute(
+    task: TrialTask, cancel: threading.Event | None = None, sessions: Graders | None = None
+) -> TrialOutcome:
+    """Run one trial and grade it (in this thread's session of `sessions`, when given); never raises
+    for a trial that went wrong.
 
     An OSError of the run tree itself (full disk, read-only, I/O error) is `io-error`: the batch
     stops, and since run.json is written last and atomically nothing half-written looks finished.
@@ -125,7 +148,9 @@ def execute(task: TrialTask, cancel: threading.Event | None = None) -> TrialOutc
         status, detail = classify(record)
         if status in ("ungraded", "error", "invalid") and not record.interrupted and grader_available():
             faults.stop_point("grading", run_dir, cancel)
-            graded, graded_detail = grade(run_dir, Path(task.project))
+            graded, graded_detail = grade(
+                run_dir, Path(task.project), sessions.mine() if sessions is not None else None
+            )
             if status == "ungraded":
                 status, detail = graded, graded_detail
     except OSError as exc:
