@@ -54,6 +54,12 @@ class ProvisionError(RuntimeError):
     """A provision could not be applied (missing source, failing setup command)."""
 
 
+class EvidenceBlocked(ProvisionError):
+    """A step's evidence cannot be placed: a file or link where it goes, or a path that leaves the
+    workspace. Before a later step that is what the agent left in its tree (its own doing: the run is
+    graded as it stands); before the first, the scenario's."""
+
+
 class StateSetupError(RuntimeError):
     """A state_setup command failed or wrote outside the state directory."""
 
@@ -90,6 +96,9 @@ class Ready(NamedTuple):
     """The adapter's command, behind the gateway's forwarder when the gateway carries only the model."""
     first: FirstPhase | None = None
     """The canaries, still to run, before the agent in its first launch."""
+    later: str = ""
+    """The phase of every later launch of the adapter (a retry, a later step): the launch check,
+    passing what the agent could have changed itself (`agent.probe_phase(agent_ran=True)`)."""
 
 
 def provide(trial: Trial, out: Outcome) -> Ready:
@@ -150,20 +159,15 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     if found is not None:
         out.closing.callback(found.close)  # its loopback listener, whatever becomes of the trial
     first = _first_phase(job, found, launcher, paths, out)
-    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first)
-
-
-PROBE_MARK = "@@assay-launch-probe"
+    later = agent.probe_phase(job, out.argv, agent_ran=True)
+    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first, later)
 
 
 def _first_phase(
     job: Job, found: canaries.Phase | None, launcher: Launcher, paths: TrialPaths, out: Outcome
 ) -> FirstPhase:
     """The canaries, then the launch probe (`probe_launch`), as the first phase of the agent's launch."""
-    check = agent.launch_check(job, out.argv)
-    script = (found.script if found else "") + (
-        f"( {check}\n) 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
-    )
+    script = (found.script if found else "") + agent.probe_phase(job, out.argv)
     timeout_s = (found.timeout_s if found else 0.0) + PROBE_TIMEOUT_S
     gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths, out.tracer))
 
@@ -174,13 +178,10 @@ def _first_phase(
             out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(
                 job, out.iso
             )
-        head, mark, tail = gate.output.rpartition(f"\n{PROBE_MARK} ".encode())
-        if mark:  # the probe failed: the adapter never started
-            (paths.run_dir / META_DIR / "launch-probe.log").write_bytes(head[-4000:])
-            why = head.decode("utf-8", errors="replace").strip()[-500:]
-            raise agent.AdapterCannotStart(
-                f"the adapter cannot start in the sandbox (exit {tail.split()[0].decode()}): {why}"
-            )
+        refused = agent.probe_failure(gate.output)
+        if refused is not None:  # the probe failed: the adapter never started
+            (paths.run_dir / META_DIR / "launch-probe.log").write_bytes(refused[1])
+            raise agent.AdapterCannotStart(refused[0])
 
     return FirstPhase(script, gate, finish, lambda: probe_launch(job, launcher, out.argv, paths))
 
@@ -357,12 +358,12 @@ def place_evidence(step: Step, project: Path, ws: Workspace) -> list[Path]:
         try:  # the agent of an earlier step may have planted links to redirect this write
             target = pathsafe.resolve_inside(ws.root, dest)
             if target.exists() or target.is_symlink():
-                raise ProvisionError(
+                raise EvidenceBlocked(
                     f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
                 )
             pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
         except pathsafe.PathEscape as exc:
-            raise ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
+            raise EvidenceBlocked(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
         placed.append(target)
     return placed
 
