@@ -69,7 +69,9 @@ class Counts(Model):
     ungradeable: int = Field(
         description="Artifacts missing or unknown scenario: no evidence, not bad evidence."
     )
-    invalid: int = Field(description="Excluded by a failed canary or unexpected context.")
+    invalid: int = Field(
+        description="Excluded by what the harness checked: a failed canary, an unenforceable network: off."
+    )
     ungraded: int = Field(description="No grade.json yet and no grader available.")
     unreadable: int = Field(
         default=0, description="run.json could not be read (corrupt or not a run record)."
@@ -209,7 +211,7 @@ class Diagnostic(Model):
     """Something a reader must know before trusting a number, with the evidence."""
 
     kind: str = Field(
-        description="headroom, infra, sandbox, limit, invalid, failed_to_run, ungradeable, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
+        description="headroom, infra, claimed-infra, sandbox, limit, invalid, failed_to_run, ungradeable, excluded, exclusions-differ, agent-ended, context-advisory, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
     )
     severity: Literal["info", "warning", "error"]
     message: str
