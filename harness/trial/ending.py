@@ -5,8 +5,8 @@ out its time, passing its output cap, a sandbox limit that stops it, a non-zero 
 exit 75 ("provider or infrastructure failure") with nothing on the harness's side to show one —
 is its own: recorded as an `AgentEnd` and graded on what it left, so an agent about to fail cannot
 take its run out of the rates. `failed_to_run` is kept for what the harness itself saw: an exit 75
-while the model gateway logged a provider failure (a 5xx, 529, 408 or 429 answer, or no answer at
-all), a launch check that failed (`harness.trial.agent.launch_check`), a crash of the harness.
+while the model gateway logged a provider failure (a 5xx, 529, 408 or 429 answer, a 401 for the key
+it injects, or no answer at all), a launch check that failed (`harness.trial.agent.launch_check`), a crash of the harness.
 """
 
 from __future__ import annotations
@@ -26,6 +26,16 @@ INFRA_EXIT = 75
 """The adapters' "provider or infrastructure failure" exit status (retried up to `infra_retries`)."""
 
 
+class Attempt(NamedTuple):
+    """The gateway's view of one attempt: its log, the attempt's window, whose key the model got."""
+
+    log: Path
+    since: float
+    until: float
+    keyed: bool
+    """The gateway injects the API key (the agent's own credentials are stripped)."""
+
+
 class Ending(NamedTuple):
     """How one session ended, for its StepRecord."""
 
@@ -42,7 +52,7 @@ def ending(
     enforced: Mapping[str, str],
     retries: int,
     spent: bool,
-    gateway: tuple[Path, float, float] | None,
+    gateway: Attempt | None,
 ) -> Ending:
     """Classify the last attempt of a session.
 
@@ -53,7 +63,7 @@ def ending(
         retries: Exit-75 retries spent in this session.
         spent: A budget of the trial is spent (the gateway refused, and then ended the agent): the
             run is graded on what it left and counted as a budget stop, whatever the adapter did next.
-        gateway: (gateway.jsonl, start, end of the last attempt) when a gateway carried the model.
+        gateway: The last attempt as the gateway saw it, when a gateway carried the model.
     """
     if done.timed_out:
         return _agent("timeout", f"the agent timed out after {job.limits.timeout_s:g} s")
@@ -64,7 +74,11 @@ def ending(
     if done.exit_code == INFRA_EXIT:
         tries = f"after {retries} retr{'y' if retries == 1 else 'ies'}"
         failed = (
-            provider_failures(gateway[0], route=ROUTE, since=gateway[1], until=gateway[2]) if gateway else []
+            provider_failures(
+                gateway.log, route=ROUTE, since=gateway.since, until=gateway.until, keyed=gateway.keyed
+            )
+            if gateway
+            else []
         )
         if failed:
             return Ending(error=f"infrastructure failure: adapter exited 75 {tries}; {_seen(failed)}")

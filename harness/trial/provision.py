@@ -130,6 +130,14 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     env = environment.build(job, paths, agent_args=gw.args if gw else args)
     env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
     env = gw.scrub(env) if gw else env
+    key_env = (gw.args if gw else args).get("api_key_env")
+    if isinstance(key_env, str) and key_env not in env:  # the adapter would exit 75: not the agent's doing
+        where = (
+            "is not passed into the sandbox (options.env_pass)"
+            if key_env in os.environ
+            else "is not set here"
+        )
+        raise agent.AdapterCannotStart(f"agent {job.agent.id!r}: its API key variable {key_env} {where}")
     carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
     tracing_route = tracing.for_trial(paths.shim_bin.parent / shim.TOOLS_FILE, provided.shimmed)
     tracer = out.tracer = out.closing.enter_context(tracing_route)

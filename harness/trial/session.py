@@ -44,7 +44,7 @@ from harness.sandbox import fdtree, neutralise, proc
 from harness.sandbox.gate import Gate
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, capture, patch, workspace
-from harness.trial.ending import INFRA_EXIT, ending, in_step
+from harness.trial.ending import INFRA_EXIT, Attempt, ending, in_step
 from harness.trial.environment import TrialPaths
 from harness.trial.provision import (
     PROBE_TIMEOUT_S,
@@ -104,6 +104,7 @@ def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Eve
         cancel,
         meter=out.meter,
         usage_log=usage_log,
+        keyed=bool(out.gateway and out.gateway.hidden_env),
         later=ready.later,
     )
     specs = sessions(job)
@@ -254,6 +255,7 @@ class Session:
         *,
         meter: Meter | None = None,
         usage_log: Path | None = None,
+        keyed: bool = False,
         later: str = "",
     ) -> None:
         self.job, self.launcher, self.ws, self.paths, self.argv, self.cancel = (
@@ -269,6 +271,8 @@ class Session:
         self.usage_log = usage_log
         """The gateway's log when it carries the model: the account of record for usage, and the
         harness's own evidence of a provider failure."""
+        self.keyed = keyed
+        """The gateway injects the API key: the provider refusing it is the harness's failure."""
         self.later = later
         """The phase before the gate of every launch after the first (`provision.Ready.later`)."""
         self.retries = 0
@@ -307,7 +311,7 @@ class Session:
             enforced=self.launcher.enforced,
             retries=self.retries,
             spent=spent,
-            gateway=(self.usage_log, tried, now) if self.usage_log is not None else None,
+            gateway=Attempt(self.usage_log, tried, now, self.keyed) if self.usage_log is not None else None,
         )
         window = (self.usage_log, started, now) if self.usage_log is not None else None
         metrics = capture.metrics(self.paths, duration_s=done.duration_s, gateway=window)

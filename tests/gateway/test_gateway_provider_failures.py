@@ -55,3 +55,22 @@ def test_only_the_providers_own_failures_on_the_model_route_count(tmp_path: Path
     assert provider_failures(log, route=ROUTE, since=until + 1, until=until + 2) == []  # another attempt's
     (down,) = provider_failures(log, route="down", since=since, until=until)
     assert down.status == 502 and down.reason.startswith("upstream:")  # no answer at all: the way to it
+
+
+def test_a_refused_key_counts_only_when_the_key_is_the_harnesss(tmp_path: Path) -> None:
+    """A 401 says the key is wrong: the harness's failure when the gateway injects it (the agent's own
+    credential headers are stripped), the agent's own doing when it sent its own key."""
+    step = {"text": "ok", "error": {"status": 401, "type": "authentication_error"}}
+    script = Script.model_validate({"model": "m", "tools_required": False, "steps": [step]})
+    log = tmp_path / "gateway.jsonl"
+    with ScriptedModelServer(script, log_path=tmp_path / "model.jsonl") as model:
+        with Gateway(
+            tmp_path / "gw", [Route(ROUTE, model.url, headers={"x-api-key": "k"})], log_path=log
+        ) as gw:
+            since = time.time()
+            assert call(gw, "POST", "/model/v1/messages", ASK)[0] == 401
+            until = time.time()
+    assert [r.status for r in provider_failures(log, route=ROUTE, since=since, until=until, keyed=True)] == [
+        401
+    ]
+    assert provider_failures(log, route=ROUTE, since=since, until=until, keyed=False) == []

@@ -135,6 +135,26 @@ def test_an_agents_own_not_found_line_and_exit_127_is_its_own_exit(project: Path
     assert grade_run(tmp_path / "run").status is RunStatus.GRADED
 
 
+def test_a_missing_api_key_is_the_harness_side_never_an_exit_75_of_the_agent(
+    project: Path, tmp_path: Path
+) -> None:
+    """An adapter without its API key exits 75 before asking anything: the run must not become the
+    agent's claimed infrastructure failure (graded) — the machine lacks the key (failed_to_run)."""
+    from compiler.contract import AgentSpec
+    from harness.artifacts.records import RunStatus
+    from harness.grade import grade_run
+
+    agent = AgentSpec(
+        id="cmd", adapter="command", command="exit 75", args={"api_key_env": "ASSAY_TEST_UNSET_KEY"}
+    )
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "run")
+    assert (
+        record.error is not None
+        and "its API key variable ASSAY_TEST_UNSET_KEY is not set here" in record.error
+    )
+    assert record.agent_end is None and grade_run(tmp_path / "run").status is RunStatus.FAILED_TO_RUN
+
+
 def test_exit_75_then_success(project: Path, tmp_path: Path) -> None:
     counter = tmp_path / "n"
     agent = command_agent(f"echo x >> {counter}; [ $(wc -l < {counter}) -ge 2 ] || exit 75; exit 0")
