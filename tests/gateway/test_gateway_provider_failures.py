@@ -63,13 +63,13 @@ def test_a_refused_key_counts_only_when_the_key_is_the_harnesss(tmp_path: Path) 
     step = {"text": "ok", "error": {"status": 401, "type": "authentication_error"}}
     script = Script.model_validate({"model": "m", "tools_required": False, "steps": [step]})
     log = tmp_path / "gateway.jsonl"
-    with ScriptedModelServer(script, log_path=tmp_path / "model.jsonl") as model:
-        with Gateway(
-            tmp_path / "gw", [Route(ROUTE, model.url, headers={"x-api-key": "k"})], log_path=log
-        ) as gw:
-            since = time.time()
-            assert call(gw, "POST", "/model/v1/messages", ASK)[0] == 401
-            until = time.time()
+    with (
+        ScriptedModelServer(script, log_path=tmp_path / "model.jsonl") as model,
+        Gateway(tmp_path / "gw", [Route(ROUTE, model.url, headers={"x-api-key": "k"})], log_path=log) as gw,
+    ):
+        since = time.time()
+        assert call(gw, "POST", "/model/v1/messages", ASK)[0] == 401
+        until = time.time()
     assert [r.status for r in provider_failures(log, route=ROUTE, since=since, until=until, keyed=True)] == [
         401
     ]
