@@ -64,7 +64,7 @@ class Counts(Model):
     runs: int = Field(description="Every run found.")
     graded: int = Field(description="Graded and valid: the denominator of every rate.")
     failed_to_run: int = Field(
-        description="The agent or harness produced no evidence (crash, timeout, capture)."
+        description="No evidence, for a harness-side cause (a crash, an adapter that cannot start, a provider outage the gateway saw); a timeout or a limit is the agent's own end, graded."
     )
     ungradeable: int = Field(
         description="Artifacts missing or unknown scenario: no evidence, not bad evidence."
