@@ -105,9 +105,10 @@ def launch_check(job: Job, argv: list[str], *, agent_ran: bool = False) -> str:
     writes: a program, script or interpreter the sandbox's user could have changed (it owns it, or
     may write its folder) — or, for a program not found, a PATH with such a folder — is passed, so a
     launch that then fails is the agent's own exit, never a reason to drop the run."""
-    program = argv[0]
+    program, script = argv[0], False
     if job.agent.adapter == "command" and job.agent.command:
-        program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
+        found = _program(job.agent.command)
+        program, script = found or "sh", found is not None  # a compound command: only its files are checked
     files = " ".join(shlex.quote(f) for f in sorted(job.agent.host_files))
     name = shlex.quote(program)
     lines = [_MINE if agent_ran else "mine() { return 1; }; path_mine() { return 1; }"]
@@ -115,16 +116,18 @@ def launch_check(job: Job, argv: list[str], *, agent_ran: bool = False) -> str:
         lines.append(
             f'for f in {files}; do [ -r "$f" ] || mine "$f" || {{ echo "assay: $f is not readable in the sandbox" >&2; exit 126; }}; done'
         )
-    mine = f"mine {name}" if "/" in program else "path_mine"  # where the agent could have removed it
-    lines.append(
-        f"p=$(command -v {name} 2>/dev/null) || {{ {mine} && exit 0; "
-        f'echo "assay: "{name}" is not found in the sandbox" >&2; exit 127; }}'
-    )
-    lines.append(
-        'case $p in */*) mine "$p" && exit 0; '
-        '[ -f "$p" ] && [ -x "$p" ] || { echo "assay: $p: Permission denied (not an executable file in the sandbox)" >&2; exit 126; };; esac'
-    )
-    if job.agent.adapter == "command":  # the built-ins run the harness's interpreter or dd: no scripts
+    missing = f'echo "assay: "{name}" is not found in the sandbox" >&2; exit 127'
+    if "/" in program:  # by its path: no lookup (and no subshell: this runs before every launch)
+        lines.append(f'p={name}; [ -e "$p" ] || {{ mine "$p" && exit 0; {missing}; }}')
+        lines.append(
+            'mine "$p" && exit 0; [ -f "$p" ] && [ -x "$p" ] || '
+            '{ echo "assay: $p: Permission denied (not an executable file in the sandbox)" >&2; exit 126; }'
+        )
+    elif job.agent.adapter == "command":  # its path, for the script check (lookups find executables only)
+        lines.append(f"p=$(command -v {name} 2>/dev/null) || {{ path_mine && exit 0; {missing}; }}")
+    else:  # a built-in's program (dd): found by the shell's lookup, which finds only executables
+        lines.append(f"command -v {name} >/dev/null 2>&1 || {{ path_mine && exit 0; {missing}; }}")
+    if script:  # the built-ins run the harness's interpreter or dd, a compound command the shell: no scripts
         lines.append(_SHEBANG)
     return "\n".join(lines)
 
