@@ -2,9 +2,11 @@
 
 `run_steps` runs a scenario's `steps:` (or its one prompt) as ordered adapter sessions in one
 trial; `Session.run` launches the adapter once per attempt (the prompt on stdin, the trial's
-limits), watches the entry files while it runs, and turns how it ended into a `StepRecord`; an
-adapter exiting 75 is retried, its outputs kept under `retries/`. What may cross a session
-boundary is exactly what the run measures:
+limits), watches the entry files while it runs, and turns how it ended into a `StepRecord`
+(whose doing the end was: `harness.trial.ending`); an adapter exiting 75 is retried, its outputs
+kept under `retries/`. Each launch starts behind a gate, after the harness's launch check
+(`harness.trial.agent.probe_phase`). What may cross a session boundary is exactly what the run
+measures:
 
 - the working tree carries over, unless a step says `fresh_repo: true` (then it starts again
   from the cell's starting state);
