@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -277,6 +278,8 @@ class Session:
         """The gateway injects the API key: the provider refusing it is the harness's failure."""
         self.later = later
         """The phase before the gate of every launch after the first (`provision.Ready.later`)."""
+        self.modes = folder_modes(launcher)
+        """The writable folders' permission bits before the agent ran (`reopen`)."""
         self.retries = 0
 
     def run(
@@ -338,6 +341,7 @@ class Session:
             gate, phase = first.gate, first.script
         elif not alone and self.later:
             gate, phase = Gate(PROBE_TIMEOUT_S), self.later
+            reopen(self.modes)
         done = self.launcher.run(
             gate.wrap(phase, self.argv) if gate is not None else self.argv,
             stdin=prompt,
@@ -359,6 +363,29 @@ class Session:
         # The canaries never ended, so the adapter never started: it gets a launch of its own.
         first.alone()
         return self._launch(prompt, None, alone=True)
+
+
+def folder_modes(launcher: Launcher) -> dict[Path, int]:
+    """The permission bits of the agent's writable folders as the harness made them."""
+    modes = {}
+    for mount in launcher.mounts:
+        with contextlib.suppress(OSError):
+            st = os.lstat(mount.src)
+            if mount.writable and stat.S_ISDIR(st.st_mode):
+                modes[mount.src] = stat.S_IMODE(st.st_mode)
+    return modes
+
+
+def reopen(modes: dict[Path, int]) -> None:
+    """Give the agent's writable folders the permission bits the harness made them with, before a
+    later launch: an agent that locked its own workspace (`chmod 000 .`) would keep the sandbox from
+    entering it, and a launch that never reaches its gate is the harness's failure — never a way
+    out of the rates. What is inside the folders stays as the agent left it."""
+    for folder, mode in modes.items():
+        with contextlib.suppress(OSError):
+            st = os.lstat(folder)
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+                os.chmod(folder, mode)
 
 
 def _never_started(gate: Gate, done: proc.ProcResult) -> str:

@@ -249,6 +249,20 @@ def test_attack_e2e_break_its_own_adapter_before_the_next_session(
     assert record.exit_code == 127 and record.agent_end.step == "2/2 (two)"  # type: ignore[union-attr]
 
 
+def test_attack_e2e_lock_its_own_folders_before_the_next_session(
+    project: Path, tmp_path: Path, iso: str
+) -> None:
+    """`chmod 000` on its workspace (the next sandbox's working folder), HOME, TMPDIR and state: the
+    harness gives them back the modes it made them with, so the next session starts and fails."""
+    lock = 'chmod 000 "$HOME" "$TMPDIR" "$BENCH_STATE_DIR" .'
+    job = _steps(
+        _job(iso, command_agent(f"if grep -q one; then {lock}; exit 0; fi; {BREAK}; exit 4")), "one", "two"
+    )
+    record, grade = _run(project, tmp_path, job)
+    _graded_failing(record, grade, "exit")
+    assert [s.name for s in record.steps] == ["one", "two"] and record.agent_end.step == "2/2 (two)"  # type: ignore[union-attr]
+
+
 @pytest.mark.parametrize(
     ("program", "agent_ran", "starts"),
     [
