@@ -20,7 +20,9 @@ from harness.artifacts.records import AgentEnd
 from harness.gateway.log import GatewayRecord, provider_failures
 from harness.gateway.model_route import ROUTE
 from harness.sandbox import proc
+from harness.sandbox.gate import Gate
 from harness.sandbox.isolation import limits
+from harness.trial import agent
 
 INFRA_EXIT = 75
 """The adapters' "provider or infrastructure failure" exit status (retried up to `infra_retries`)."""
@@ -117,3 +119,14 @@ def in_step(end: AgentEnd, index: int, total: int, name: str) -> AgentEnd:
         return end
     later = "; the later steps never ran" if index < total else ""
     return end.model_copy(update={"step": f"{index}/{total} ({name})", "detail": end.detail + later})
+
+
+def never_started(gate: Gate, done: proc.ProcResult) -> str:
+    """Why a later launch never reached its gate (its launch check failed, or the sandbox did not
+    start): a harness-side cause, since nothing of the agent's runs before the gate."""
+    refused = agent.probe_failure(gate.output)
+    if refused is not None:
+        return refused[0]
+    printed = gate.output.decode("utf-8", errors="replace").strip()[-500:]
+    ended = "timed out" if done.timed_out else f"exit {done.exit_code}"
+    return f"the adapter's launch never reached its start ({ended}): {printed or 'nothing printed'}"

@@ -47,7 +47,7 @@ from harness.sandbox import fdtree, neutralise, proc
 from harness.sandbox.gate import Gate
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, capture, patch, workspace
-from harness.trial.ending import INFRA_EXIT, Attempt, ending, in_step
+from harness.trial.ending import INFRA_EXIT, Attempt, ending, in_step, never_started
 from harness.trial.environment import TrialPaths
 from harness.trial.provision import (
     PROBE_TIMEOUT_S,
@@ -353,7 +353,7 @@ class Session:
         )
         if first is None:
             if gate is not None and gate.at is None and not done.cancelled:
-                raise agent.AdapterCannotStart(_never_started(gate, done))
+                raise agent.AdapterCannotStart(never_started(gate, done))
             return done
         first.finish("timed out" if done.timed_out else f"launch exit {done.exit_code}")
         if first.gate.failed is not None:
@@ -386,14 +386,3 @@ def reopen(modes: dict[Path, int]) -> None:
             st = os.lstat(folder)
             if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
                 os.chmod(folder, mode)
-
-
-def _never_started(gate: Gate, done: proc.ProcResult) -> str:
-    """Why a later launch never reached its gate (its launch check failed, or the sandbox did not
-    start): a harness-side cause, since nothing of the agent's runs before the gate."""
-    refused = agent.probe_failure(gate.output)
-    if refused is not None:
-        return refused[0]
-    printed = gate.output.decode("utf-8", errors="replace").strip()[-500:]
-    ended = "timed out" if done.timed_out else f"exit {done.exit_code}"
-    return f"the adapter's launch never reached its start ({ended}): {printed or 'nothing printed'}"
