@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import functools
-import tempfile
 import threading
 from collections.abc import Callable
 from itertools import groupby
@@ -48,16 +47,10 @@ def environment(*, html: bool) -> jinja2.Environment:
 
 
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
-    # In the machine's temporary folder, never a run tree's scratch: `artifacts.lock.hold` points
-    # tempfile there while a tree is held, and a cache made then vanished with the scratch (every
-    # later page of the process failed: FileNotFoundError).
-    held, tempfile.tempdir = tempfile.tempdir, None
     try:
         return jinja2.FileSystemBytecodeCache()
     except RuntimeError:  # no private temporary folder can be made here: compile in memory only
         return None
-    finally:
-        tempfile.tempdir = held
 
 
 _COMPILING = threading.Lock()

@@ -99,14 +99,3 @@ def test_assay_view_writes_only_missing_or_stale_pages(project: Path) -> None:
     assert "4 run(s): 2 page(s) written, 2 up to date" in done.stderr and page.is_file()
     nothing = assay("--project", project, "view", str(project / "nowhere"), cwd=project, env=BARE_ENV)
     assert nothing.returncode == 2 and "does not exist" in nothing.stderr
-
-
-def test_the_template_cache_lives_outside_a_held_trees_scratch(tmp_path: Path) -> None:
-    """While a run tree is held, tempfile points into its scratch (removed when it is let go): a
-    template cache made then had vanished with it, and every later page of the process failed."""
-    from harness.artifacts.lock import hold
-    from harness.report.render_md import _bytecode_cache
-
-    with hold(tmp_path / "runs") as scratch:
-        cache = _bytecode_cache()
-    assert cache is not None and scratch.resolve() not in Path(cache.directory).resolve().parents  # type: ignore[attr-defined]
