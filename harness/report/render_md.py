@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import contextlib
 import functools
+import os
 import threading
 from collections.abc import Callable
 from itertools import groupby
@@ -46,11 +48,32 @@ def environment(*, html: bool) -> jinja2.Environment:
     return env
 
 
+class _Cache(jinja2.FileSystemBytecodeCache):
+    """A bytecode cache that never costs a render: a file it cannot read or write is compiled anew."""
+
+    def load_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError, EOFError, ValueError):
+            super().load_bytecode(bucket)
+
+    def dump_bytecode(self, bucket: jinja2.bccache.Bucket) -> None:
+        with contextlib.suppress(OSError):
+            super().dump_bytecode(bucket)
+
+
 def _bytecode_cache() -> jinja2.BytecodeCache | None:
+    """The user's own cache folder (`$XDG_CACHE_HOME/assay/jinja2`, else `~/.cache/...`), private to
+    them (made 0700; one that others may write is not used). Not the temporary folder: a runner
+    points that into its run tree's scratch, which goes with the tree."""
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    folder = base / "assay" / "jinja2"
     try:
-        return jinja2.FileSystemBytecodeCache()
-    except RuntimeError:  # no private temporary folder can be made here: compile in memory only
+        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
+        st = folder.stat()
+    except (OSError, RuntimeError):
         return None
+    if st.st_uid != os.geteuid() or st.st_mode & 0o077:
+        return None
+    return _Cache(str(folder))
 
 
 _COMPILING = threading.Lock()
