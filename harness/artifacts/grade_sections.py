@@ -159,9 +159,11 @@ class ContextLoad(Section):
     present: bool = Field(default=False, description="The adapter reported its loaded context.")
     loaded: tuple[str, ...] = ()
     unexpected: tuple[str, ...] = Field(
-        default=(), description="Loaded items other than the expected guide; any invalidates the run."
+        default=(),
+        description="Loaded items other than the expected guide: advisory (the agent writes context.json), "
+        "shown in the report, never a reason to exclude the run.",
     )
-    error: str | None = None
+    error: str | None = Field(default=None, description="Why context.json could not be read (advisory too).")
 
 
 class AuthorityVerdict(Section):

@@ -118,6 +118,28 @@ class CanaryResult(Record):
     detail: str = Field(default="", description="Why it failed, or what it printed.")
 
 
+AgentEndCause = Literal["timeout", "output", "limit", "exit", "claimed_infra", "blocked"]
+"""How the agent's own doing ended a session (`AgentEnd.cause`)."""
+
+
+class AgentEnd(Record):
+    """Why a session ended early or badly by the agent's own doing: never the harness's, so the run
+    stays in every rate and is graded on what the agent left (a multi-step run as it stands when
+    that session ended: the later steps never run)."""
+
+    cause: AgentEndCause = Field(
+        description="timeout (its wall-clock limit), output (its output cap), limit (a sandbox limit "
+        "stopped it: memory, pids, cpu, file_size, workspace, outbox), exit (a non-zero exit, or a "
+        "signal), claimed_infra (exit 75 after the retries while the harness saw no provider or "
+        "infrastructure failure), blocked (what it left in its tree kept the next session of a "
+        "multi-step run from starting: a file or link where that step's evidence goes)."
+    )
+    detail: str = Field(description="What happened, in words.")
+    step: str | None = Field(
+        default=None, description="The step whose session ended so, in a multi-step run: `i/n (name)`."
+    )
+
+
 class StepRecord(Record):
     """One agent session of a multi-step run."""
 
@@ -125,7 +147,10 @@ class StepRecord(Record):
     started_at: float = Field(description="Epoch seconds.")
     ended_at: float = Field(description="Epoch seconds.")
     exit_code: int | None = Field(description="Adapter exit code; None when it never ran to an exit.")
-    error: str | None = Field(default=None, description="Why the step failed to run.")
+    error: str | None = Field(default=None, description="Why the step failed to run (a harness-side cause).")
+    agent_end: AgentEnd | None = Field(
+        default=None, description="How the agent's own doing ended the session, when it did."
+    )
     metrics: RunnerMetrics = Field(
         default_factory=RunnerMetrics, description="Runner metrics of this session."
     )
@@ -173,10 +198,19 @@ class RunRecord(Record):
     infra_retries: int = Field(default=0, description="Retries after exit 75.")
     canaries: tuple[CanaryResult, ...] = Field(default=(), description="Canary outcomes.")
     invalid: str | None = Field(
-        default=None, description="Why the run is excluded from rates (failed canary, unexpected context...)."
+        default=None,
+        description="Why the run is excluded from rates: what the harness itself checked failed (a canary, "
+        "an unenforceable `network: off`).",
     )
     error: str | None = Field(
-        default=None, description="Why the run failed to run (crash, capture failure); not a graded failure."
+        default=None,
+        description="Why the run failed to run, a harness-side cause (a crash, a capture failure, an adapter "
+        "the harness's launch check found cannot start, a provider failure the gateway saw); not a graded failure.",
+    )
+    agent_end: AgentEnd | None = Field(
+        default=None,
+        description="How the agent's own doing ended the run (a timeout, a limit, a non-zero exit, an "
+        "unproven exit 75, a failed earlier session): graded on what it left, never excluded.",
     )
     traceback: str | None = Field(default=None, description="Harness traceback for a failed run.")
     interrupted: bool = Field(default=False, description="Stopped by Ctrl-C; rerun on resume.")
@@ -260,7 +294,13 @@ class Grade(Record):
     error: str | None = Field(default=None, description="Why the run is failed_to_run or ungradeable.")
     invalid: str | None = Field(
         default=None,
-        description="Why the run is excluded from rates: the runner's reason, or unexpected loaded context.",
+        description="Why the run is excluded from rates: the runner's reason (a canary, an unenforceable "
+        "`network: off`); never what the agent wrote (context.json is advisory: `context`).",
+    )
+    agent_end: AgentEnd | None = Field(
+        default=None,
+        description="How the agent's own doing ended the run (from run.json): the run is graded on what "
+        "it left and counts as not passed unless its checks pass.",
     )
     checks: tuple[CheckOutcome, ...] = ()
     failed_layers: tuple[str, ...] = ()

@@ -104,6 +104,35 @@ def gateway_turns(path: Path) -> list[Turn]:
     return turns
 
 
+PROVIDER_FAILED = frozenset({408, 429})
+"""Statuses below 500 that say the provider, not the request, failed (timeout, rate limit)."""
+KEY_REFUSED = 401
+"""The provider refused the key: the harness's failure when the key is the one the gateway injects."""
+
+
+def provider_failures(
+    path: Path, *, route: str, since: float, until: float, keyed: bool = False
+) -> list[GatewayRecord]:
+    """Requests on the model `route` in [since, until] that the provider, or the way to it, failed:
+    forwarded, and answered 5xx (529 "overloaded" included), 408 or 429, or not answered at all
+    (the gateway's 502 `upstream: ...`: refused connection, timeout, reset); with `keyed` (the
+    gateway injects the API key, the agent's own credentials are stripped) a 401 too.
+
+    This is the harness's own evidence of a provider or infrastructure failure (the log is written
+    outside the sandbox). A refusal of the gateway's (a path off the allowlist, a spent budget) is
+    the agent's doing and never counts; neither does the forward proxy's traffic to other hosts
+    under `network: on` (the agent chooses them), nor a 401 for a key the agent sent itself."""
+    failed = PROVIDER_FAILED | ({KEY_REFUSED} if keyed else set())
+    return [
+        r
+        for r in read_log(path)
+        if r.route == route
+        and r.allowed
+        and since <= r.t <= until
+        and (r.status >= 500 or r.status in failed or r.reason.startswith("upstream:"))
+    ]
+
+
 def usage_totals(path: Path) -> dict[str, int]:
     """Totals over forwarded requests that carried usage: turns and token counts.
 

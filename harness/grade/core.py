@@ -127,15 +127,15 @@ def overlay(src: Path, dst: Path) -> None:
 
 
 def failed_to_run(record: RunRecord) -> str | None:
-    """Why the run produced no verdict to begin with, or None."""
+    """Why the run produced no verdict to begin with (a harness-side cause the runner recorded), or
+    None. How the agent's own doing ended it — a timeout, a limit, an exit, an exit 75 the harness saw
+    no failure behind (`agent_end`) — is no such cause: the run is graded on what it left."""
     if record.error:
         return record.error
     if record.interrupted:
         return "interrupted"
-    if record.timed_out:
-        return "the agent timed out"
-    if record.exit_code == 75:
-        return "provider or infrastructure failure (exit 75) after retries"
+    if record.agent_end is not None or record.timed_out:
+        return None
     if record.exit_code is None and not (record.limits_hit and set(record.limits_hit) <= set(BUDGETS)):
         return "the agent never exited on its own" + (
             f" ({', '.join(record.limits_hit)})" if record.limits_hit else ""
@@ -214,6 +214,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Gra
         "invalid": record.invalid,
         "unsafe_edits": record.unsafe_edits,
         "infra_retries": record.infra_retries,
+        "agent_end": record.agent_end,
     }
     try:
         job = read_job(run_dir, project)
@@ -342,10 +343,8 @@ def _assess(
     friction = tooluse.friction(view.trace, writes)
     snaps = _snapshots(view, workspace, ctx)
     first_t = next((v.t for v in snaps.verdicts if v.valid), None)
-    context = derive.context_load(view.context, view.job)
-    invalid = base.pop("invalid") or (
-        f"unexpected context loaded: {', '.join(context.unexpected)}" if context.unexpected else None
-    )
+    context = derive.context_load(view.context, view.job)  # advisory: the agent writes context.json
+    invalid = base.pop("invalid")
     model = view.record.model or view.job.agent.model
     ev = expectations.Evidence(view, workspace, ctx, friction)
     return Grade(

@@ -114,6 +114,10 @@ class RunFacts:
     """Sandbox protections that did not hold for the run (run.json `protections.failed`)."""
     usage_differs: tuple[str, ...] = ()
     """Totals on which the adapter's usage report differs from the gateway's (grade `usage.adapter_differs`)."""
+    agent_end: str | None = None
+    """`AgentEnd.cause` when the agent's own doing ended the run (graded all the same), else None."""
+    context_advisory: bool = False
+    """context.json named unexpected context or was unreadable (advisory: shown, never an exclusion)."""
 
     @property
     def tokens(self) -> float | None:
@@ -302,7 +306,10 @@ def _status(run: RunRecord, grade: Grade | None) -> tuple[str, str | None]:
         return "ungraded", "no grade.json"
     if grade.status is RunStatus.GRADED:
         failed = [c.id for c in grade.checks if c.outcome != "pass"]
-        return "graded", ("failed: " + ", ".join(failed)) if failed else None
+        end = run.agent_end or grade.agent_end  # the agent's own doing: in the rates, said beside them
+        said = ["failed: " + ", ".join(failed)] if failed else []
+        said += [end.detail + (f" (step {end.step})" if end.step else "")] if end is not None else []
+        return "graded", "; ".join(said) or None
     return grade.status.value, grade.error or run.error
 
 
@@ -384,6 +391,7 @@ def run_facts(
             if value:
                 sections[name] = value
     graded = status == "graded" and grade is not None
+    end = run.agent_end or (grade.agent_end if grade is not None else None)
     return RunFacts(
         dir=rel,
         version=run.version,
@@ -415,5 +423,7 @@ def run_facts(
         limits_hit=run.limits_hit,
         unprotected=run.protections.failed if run.protections is not None else (),
         usage_differs=grade.usage.adapter_differs if grade is not None else (),
+        agent_end=end.cause if end is not None else None,
+        context_advisory=grade is not None and bool(grade.context.unexpected or grade.context.error),
         digest=digest(sections),
     )

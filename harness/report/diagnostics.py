@@ -108,8 +108,8 @@ class DiagAcc:
     def add(self, run: RunFacts) -> None:
         if run.status != "graded":
             self.by_status[(run.status, run.reason or "(no reason recorded)")].add(run.dir)
-        if run.infra_retries or run.exit_code == 75:
-            self.infra.add(run.dir)
+        if (run.infra_retries or run.exit_code == 75) and run.agent_end != "claimed_infra":
+            self.infra.add(run.dir)  # a claim nothing on the harness's side shows: `claimed-infra`
         for limit in run.limits_hit:
             self.limits[limit].add(run.dir)
         for why in run.unprotected:
@@ -280,14 +280,14 @@ class DiagAcc:
             "warning",
             self.limits,
             lambda limit, n: (
-                f"{n} run(s) hit the {limit} limit (stopped by the harness; see limits_hit in run.json)"
+                f"{n} run(s) hit the {limit} limit (see limits_hit in run.json; graded on what they left)"
             ),
         )
         out += _each(
             "agent-exit",
             "warning",
             self.exits,
-            lambda code, n: f"{n} run(s) ended with agent exit code {code} (agent or infrastructure failure)",
+            lambda code, n: f"{n} run(s) ended with agent exit code {code} (the agent's own exit: graded)",
         )
         labels = {
             "invalid": "invalid runs (excluded from rates)",

@@ -33,7 +33,7 @@ from harness.report.collect import (
 )
 from harness.report.sections import SectionDigest, digest
 
-FACTS_VERSION = "4"
+FACTS_VERSION = "5"
 """Bumped whenever RunFacts or their derivation change: every cached row is derived again."""
 
 COLUMNS = ("dir", "facts", "run_json", "grade_json", "read_error", "family", "split", "files")
@@ -107,6 +107,8 @@ def dump(facts: RunFacts | Unreadable) -> str:
             f.limits_hit,
             f.unprotected,
             f.usage_differs,
+            f.agent_end,
+            f.context_advisory,
         ],
         separators=(",", ":"),
     )
@@ -145,6 +147,8 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
         limits_hit=tuple(d[23]),
         unprotected=tuple(d[24]),
         usage_differs=tuple(d[25]),
+        agent_end=d[26],
+        context_advisory=d[27],
         digest=SectionDigest(
             tuple(d[19][0]),
             tuple(d[19][1]),

@@ -3,10 +3,13 @@
 A rate is k/n over graded runs; a run that is invalid, failed to run or is ungradeable is in
 no n. That is right when the cause is on the harness's side, and a bias when it is not evenly
 spread: a treatment that loses its failing runs to exclusions looks better than its control.
-So the report lists the exclusions of every agent and condition with their reasons, and warns
-when a treatment and its control did not lose the same share of their runs. It also counts
-the runs whose adapter reported usage other than the gateway's own account (the gateway's is
-the one used).
+So exclusions are kept for causes on the harness's side, the report lists the exclusions of every
+agent and condition with their reasons, and warns when a treatment and its control did not lose the
+same share of their runs. What the agent's own doing ended early (a timeout, a limit, an exit, an
+exit 75 nothing on the harness's side explains, a failed earlier session) stays in the rates,
+graded on what it left, and is counted per agent and condition beside the exclusions. It also
+counts the runs whose adapter reported usage other than the gateway's own account (the gateway's
+is the one used).
 """
 
 from __future__ import annotations
@@ -23,6 +26,16 @@ EXCLUDED = ("invalid", "failed_to_run", "ungradeable")
 Cond = tuple[str | None, str, str]
 """(version, agent, condition)"""
 
+ENDED = {
+    "timeout": "timed out",
+    "output": "passed the output cap",
+    "limit": "stopped by a sandbox limit",
+    "exit": "exited non-zero or was killed",
+    "claimed_infra": "exited 75 (provider failure) with none seen by the harness",
+    "blocked": "left a tree the next session could not start in",
+}
+"""`AgentEnd.cause` -> how the report says it."""
+
 
 def _name(cond: Cond) -> str:
     version, agent, condition = cond
@@ -36,6 +49,13 @@ class Integrity:
         self.runs: Counter[Cond] = Counter()
         self.excluded: dict[Cond, Counter[str]] = defaultdict(Counter)
         self.evidence: dict[Cond, Evidence] = defaultdict(Evidence)
+        self.ended: dict[Cond, Counter[str]] = defaultdict(Counter)
+        """Graded runs the agent's own doing ended, by cause."""
+        self.ended_evidence: dict[Cond, Evidence] = defaultdict(Evidence)
+        self.claimed = Evidence()
+        """Runs whose exit 75 nothing on the harness's side explained (graded as the agent's own)."""
+        self.context = Evidence()
+        """Runs whose context.json named unexpected context or was unreadable (advisory)."""
         self.controls: set[Cond] = set()
         self.usage: dict[str, Evidence] = defaultdict(Evidence)
 
@@ -47,6 +67,13 @@ class Integrity:
         if run.status in EXCLUDED:
             self.excluded[cond][f"{run.status}: {run.reason or '(no reason recorded)'}"] += 1
             self.evidence[cond].add(run.dir)
+        elif run.agent_end is not None:
+            self.ended[cond][ENDED.get(run.agent_end, run.agent_end)] += 1
+            self.ended_evidence[cond].add(run.dir)
+        if run.agent_end == "claimed_infra":
+            self.claimed.add(run.dir)
+        if run.context_advisory:
+            self.context.add(run.dir)
         if run.usage_differs:
             self.usage[run.agent].add(run.dir)
 
@@ -57,6 +84,12 @@ class Integrity:
             self.excluded[cond].update(reasons)
         for cond, ev in other.evidence.items():
             self.evidence[cond].merge(ev)
+        for cond, causes in other.ended.items():
+            self.ended[cond].update(causes)
+        for cond, ev in other.ended_evidence.items():
+            self.ended_evidence[cond].merge(ev)
+        self.claimed.merge(other.claimed)
+        self.context.merge(other.context)
         self.controls |= other.controls
         for agent, ev in other.usage.items():
             self.usage[agent].merge(ev)
@@ -80,6 +113,20 @@ class Integrity:
                     evidence=self.evidence[cond].listing(),
                 )
             )
+        for cond in sorted(self.ended, key=lambda c: (str(c[0]), c[1], c[2])):
+            causes = self.ended[cond]
+            listed = "; ".join(f"{cause} ({n})" for cause, n in sorted(causes.items()))
+            out.append(
+                Diagnostic(
+                    kind="agent-ended",
+                    severity="info",
+                    message=(
+                        f"{_name(cond)}: {sum(causes.values())}/{self.runs[cond]} runs ended by the agent's own "
+                        f"doing, graded on what they left (in its rates): {listed}"
+                    ),
+                    evidence=self.ended_evidence[cond].listing(),
+                )
+            )
         for cond in sorted(self.runs, key=lambda c: (str(c[0]), c[1], c[2])):
             control = next((c for c in self.controls if c[:2] == cond[:2]), None)
             if cond in self.controls or control is None or cond[1] in skip:
@@ -97,6 +144,27 @@ class Integrity:
                         evidence=self.evidence[cond].listing() + self.evidence[control].listing(),
                     )
                 )
+        if self.claimed.count:
+            out.append(
+                Diagnostic(
+                    kind="claimed-infra",
+                    severity="warning",
+                    message=f"{self.claimed.count} run(s) exited 75 (provider or infrastructure failure) after "
+                    "their retries, but the harness saw no such failure (no failed request in the model gateway's "
+                    "log): graded as the agent's own exit, in its rates",
+                    evidence=self.claimed.listing(),
+                )
+            )
+        if self.context.count:
+            out.append(
+                Diagnostic(
+                    kind="context-advisory",
+                    severity="info",
+                    message=f"{self.context.count} run(s) reported unexpected or unreadable loaded context "
+                    "(context.json): advisory, since the agent writes it; the runs are graded and counted",
+                    evidence=self.context.listing(),
+                )
+            )
         for agent, ev in sorted(self.usage.items()):
             out.append(
                 Diagnostic(

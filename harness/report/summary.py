@@ -64,12 +64,14 @@ class Counts(Model):
     runs: int = Field(description="Every run found.")
     graded: int = Field(description="Graded and valid: the denominator of every rate.")
     failed_to_run: int = Field(
-        description="The agent or harness produced no evidence (crash, timeout, capture)."
+        description="No evidence, for a harness-side cause (a crash, an adapter that cannot start, a provider outage the gateway saw); a timeout or a limit is the agent's own end, graded."
     )
     ungradeable: int = Field(
         description="Artifacts missing or unknown scenario: no evidence, not bad evidence."
     )
-    invalid: int = Field(description="Excluded by a failed canary or unexpected context.")
+    invalid: int = Field(
+        description="Excluded by what the harness checked: a failed canary, an unenforceable network: off."
+    )
     ungraded: int = Field(description="No grade.json yet and no grader available.")
     unreadable: int = Field(
         default=0, description="run.json could not be read (corrupt or not a run record)."
@@ -209,7 +211,7 @@ class Diagnostic(Model):
     """Something a reader must know before trusting a number, with the evidence."""
 
     kind: str = Field(
-        description="headroom, infra, sandbox, limit, invalid, failed_to_run, ungradeable, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
+        description="headroom, infra, claimed-infra, sandbox, limit, invalid, failed_to_run, ungradeable, excluded, exclusions-differ, agent-ended, context-advisory, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
     )
     severity: Literal["info", "warning", "error"]
     message: str

@@ -165,9 +165,11 @@ def _verdict(run: RunRecord | None, grade: Any) -> tuple[str, str]:
         return "warn", "failed to run" if run.error or run.interrupted else "not graded"
     if grade.status != "graded":
         return "warn", str(grade.status.value).replace("_", " ")
+    end = grade.agent_end or run.agent_end
+    ended = f"; {end.detail}" + (f" (step {end.step})" if end.step else "") if end is not None else ""
     if grade.passed:
-        return "ok", "passed" + ("" if grade.usable else " (not usable: lint errors)")
-    return "bad", "failed"
+        return "ok", "passed" + ("" if grade.usable else " (not usable: lint errors)") + ended
+    return "bad", "failed" + ended
 
 
 def render_page(run_dir: Path) -> str:

@@ -2,9 +2,10 @@
 
 `run_trial(job, project=..., run_dir=...)` is pure in the sense the executors need: a job in,
 a run directory out, nothing shared with other trials. It never raises for a trial that went
-wrong — a crash, a failing provision, an exhausted retry budget become `error` (with the
-traceback) on run.json — and it writes run.json last and atomically, so a killed runner leaves
-nothing that looks finished.
+wrong — a crash, a failing provision, an adapter that cannot start, a provider outage the gateway
+saw through the last retry become `error` (with the traceback) on run.json, while how the agent's
+own doing ended it is `agent_end` (graded) — and it writes run.json last and atomically, so a
+killed runner leaves nothing that looks finished.
 
 Each stage is a function of its module: `prepare.new_trial` (folders, a fresh workspace),
 `provision.provide` (the cell's world, the gateway, the sandbox, setup, baseline, canaries),

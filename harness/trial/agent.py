@@ -106,30 +106,92 @@ class AdapterCannotStart(RuntimeError):
     start, a program the shell cannot find): the run failed to run, it is not the agent's failure."""
 
 
-def launch_check(job: Job, argv: list[str]) -> str:
-    """Shell code that exits 0 when the adapter's program and the files it names are there,
-    inside the sandbox (126: a file is not readable, 127: the program is not found). It runs
-    in the first phase of the agent's own launch, in a subshell of the phase's shell (no
-    process of its own to start), or alone (`launch_probe`)."""
-    program = argv[0]
+def launch_check(job: Job, argv: list[str], *, agent_ran: bool = False) -> str:
+    """Shell code that exits 0 when the adapter can start in the sandbox: the files its command
+    names are readable (else exit 126), its program is found (127), is a file with the execute bit
+    (126) and, for a script, names an interpreter that is there (127).
+
+    It runs in the phase before the gate of each of the adapter's launches (`harness.sandbox.gate`),
+    in a subshell of the phase's shell, or alone (`launch_probe`): the harness's own evidence that
+    the adapter could not start, which nothing the agent prints can forge (the agent does not exist
+    yet). With `agent_ran` (a later session, a retry) the agent has had its turn in the folders it
+    writes: a program, script or interpreter the sandbox's user could have changed (it owns it, or
+    may write its folder) — or, for a program not found, a PATH with such a folder — is passed, so a
+    launch that then fails is the agent's own exit, never a reason to drop the run."""
+    program, script = argv[0], False
     if job.agent.adapter == "command" and job.agent.command:
-        program = _program(job.agent.command) or "sh"  # a compound command: only its files are checked
+        found = _program(job.agent.command)
+        program, script = found or "sh", found is not None  # a compound command: only its files are checked
     files = " ".join(shlex.quote(f) for f in sorted(job.agent.host_files))
-    loop = (
-        f'for f in {files}; do [ -r "$f" ] || {{ echo "assay: $f is not readable in the sandbox" >&2; exit 126; }}; done; '
-        if files
-        else ""
-    )
     name = shlex.quote(program)
-    return (
-        f"{loop}command -v {name} >/dev/null 2>&1 || "
-        f'{{ echo "assay: "{name}" is not found in the sandbox" >&2; exit 127; }}'
-    )
+    lines = [_MINE if agent_ran else "mine() { return 1; }; path_mine() { return 1; }"]
+    if files:
+        lines.append(
+            f'for f in {files}; do [ -r "$f" ] || mine "$f" || {{ echo "assay: $f is not readable in the sandbox" >&2; exit 126; }}; done'
+        )
+    missing = f'echo "assay: "{name}" is not found in the sandbox" >&2; exit 127'
+    if "/" in program:  # by its path: no lookup (and no subshell: this runs before every launch)
+        lines.append(f'p={name}; [ -e "$p" ] || {{ mine "$p" && exit 0; {missing}; }}')
+        lines.append(
+            'mine "$p" && exit 0; [ -f "$p" ] && [ -x "$p" ] || '
+            '{ echo "assay: $p: Permission denied (not an executable file in the sandbox)" >&2; exit 126; }'
+        )
+    elif job.agent.adapter == "command":  # its path, for the script check (lookups find executables only)
+        lines.append(f"p=$(command -v {name} 2>/dev/null) || {{ path_mine && exit 0; {missing}; }}")
+    else:  # a built-in's program (dd): found by the shell's lookup, which finds only executables
+        lines.append(f"command -v {name} >/dev/null 2>&1 || {{ path_mine && exit 0; {missing}; }}")
+    if script:  # the built-ins run the harness's interpreter or dd, a compound command the shell: no scripts
+        lines.append(_SHEBANG)
+    return "\n".join(lines)
+
+
+_MINE = (
+    'mine() { [ -O "$1" ] || [ -w "${1%/*}/." ]; }; '
+    'path_mine() { ( IFS=:; for d in $PATH; do [ -w "${d:-.}/." ] && exit 0; done; exit 1 ); }'
+)
+"""Whether the sandbox's user could have changed a path (owns it, may write its folder), or a PATH
+folder: what the agent may have done to its own adapter before a later launch."""
+
+_SHEBANG = (
+    'case $p in */*) l=$(head -c 256 -- "$p" 2>/dev/null); nl="\n"; l=${l%%"$nl"*}; '
+    'case $l in "#!"*) i=${l#??}; i=${i#"${i%%[! ]*}"}; i=${i%%[ ]*}; '
+    '[ -n "$i" ] && { [ -x "$i" ] || mine "$i" || { echo "assay: $p names the interpreter $i, which is not in the sandbox" >&2; exit 127; }; };; '
+    "esac;; esac"
+)
+"""A script's `#!` interpreter must be there (the kernel's exec fails "not found" otherwise). Its
+first bytes are read by `head` (a shell's `read` goes a byte at a time: 24 s for a 50 MB file with
+no newline)."""
 
 
 def launch_probe(job: Job, argv: list[str]) -> list[str]:
     """A command that checks, inside the sandbox, that the adapter can start (`launch_check`)."""
     return ["/bin/sh", "-c", launch_check(job, argv)]
+
+
+PROBE_MARK = "@@assay-launch-probe"
+"""Printed (with the check's exit status) by a phase whose launch check failed."""
+
+
+def probe_phase(job: Job, argv: list[str], *, agent_ran: bool = False) -> str:
+    """The launch check as (the end of) a gated launch's phase: when it fails, the phase prints
+    PROBE_MARK and its status and ends the launch (exit 125) before the gate, so the adapter never
+    starts (`probe_failure` reads it)."""
+    check = launch_check(job, argv, agent_ran=agent_ran)
+    return (
+        f"printf '\\n{PROBE_MARK}-begin\\n'; ( {check}\n) 2>&1 || "
+        f"{{ printf '\\n{PROBE_MARK} %d\\n' $?; exit 125; }}\n"
+    )
+
+
+def probe_failure(output: bytes) -> tuple[str, bytes] | None:
+    """(why, what the check printed) when a phase's launch check failed (`probe_phase`), else None."""
+    head, mark, tail = output.rpartition(f"\n{PROBE_MARK} ".encode())
+    if not mark:
+        return None
+    head = head.rpartition(f"\n{PROBE_MARK}-begin\n".encode())[2]  # the check's own, not the canaries'
+    why = head.decode("utf-8", errors="replace").strip()[-500:]
+    code = tail.split()[0].decode() if tail.split() else "?"
+    return f"the adapter cannot start in the sandbox (exit {code}): {why}", head[-4000:]
 
 
 SHELL_WORDS = frozenset({"if", "for", "while", "until", "case", "exec", "cd", "export", "set", "source", "."})
@@ -146,25 +208,6 @@ def _program(command: str) -> str | None:
     if not words or not re.fullmatch(r"[\w./+-]+", words[0]) or words[0] in SHELL_WORDS:
         return None
     return words[0]
-
-
-LAUNCH_FAILURE = ("not found", "Permission denied", "No such file or directory", "cannot execute")
-
-
-def launch_failure(job: Job, exit_code: int | None, log_tail: str) -> str | None:
-    """Why an adapter that exited 126/127 never started (the shell's own message about its program);
-    None when the exit is the agent's own."""
-    if exit_code not in (126, 127):
-        return None
-    program = _program(job.agent.command or "") if job.agent.adapter == "command" else sys.executable
-    if program is None:
-        return None
-    lines = [
-        line for line in log_tail.splitlines() if program in line and any(m in line for m in LAUNCH_FAILURE)
-    ]
-    if not lines:
-        return None
-    return f"the adapter could not start (exit {exit_code}): {lines[-1].strip()[:300]}"
 
 
 def _project_file(project: Path, rel: str) -> Path | None:

@@ -1,8 +1,9 @@
 """Capture, the last stage of a trial: what it left behind, read back into artifacts and metrics.
 
 diff.patch against the baseline, the files changed outside `writable` (unsafe edits), the
-runner's half of the metrics from the adapter's usage.jsonl, and context.json's loaded items
-(anything loaded other than the cell's guide invalidates the run, as in seed 000).
+runner's half of the metrics from the adapter's usage.jsonl. The adapter's context.json is not
+read here: the agent writes it, so what it names is advisory (the grader shows it in the grade's
+`context`), never a reason to take the run out of the rates (issue 13; seed 000 had made it one).
 """
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from harness.artifacts.names import DIFF_FILE, RETRIES_DIR, STEPS_DIR, USAGE_FILE
-from harness.artifacts.readers import Turn, loads, read_usage
+from harness.artifacts.readers import Turn, read_usage
 from harness.artifacts.records import RunnerMetrics, UsageCheck
 from harness.artifacts.sandbox_sections import printable
 from harness.gateway.log import gateway_turns
@@ -37,12 +38,11 @@ if TYPE_CHECKING:
 
 def collect(trial: Trial, out: Outcome) -> None:
     """diff.patch and the unsafe edits of the finished workspace; the adapter's usage set against
-    the gateway's; a context violation invalidates."""
+    the gateway's."""
     out.fields.update(workspace(trial.ws, trial.job.scenario.writable, trial.paths.run_dir))
     log = out.gateway.usage_log if out.gateway else None
     if log is not None and out.steps:
         out.fields["usage_check"] = usage_check(trial.paths.run_dir, log, since=out.steps[0].started_at)
-    out.fields["invalid"] = out.fields.get("invalid") or context_violation(trial.paths)
 
 
 def _totals(turns: Sequence[Turn]) -> dict[str, int]:
@@ -103,30 +103,6 @@ def usage_check(run_dir: Path, log: Path, *, since: float) -> UsageCheck:
         differs=tuple(k for k in ours if ours[k] != theirs[k]),
         adapter_malformed=malformed,
     )
-
-
-def context_violation(paths: TrialPaths) -> str | None:
-    """Why the adapter's reported context invalidates the run, or None."""
-    if not paths.context.is_file():
-        return None
-    try:
-        data = loads(paths.context.read_bytes())
-    except ValueError:  # bad syntax or bytes, too deep: never a crash that drops the run
-        return "context.json is not JSON"
-    loaded = data.get("loaded", []) if isinstance(data, dict) else []
-    if not isinstance(loaded, list):
-        return "context.json's `loaded` is not a list"
-    allowed = [str(paths.workspace)]
-    if paths.skill_dir is not None:
-        allowed.append(str(paths.skill_dir))
-    bad = [
-        str(item)
-        for item in loaded
-        if not (
-            isinstance(item, str) and (not item.startswith("/") or any(item.startswith(a) for a in allowed))
-        )
-    ]
-    return f"unexpected context loaded: {', '.join(bad)}" if bad else None
 
 
 def workspace(ws: Workspace, writable: tuple[str, ...], run_dir: Path) -> dict[str, Any]:

@@ -54,6 +54,12 @@ class ProvisionError(RuntimeError):
     """A provision could not be applied (missing source, failing setup command)."""
 
 
+class EvidenceBlocked(ProvisionError):
+    """A step's evidence cannot be placed: a file or link where it goes, or a path that leaves the
+    workspace. Before a later step that is what the agent left in its tree (its own doing: the run is
+    graded as it stands); before the first, the scenario's."""
+
+
 class StateSetupError(RuntimeError):
     """A state_setup command failed or wrote outside the state directory."""
 
@@ -90,6 +96,9 @@ class Ready(NamedTuple):
     """The adapter's command, behind the gateway's forwarder when the gateway carries only the model."""
     first: FirstPhase | None = None
     """The canaries, still to run, before the agent in its first launch."""
+    later: str = ""
+    """The phase of every later launch of the adapter (a retry, a later step): the launch check,
+    passing what the agent could have changed itself (`agent.probe_phase(agent_ran=True)`)."""
 
 
 def provide(trial: Trial, out: Outcome) -> Ready:
@@ -121,6 +130,14 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     env = environment.build(job, paths, agent_args=gw.args if gw else args)
     env = seen.variables(env, after=str(paths.shim_bin)) if seen else env
     env = gw.scrub(env) if gw else env
+    key_env = (gw.args if gw else args).get("api_key_env")
+    if isinstance(key_env, str) and key_env not in env:  # the adapter would exit 75: not the agent's doing
+        where = (
+            "is not passed into the sandbox (options.env_pass)"
+            if key_env in os.environ
+            else "is not set here"
+        )
+        raise agent.AdapterCannotStart(f"agent {job.agent.id!r}: its API key variable {key_env} {where}")
     carried = gw is not None and gw.carries_network  # every command of the trial behind the forwarder
     tracing_route = tracing.for_trial(paths.shim_bin.parent / shim.TOOLS_FILE, provided.shimmed)
     tracer = out.tracer = out.closing.enter_context(tracing_route)
@@ -150,20 +167,15 @@ def provide(trial: Trial, out: Outcome) -> Ready:
     if found is not None:
         out.closing.callback(found.close)  # its loopback listener, whatever becomes of the trial
     first = _first_phase(job, found, launcher, paths, out)
-    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first)
-
-
-PROBE_MARK = "@@assay-launch-probe"
+    later = agent.probe_phase(job, out.argv, agent_ran=True)
+    return Ready(launcher, gw.wrap(out.argv) if gw and not carried else out.argv, first, later)
 
 
 def _first_phase(
     job: Job, found: canaries.Phase | None, launcher: Launcher, paths: TrialPaths, out: Outcome
 ) -> FirstPhase:
     """The canaries, then the launch probe (`probe_launch`), as the first phase of the agent's launch."""
-    check = agent.launch_check(job, out.argv)
-    script = (found.script if found else "") + (
-        f"( {check}\n) 2>&1 || {{ printf '\n{PROBE_MARK} %d\n' $?; exit 125; }}\n"
-    )
+    script = (found.script if found else "") + agent.probe_phase(job, out.argv)
     timeout_s = (found.timeout_s if found else 0.0) + PROBE_TIMEOUT_S
     gate = Gate(timeout_s=timeout_s, opened=lambda _output: keep_trace_aside(paths, out.tracer))
 
@@ -174,13 +186,10 @@ def _first_phase(
             out.fields["invalid"] = canaries.invalid_reason(out.canaries) or canaries.unenforceable(
                 job, out.iso
             )
-        head, mark, tail = gate.output.rpartition(f"\n{PROBE_MARK} ".encode())
-        if mark:  # the probe failed: the adapter never started
-            (paths.run_dir / META_DIR / "launch-probe.log").write_bytes(head[-4000:])
-            why = head.decode("utf-8", errors="replace").strip()[-500:]
-            raise agent.AdapterCannotStart(
-                f"the adapter cannot start in the sandbox (exit {tail.split()[0].decode()}): {why}"
-            )
+        refused = agent.probe_failure(gate.output)
+        if refused is not None:  # the probe failed: the adapter never started
+            (paths.run_dir / META_DIR / "launch-probe.log").write_bytes(refused[1])
+            raise agent.AdapterCannotStart(refused[0])
 
     return FirstPhase(script, gate, finish, lambda: probe_launch(job, launcher, out.argv, paths))
 
@@ -357,12 +366,12 @@ def place_evidence(step: Step, project: Path, ws: Workspace) -> list[Path]:
         try:  # the agent of an earlier step may have planted links to redirect this write
             target = pathsafe.resolve_inside(ws.root, dest)
             if target.exists() or target.is_symlink():
-                raise ProvisionError(
+                raise EvidenceBlocked(
                     f"evidence {dest!r} of step {step.name!r} collides with a workspace file"
                 )
             pathsafe.write_inside(ws.root, dest, (project / src).read_bytes())
         except pathsafe.PathEscape as exc:
-            raise ProvisionError(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
+            raise EvidenceBlocked(f"evidence {dest!r} of step {step.name!r}: {exc}") from exc
         placed.append(target)
     return placed
 

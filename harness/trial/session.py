@@ -2,9 +2,11 @@
 
 `run_steps` runs a scenario's `steps:` (or its one prompt) as ordered adapter sessions in one
 trial; `Session.run` launches the adapter once per attempt (the prompt on stdin, the trial's
-limits), watches the entry files while it runs, and turns how it ended into a `StepRecord`; an
-adapter exiting 75 is retried, its outputs kept under `retries/`. What may cross a session
-boundary is exactly what the run measures:
+limits), watches the entry files while it runs, and turns how it ended into a `StepRecord`
+(whose doing the end was: `harness.trial.ending`); an adapter exiting 75 is retried, its outputs
+kept under `retries/`. Each launch starts behind a gate, after the harness's launch check
+(`harness.trial.agent.probe_phase`). What may cross a session boundary is exactly what the run
+measures:
 
 - the working tree carries over, unless a step says `fresh_repo: true` (then it starts again
   from the cell's starting state);
@@ -20,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import stat
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -39,13 +42,21 @@ from harness.artifacts.names import (
     USAGE_FILE,
     step_dir_name,
 )
-from harness.artifacts.records import StepRecord
+from harness.artifacts.records import AgentEnd, StepRecord
 from harness.sandbox import fdtree, neutralise, proc
-from harness.sandbox.isolation import limits
+from harness.sandbox.gate import Gate
 from harness.sandbox.launch import Launcher
 from harness.trial import agent, capture, patch, workspace
+from harness.trial.ending import INFRA_EXIT, Attempt, ending, in_step, never_started
 from harness.trial.environment import TrialPaths
-from harness.trial.provision import FirstPhase, Ready, place_evidence, remove_evidence
+from harness.trial.provision import (
+    PROBE_TIMEOUT_S,
+    EvidenceBlocked,
+    FirstPhase,
+    Ready,
+    place_evidence,
+    remove_evidence,
+)
 from harness.trial.snapshots import Watcher
 
 if TYPE_CHECKING:
@@ -53,7 +64,6 @@ if TYPE_CHECKING:
     from harness.trial.prepare import Trial
     from harness.trial.record import Outcome
 
-INFRA_EXIT = 75
 AGENT_FILES = (AGENT_LOG, USAGE_FILE, TRANSCRIPT_FILE, CONTEXT_FILE)
 
 
@@ -83,18 +93,38 @@ class Either(threading.Event):
 
 
 def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Event | None) -> None:
-    """Every session of the trial in order; stops at the first that ends the run (`failure`)."""
+    """Every session of the trial in order; stops at the first that ends the run: a harness-side
+    cause (`error`: the run failed to run), or the agent's own doing (`agent_end`: the run is graded
+    as it stands, the later steps never run)."""
     job, ws, paths = trial.job, trial.ws, trial.paths
     usage_log = out.gateway.usage_log if out.gateway else None
     session = out.session = Session(
-        job, ready.launcher, ws, paths, ready.argv, cancel, meter=out.meter, usage_log=usage_log
+        job,
+        ready.launcher,
+        ws,
+        paths,
+        ready.argv,
+        cancel,
+        meter=out.meter,
+        usage_log=usage_log,
+        keyed=bool(out.gateway and out.gateway.hidden_env),
+        later=ready.later,
     )
     specs = sessions(job)
     for index, spec in enumerate(specs, start=1):
         if spec.fresh_repo and index > 1:
             workspace.reset(ws)  # the working tree starts over; a treatment's state persists
         start = StepStart(ws, paths) if index > 1 else None
-        placed = place_evidence(spec, trial.project, ws)
+        try:
+            placed = place_evidence(spec, trial.project, ws)
+        except EvidenceBlocked as exc:
+            if index == 1:  # the scenario's own tree: not the agent's doing
+                raise
+            why = f"what the agent left kept the next session from starting: {exc}"
+            out.fields["agent_end"] = in_step(
+                AgentEnd(cause="blocked", detail=why), index, len(specs), spec.name
+            )
+            break  # graded as it stands: the tree the earlier sessions left
 
         def restore(start: StepStart | None = start, spec: Step = spec, placed: list[Path] = placed) -> None:
             if start is not None:
@@ -119,11 +149,15 @@ def run_steps(trial: Trial, ready: Ready, out: Outcome, *, cancel: threading.Eve
         if out.meter is not None and out.meter.problem:  # the harness could not count: not the agent's doing
             out.fields["error"] = f"the trial's budget could not be kept: {out.meter.problem}"
             break
-        if budget and not step.error:  # spent: later sessions would be refused; the work left is graded
+        if step.error:  # a harness-side cause: the run failed to run
+            out.fields["error"] = (
+                f"step {index}/{len(specs)} ({spec.name}): {step.error}" if len(specs) > 1 else step.error
+            )
             break
-        why = failure(spec, index, len(specs), error=step.error, exit_code=done.exit_code)
-        if why:  # the failed session's artifacts stay the run's own; later steps are not recorded
-            out.fields["error"] = why
+        if step.agent_end is not None:  # the agent's doing: graded on what it left, as it stands
+            out.fields["agent_end"] = in_step(step.agent_end, index, len(specs), spec.name)
+            break  # the failed session's artifacts stay the run's own; later steps are not recorded
+        if budget:  # spent: later sessions would be refused; the work left is graded
             break
         if index < len(specs):
             stash_attempt(paths.run_dir, step_dir_name(index))
@@ -147,23 +181,6 @@ def end_session(job: Job, paths: TrialPaths, index: int) -> None:
     dest.mkdir(parents=True, exist_ok=True)
     for entry in entries:
         shutil.move(str(entry), dest / entry.name)
-
-
-def failure(step: Step, index: int, total: int, *, error: str | None, exit_code: int | None) -> str | None:
-    """Why a session ends the run, naming the step; None when the run goes on.
-
-    A session that failed to run (timeout, limits, infrastructure) always ends it. A non-zero
-    exit ends it too when later sessions would build on a session that did not finish; the
-    final session's exit is left to grading, as in a single-session run.
-    """
-    label = f"step {index}/{total} ({step.name})"
-    if error:
-        return f"{label}: {error}" if total > 1 else error
-    if index < total and exit_code not in (0, None):
-        return f"{label}: the agent exited {exit_code}"
-    if index < total and exit_code is None:
-        return f"{label}: the agent never exited on its own"
-    return None
 
 
 class StepStart:
@@ -227,15 +244,6 @@ def stash_attempt(run_dir: Path, label: str) -> None:
             shutil.move(str(run_dir / name), dest / name)
 
 
-def _tail(log: Path, size: int = 4000) -> str:
-    try:
-        with log.open("rb") as fh:
-            fh.seek(max(0, log.stat().st_size - size))
-            return fh.read().decode("utf-8", "replace")
-    except OSError:
-        return ""
-
-
 class Session:
     """Runs the adapter for one session, with exit-75 retries."""
 
@@ -250,6 +258,8 @@ class Session:
         *,
         meter: Meter | None = None,
         usage_log: Path | None = None,
+        keyed: bool = False,
+        later: str = "",
     ) -> None:
         self.job, self.launcher, self.ws, self.paths, self.argv, self.cancel = (
             job,
@@ -262,7 +272,14 @@ class Session:
         self.meter = meter
         """The trial's budgets: the gateway sets `meter.stop` to end a session that keeps asking."""
         self.usage_log = usage_log
-        """The gateway's log when it carries the model: the account of record for usage."""
+        """The gateway's log when it carries the model: the account of record for usage, and the
+        harness's own evidence of a provider failure."""
+        self.keyed = keyed
+        """The gateway injects the API key: the provider refusing it is the harness's failure."""
+        self.later = later
+        """The phase before the gate of every launch after the first (`provision.Ready.later`)."""
+        self.modes = folder_modes(launcher)
+        """The writable folders' permission bits before the agent ran (`reopen`)."""
         self.retries = 0
 
     def run(
@@ -278,6 +295,7 @@ class Session:
         watch = self.job.scenario.watch or self.job.scenario.entry
         started = time.time()
         for attempt in range(self.job.options.infra_retries + 1):
+            tried = time.time()
             with Watcher(self.ws.root, watch, self.paths.run_dir / SNAPSHOTS_DIR):
                 done = self._launch(prompt.encode("utf-8"), first if attempt == 0 else None)
             spent = self.meter is not None and bool(self.meter.hit or self.meter.problem)
@@ -291,44 +309,51 @@ class Session:
                 restore()
             else:
                 workspace.reset(self.ws)
-        error = None
-        if done.timed_out:
-            error = f"agent timed out after {self.job.limits.timeout_s:g} s"
-        elif done.output_capped:
-            error = f"agent output passed the cap of {self.job.limits.output_bytes} bytes"
-        elif done.exit_code == INFRA_EXIT and not spent:
-            error = f"infrastructure failure: adapter exited {INFRA_EXIT} after {self.retries} retries"
-        elif stopped := limits.stopping(done.limits_hit, self.launcher.enforced):
-            # like a timeout: stopped by the harness, so never graded as a pass (a size the kernel
-            # kept stopped nothing: the write failed, the agent went on, its work is graded)
-            error = f"agent hit its {', '.join(stopped)} limit"
-        else:  # exit 126/127 from the launch itself (the shell could not run the adapter's program)
-            error = agent.launch_failure(self.job, done.exit_code, _tail(self.paths.agent_log))
-        window = (self.usage_log, started, time.time()) if self.usage_log is not None else None
+        now = time.time()
+        end = ending(
+            self.job,
+            done,
+            enforced=self.launcher.enforced,
+            retries=self.retries,
+            spent=spent,
+            gateway=Attempt(self.usage_log, tried, now, self.keyed) if self.usage_log is not None else None,
+        )
+        window = (self.usage_log, started, now) if self.usage_log is not None else None
         metrics = capture.metrics(self.paths, duration_s=done.duration_s, gateway=window)
         step = StepRecord(
             name=name,
             started_at=started,
             ended_at=time.time(),
             exit_code=done.exit_code,
-            error=error,
+            error=end.error,
+            agent_end=end.agent_end,
             metrics=metrics,
         )
         return step, done
 
-    def _launch(self, prompt: bytes, first: FirstPhase | None) -> proc.ProcResult:
-        """One attempt's launch of the adapter; with `first`, the canaries run first in it."""
-        argv = self.argv if first is None else first.gate.wrap(first.script, self.argv)
+    def _launch(self, prompt: bytes, first: FirstPhase | None, *, alone: bool = False) -> proc.ProcResult:
+        """One attempt's launch of the adapter, behind a gate: with `first`, the canaries and the launch
+        check run first in it; a later launch runs the launch check (`later`). `alone`: without a
+        gate (the launch check has just passed in a launch of its own)."""
+        gate: Gate | None = None
+        phase = ""
+        if first is not None:
+            gate, phase = first.gate, first.script
+        elif not alone and self.later:
+            gate, phase = Gate(PROBE_TIMEOUT_S), self.later
+            reopen(self.modes)
         done = self.launcher.run(
-            argv,
+            gate.wrap(phase, self.argv) if gate is not None else self.argv,
             stdin=prompt,
             timeout_s=self.job.limits.timeout_s,
             log=self.paths.agent_log,
             output_cap=self.job.limits.output_bytes,
             cancel=Either(self.cancel, self.meter.stop if self.meter else None),
-            gate=first.gate if first is not None else None,
+            gate=gate,
         )
         if first is None:
+            if gate is not None and gate.at is None and not done.cancelled:
+                raise agent.AdapterCannotStart(never_started(gate, done))
             return done
         first.finish("timed out" if done.timed_out else f"launch exit {done.exit_code}")
         if first.gate.failed is not None:
@@ -337,4 +362,27 @@ class Session:
             return done
         # The canaries never ended, so the adapter never started: it gets a launch of its own.
         first.alone()
-        return self._launch(prompt, None)
+        return self._launch(prompt, None, alone=True)
+
+
+def folder_modes(launcher: Launcher) -> dict[Path, int]:
+    """The permission bits of the agent's writable folders as the harness made them."""
+    modes = {}
+    for mount in launcher.mounts:
+        with contextlib.suppress(OSError):
+            st = os.lstat(mount.src)
+            if mount.writable and stat.S_ISDIR(st.st_mode):
+                modes[mount.src] = stat.S_IMODE(st.st_mode)
+    return modes
+
+
+def reopen(modes: dict[Path, int]) -> None:
+    """Give the agent's writable folders the permission bits the harness made them with, before a
+    later launch: an agent that locked its own workspace (`chmod 000 .`) would keep the sandbox from
+    entering it, and a launch that never reaches its gate is the harness's failure — never a way
+    out of the rates. What is inside the folders stays as the agent left it."""
+    for folder, mode in modes.items():
+        with contextlib.suppress(OSError):
+            st = os.lstat(folder)
+            if stat.S_ISDIR(st.st_mode) and stat.S_IMODE(st.st_mode) != mode:
+                os.chmod(folder, mode)

@@ -1,7 +1,8 @@
 """Each real CLI through the real runner (`assay run --job-file`) and grader (`assay grade`):
 the trial changes the workspace as the script directs, is graded passed, and its usage.jsonl
 totals equal what the scripted model server logged; a scripted 529 once makes the adapter exit
-75 and the runner retry; an agent that gives up is an ordinary failure, not a retry.
+75 and the runner retry, a 529 every time is failed_to_run after the retries (the gateway saw it);
+an agent that gives up is an ordinary failure, not a retry.
 
 The isolation is the runner's own choice (`auto`: bwrap, else unshare, else none); under a real
 isolation the model server sits behind the runner's gateway.
@@ -85,7 +86,12 @@ CHECKS = (
 
 
 def trial(
-    adapter: str, tmp_path: Path, script: dict[str, Any], *, args: dict[str, Any] | None = None
+    adapter: str,
+    tmp_path: Path,
+    script: dict[str, Any],
+    *,
+    args: dict[str, Any] | None = None,
+    codes: tuple[int, ...] = (0,),
 ) -> tuple[dict[str, Any], dict[str, Any], Path, ScriptedModelServer]:
     _, extra = CASES[adapter]
     require_cli(adapter)
@@ -130,7 +136,7 @@ def trial(
             timeout=600,
             cwd=ROOT,
         )
-        assert done.returncode == 0, done.stderr[-3000:]
+        assert done.returncode in codes, done.stderr[-3000:]
     (run_json,) = runs.rglob("run.json")
     subprocess.run(
         [sys.executable, "-m", "harness", "grade", str(run_json.parent)],
@@ -180,6 +186,22 @@ def test_overloaded_once_is_retried_by_the_runner(adapter: str, tmp_path: Path) 
     assert record["exit_code"] == 0
     assert grade["passed"] is True
     assert [r.status for r in server.records() if r.kind in ("main", "error")][:2] == [529, 200]
+
+
+@pytest.mark.parametrize("adapter", ["claude_code", "codex"])
+def test_overloaded_every_time_fails_to_run_after_the_retries(adapter: str, tmp_path: Path) -> None:
+    """The provider keeps answering 529: the adapter exits 75 each attempt, and after the retries the
+    run is failed_to_run because the gateway's own log shows those answers. Without a gateway
+    (isolation none) nothing on the harness's side shows them: the exit is the agent's claim, graded."""
+    script = json.loads(json.dumps(CASES[adapter][0]))
+    script["steps"][0]["error"] = {"status": 529, "type": "overloaded_error", "message": "Overloaded"}
+    record, grade, _, _ = trial(adapter, tmp_path, script, codes=(0, 1))  # 1: a trial that failed to run
+    assert record["infra_retries"] == 1 and record["exit_code"] == 75
+    if record["isolation"] == "none":
+        assert record["agent_end"]["cause"] == "claimed_infra" and grade["status"] == "graded"
+    else:
+        assert "the model gateway saw" in record["error"] and "529" in record["error"]
+        assert grade["status"] == "failed_to_run"
 
 
 def test_giving_up_is_graded_not_retried(tmp_path: Path) -> None:

@@ -154,7 +154,8 @@ def test_a_run_naming_no_model_is_priced_as_its_usage_rows_say(tmp_path: Path) -
     assert u3.cost_usd is None and "model other is not priced" in (u3.price_table or "")
 
 
-def test_unexpected_context_invalidates(tmp_path: Path) -> None:
+def test_unexpected_context_is_advisory(tmp_path: Path) -> None:
+    """The agent writes context.json: what it names is shown in the grade, never makes the run invalid."""
     project = _project(tmp_path)
     scen = scenario([COMPILES])
     ok = make_run(
@@ -173,7 +174,7 @@ def test_unexpected_context_invalidates(tmp_path: Path) -> None:
     )
     g2 = grade_run(bad, project=project)
     assert g2.context.unexpected == ("/home/u/.claude/CLAUDE.md",)
-    assert g2.invalid and "CLAUDE.md" in g2.invalid and g2.status is RunStatus.GRADED
+    assert g2.invalid is None and g2.status is RunStatus.GRADED and g2.passed
 
 
 def test_two_authorities_disagree(tmp_path: Path) -> None:

@@ -163,7 +163,8 @@ def test_attack_e2e_fork_bomb(project: Path, tmp_path: Path, iso: str) -> None:
         "b() { b | b & }; b; sleep 2; exit 0",
         limits=Limits(timeout_s=30, pids=64),
     )
-    assert "pids" in record.limits_hit and record.error is not None and "pids" in record.error
+    assert "pids" in record.limits_hit and record.error is None  # the agent's doing: graded
+    assert record.agent_end is not None and record.agent_end.cause in ("limit", "timeout"), record.agent_end
 
 
 def test_attack_e2e_memory_hog(project: Path, tmp_path: Path, iso: str) -> None:
@@ -215,7 +216,7 @@ def test_matrix_goes_on_after_hostile_trials(project: Path, tmp_path: Path, iso:
         project, tmp_path / "bomb", iso, "b() { b | b & }; b; sleep 1", limits=Limits(timeout_s=20, pids=64)
     )
     benign = trial(project, tmp_path / "ok", iso, "sed -i '/^import os$/d' app/main.py")
-    assert hostile.limits_hit and hostile.error
+    assert hostile.limits_hit and hostile.agent_end is not None and hostile.error is None
     assert benign.error is None and benign.exit_code == 0 and benign.limits_hit == ()
     assert "import os" not in (tmp_path / "ok" / "workspace" / "app" / "main.py").read_text()
 
@@ -241,4 +242,7 @@ def test_attack_e2e_redirect_next_steps_evidence(project: Path, tmp_path: Path, 
     job = job.model_copy(update={"scenario": job.scenario.model_copy(update={"steps": steps})})
     record = run_trial(job, project=project, run_dir=tmp_path / "run")
     assert list(host_dir.iterdir()) == []
-    assert record.error is not None and "evidence" in record.error
+    # the agent's doing (its earlier session planted the links): graded as it stands, never excluded
+    assert record.error is None and record.agent_end is not None
+    assert record.agent_end.cause == "blocked" and "evidence" in record.agent_end.detail
+    assert record.agent_end.step == "2/2 (two)"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 from report_tree import CONTROL, add_run
 
-from harness.artifacts.grade_sections import Usage
-from harness.artifacts.records import RunStatus
+from harness.artifacts.grade_sections import ContextLoad, Usage
+from harness.artifacts.records import AgentEnd, RunStatus
 from harness.report import build_summary
 
 BIN = "bin/none/off"
@@ -51,3 +51,50 @@ def test_usage_the_gateway_contradicts_is_reported(tmp_path: Path) -> None:
         "scripted: in 1 run(s) the adapter's usage.jsonl differs from the model gateway"
     )
     assert _diagnostics(tmp_path, "usage-disagrees") == [message]  # again, from the index's cached facts
+
+
+def _end(cause: str, detail: str) -> dict[str, object]:
+    return {"agent_end": AgentEnd.model_validate({"cause": cause, "detail": detail})}
+
+
+def test_runs_the_agent_ended_stay_in_the_rates_and_are_counted_per_condition(tmp_path: Path) -> None:
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=2)
+    timed = _end("timeout", "the agent timed out after 2 s")
+    add_run(tmp_path, scenario="s", cell=BIN, trial=1, passed=False, exit_code=None, run_fields=timed)
+    claim = _end("claimed_infra", "the adapter exited 75 ..., but no model gateway carried the model")
+    add_run(tmp_path, scenario="s", cell=BIN, trial=2, passed=False, exit_code=75, run_fields=claim)
+    summary = build_summary(tmp_path)
+    assert _diagnostics(tmp_path, "excluded") == [] and _diagnostics(tmp_path, "exclusions-differ") == []
+    assert _diagnostics(tmp_path, "agent-ended") == [
+        "scripted bin/none/off: 2/2 runs ended by the agent's own doing, graded on what they left (in its "
+        "rates): exited 75 (provider failure) with none seen by the harness (1); timed out (1)"
+    ]
+    (claimed,) = _diagnostics(tmp_path, "claimed-infra")
+    assert claimed.startswith("1 run(s) exited 75 (provider or infrastructure failure) after their retries")
+    assert _diagnostics(tmp_path, "infra") == []  # a claim is not an infrastructure failure
+    (treated,) = [g for g in summary.groups if g.by == "condition" and g.condition == BIN]
+    assert (treated.counts.graded, treated.passed.k, treated.passed.n) == (2, 0, 2)
+    reasons = {r.dir.split("/")[-1]: r.reason for r in summary.runs if r.condition == BIN}
+    assert reasons["trial-01"] == "failed: works; the agent timed out after 2 s"
+
+
+def test_unexpected_context_is_shown_never_excluded(tmp_path: Path) -> None:
+    context = ContextLoad(
+        present=True, loaded=("/root/.claude/CLAUDE.md",), unexpected=("/root/.claude/CLAUDE.md",)
+    )
+    add_run(tmp_path, scenario="s", cell=BIN, trial=1, sections={"context": context})
+    add_run(
+        tmp_path,
+        scenario="s",
+        cell=BIN,
+        trial=2,
+        sections={"context": ContextLoad(present=True, error="bad")},
+    )
+    add_run(tmp_path, scenario="s", cell=BIN, trial=3)
+    (message,) = _diagnostics(tmp_path, "context-advisory")
+    assert message.startswith(
+        "2 run(s) reported unexpected or unreadable loaded context (context.json): advisory"
+    )
+    assert _diagnostics(tmp_path, "excluded") == [] and _diagnostics(tmp_path, "invalid") == []
+    assert _diagnostics(tmp_path, "context-advisory") == [message]  # again, from the index's cached facts

@@ -21,10 +21,11 @@ def test_limit_hits_and_unprotected_runs_are_diagnostics_with_their_runs(tmp_pat
     add_run(tmp_path, scenario="s", cell="bin/none/off", trial=1, run_fields={"protections": WEAK})
     add_run(tmp_path, scenario="s", cell="bin/none/off", trial=2)
     by_message = {d.message: d for d in build_summary(tmp_path).diagnostics if d.kind in ("limit", "sandbox")}
-    pids = by_message["2 run(s) hit the pids limit (stopped by the harness; see limits_hit in run.json)"]
+    pids = by_message["2 run(s) hit the pids limit (see limits_hit in run.json; graded on what they left)"]
     assert pids.severity == "warning" and len(pids.evidence) == 2
     assert (
-        "1 run(s) hit the workspace limit (stopped by the harness; see limits_hit in run.json)" in by_message
+        "1 run(s) hit the workspace limit (see limits_hit in run.json; graded on what they left)"
+        in by_message
     )
     root = by_message[f"1 run(s) ran without a sandbox protection: {WEAK.failed[0]}"]
     assert root.severity == "error" and root.evidence == ["s/scripted/bin/none/off/trial-01"]

@@ -130,6 +130,22 @@ def test_an_adapter_that_is_not_executable_fails_to_run(tmp_path: Path) -> None:
     assert "(exit 126)" in str(grade["error"]) and "Permission denied" in str(grade["error"])
 
 
+def test_an_adapter_script_whose_interpreter_is_missing_fails_to_run(tmp_path: Path) -> None:
+    """The kernel's exec fails "not found" for a script whose #! names no program: the harness's launch
+    check sees it before the adapter runs (not a line in the agent's log)."""
+    adapter = tmp_path / "adapters" / "agent.sh"
+    adapter.parent.mkdir(parents=True)
+    adapter.write_text("#!/no/such/interpreter\necho hi\n", encoding="utf-8")
+    adapter.chmod(0o755)
+    root = _project(tmp_path, str(adapter))
+    assert assay("--project", root, "compile").returncode == 0
+    assert assay("--project", root, "matrix", "seed000").returncode == 1
+    grade = _grade(root)
+    assert grade["status"] == "failed_to_run", grade
+    assert "the adapter cannot start in the sandbox (exit 127)" in str(grade["error"])
+    assert "names the interpreter /no/such/interpreter, which is not in the sandbox" in str(grade["error"])
+
+
 def test_the_seed000_scenario_validates_unchanged(tmp_path: Path) -> None:
     """`assay validate` on seed 000's scenario.json as written: `expected`, negatives on the seed."""
     root = tmp_path / "project"

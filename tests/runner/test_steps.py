@@ -86,11 +86,14 @@ def test_a_failed_step_ends_the_run_naming_it(project: Path, tmp_path: Path) -> 
     steps = (Step(name="first", prompt="first\n"), Step(name="second", prompt="second\n"))
     run = tmp_path / "run"
     record = run_trial(_with(make_job(agent=agent, writable=("**",)), steps), project=project, run_dir=run)
-    assert record.error == "step 1/2 (first): the agent exited 3"
+    assert record.error is None and record.agent_end is not None  # the agent's doing: graded
+    assert (record.agent_end.cause, record.agent_end.step) == ("exit", "1/2 (first)")
+    assert record.agent_end.detail == "the agent exited 3; the later steps never ran"
     assert [s.name for s in record.steps] == ["first"]  # the step never reached is not recorded
     assert not (run / "workspace" / "app" / "second.txt").exists()
     assert "broke" in (run / "agent.log").read_text()  # the failed session's log is the run's own
-    assert grade_run(run).status == RunStatus.FAILED_TO_RUN
+    grade = grade_run(run)  # graded as it stands: the tree the first session left
+    assert grade.status == RunStatus.GRADED and grade.agent_end == record.agent_end
 
 
 def test_steps_sum_runner_metrics(project: Path, tmp_path: Path) -> None:

@@ -95,7 +95,9 @@ def test_hung_agent_is_killed_at_its_timeout_with_its_grandchild(project: Path, 
     job = make_job(agent=agent, limits=Limits(timeout_s=1.0))
     record = run_trial(job, project=project, run_dir=tmp_path / "run")
     assert record.timed_out and record.limits_hit == ("timeout",)
-    assert record.exit_code is None and record.error and "timed out" in record.error
+    assert record.exit_code is None and record.error is None  # the agent's doing, not the harness's
+    assert record.agent_end is not None and record.agent_end.cause == "timeout"
+    assert "timed out after 1 s" in record.agent_end.detail
     assert _wait_gone(marker) == []
 
 
@@ -108,10 +110,49 @@ def test_exit_75_is_retried_and_recorded(project: Path, tmp_path: Path) -> None:
     record = run_trial(job, project=project, run_dir=tmp_path / "run")
     assert counter.read_text().count("attempt") == 3
     assert record.infra_retries == 2 and record.exit_code == 75
-    assert record.error and "exited 75 after 2 retries" in record.error
+    # no model gateway ran (isolation none): nothing on the harness's side shows a provider failure
+    assert record.error is None and record.agent_end is not None
+    assert record.agent_end.cause == "claimed_infra" and "exited 75" in record.agent_end.detail
+    assert "after 2 retries" in record.agent_end.detail
     # each retry starts from the baseline: only the last attempt's line is in the workspace
     assert (tmp_path / "run" / "workspace" / "app" / "main.py").read_text().count("junk") == 1
     assert len(list((tmp_path / "run" / "retries").iterdir())) == 2
+
+
+def test_an_agents_own_not_found_line_and_exit_127_is_its_own_exit(project: Path, tmp_path: Path) -> None:
+    """The shell's "not found" words are text anyone can print: the harness's launch check, before the
+    agent existed, found its program; so the exit is the agent's, graded (it had been failed_to_run)."""
+    from harness.artifacts.records import RunStatus
+    from harness.grade import grade_run
+
+    agent = command_agent("sh -c \"echo 'sh: 1: exec: sh: not found' >&2; exit 127\"")
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "run")
+    assert record.error is None and record.exit_code == 127
+    assert record.agent_end is not None and (record.agent_end.cause, record.agent_end.detail) == (
+        "exit",
+        "the agent exited 127",
+    )
+    assert grade_run(tmp_path / "run").status is RunStatus.GRADED
+
+
+def test_a_missing_api_key_is_the_harness_side_never_an_exit_75_of_the_agent(
+    project: Path, tmp_path: Path
+) -> None:
+    """An adapter without its API key exits 75 before asking anything: the run must not become the
+    agent's claimed infrastructure failure (graded) — the machine lacks the key (failed_to_run)."""
+    from compiler.contract import AgentSpec
+    from harness.artifacts.records import RunStatus
+    from harness.grade import grade_run
+
+    agent = AgentSpec(
+        id="cmd", adapter="command", command="exit 75", args={"api_key_env": "ASSAY_TEST_UNSET_KEY"}
+    )
+    record = run_trial(make_job(agent=agent), project=project, run_dir=tmp_path / "run")
+    assert (
+        record.error is not None
+        and "its API key variable ASSAY_TEST_UNSET_KEY is not set here" in record.error
+    )
+    assert record.agent_end is None and grade_run(tmp_path / "run").status is RunStatus.FAILED_TO_RUN
 
 
 def test_exit_75_then_success(project: Path, tmp_path: Path) -> None:
