@@ -298,20 +298,42 @@ class Context:
     error: str | None = None
 
 
+CONTEXT_MAX_BYTES = 4 * 1024 * 1024
+CONTEXT_ITEMS = 200
+CONTEXT_ITEM_CHARS = 500
+"""How much of context.json a grade keeps (the agent writes it: unbounded, it bloated grade.json)."""
+
+
 def read_context(path: Path) -> Context:
-    """Read context.json; an unreadable file is reported, not fatal."""
+    """Read context.json; an unreadable file is reported, not fatal. At most CONTEXT_MAX_BYTES are
+    read, and the first CONTEXT_ITEMS items kept (each cut at CONTEXT_ITEM_CHARS); more is said."""
     if path.is_symlink():
         return Context(present=True, error="context.json is a symlink")
     if not path.is_file():
         return Context()
     try:
-        data = loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
+        with path.open("rb") as fh:
+            raw = fh.read(CONTEXT_MAX_BYTES + 1)
+    except OSError as exc:
+        return Context(present=True, error=f"context.json cannot be read: {exc}")
+    if len(raw) > CONTEXT_MAX_BYTES:
+        return Context(
+            present=True, error=f"context.json is larger than {CONTEXT_MAX_BYTES:,} bytes: not read"
+        )
+    try:
+        data = loads(raw)
+    except ValueError as exc:
         return Context(present=True, error=f"context.json is not JSON: {exc}")
     loaded = data.get("loaded") if isinstance(data, dict) else None
     if not isinstance(loaded, list):
         return Context(present=True, error="context.json has no 'loaded' list")
-    return Context(tuple(str(x) for x in loaded), True)
+    kept = tuple(str(x)[:CONTEXT_ITEM_CHARS] for x in loaded[:CONTEXT_ITEMS])
+    more = len(loaded) - len(kept)
+    return Context(
+        kept,
+        True,
+        f"context.json lists {len(loaded):,} items: the first {len(kept)} are kept" if more else None,
+    )
 
 
 @dataclass(frozen=True)

@@ -21,10 +21,11 @@ from typing import Protocol, TypeVar
 from harness.artifacts.index_alongside import Alongside
 from harness.report import cached, completeness
 from harness.report.aggregate import CACHED, Aggregator, read_manifest_hints
-from harness.report.collect import collect, partition
+from harness.report.collect import collect
 from harness.report.indexed import Listing, finished, opened
 from harness.report.runlist import Report
 from harness.report.summary import Summary
+from harness.report.walk import partition
 
 
 class Output(Protocol):

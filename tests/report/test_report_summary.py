@@ -301,7 +301,7 @@ def test_parallel_collection_gives_the_same_summary(tmp_path: Path) -> None:
 
 def test_runs_are_found_by_manifest_not_depth(tmp_path: Path) -> None:
     from harness.artifacts.run_tree import find_runs
-    from harness.report.collect import walk_runs
+    from harness.report.walk import walk_runs
 
     deep = add_run(tmp_path / "a" / "b", scenario="s", cell=CONTROL, trial=1)
     shallow = add_run(tmp_path, scenario="t", cell=BIN, trial=1)

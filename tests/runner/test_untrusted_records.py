@@ -17,7 +17,22 @@ CONTEXTS = {
     "not a list": ("echo '{\"loaded\": 5}'", "context.json has no 'loaded' list"),
     "too deep": ("python3 -c \"print('[' * 100000)\"", "context.json is not JSON"),
     "not utf-8": ('printf \'{"loaded": ["\\377"]}\'', "context.json is not JSON"),
+    "too large": ("head -c 5000000 /dev/zero", "context.json is larger than"),
 }
+
+
+def test_a_huge_context_report_keeps_its_first_items(project: Path, tmp_path: Path) -> None:
+    """1,500 items of 2,000 characters each: the grade keeps 200 of 500 characters and says so."""
+    write = "python3 -c \"import json; print(json.dumps({'loaded': ['/x' + 'a' * 2000] * 1500}))\""
+    run_dir = tmp_path / "run"
+    run_trial(
+        make_job(agent=command_agent(f'{write} > "$BENCH_CONTEXT"; exit 0')), project=project, run_dir=run_dir
+    )
+    grade = grade_run(run_dir)
+    assert grade.status is RunStatus.GRADED and grade.invalid is None
+    assert len(grade.context.loaded) == 200 and all(len(i) == 500 for i in grade.context.loaded)
+    assert grade.context.error == "context.json lists 1,500 items: the first 200 are kept"
+    assert (run_dir / "grade.json").stat().st_size < 1_000_000
 
 
 @pytest.mark.parametrize("case", sorted(CONTEXTS))
