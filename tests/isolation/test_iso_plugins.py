@@ -45,13 +45,17 @@ def test_bwrap_argv_carries_the_safe_flags() -> None:
     assert "s3cret" not in " ".join(argv), "environment must not travel on the command line"
 
 
+PROJECT = Path(__file__).resolve().parents[2]
+"""This checkout: its interpreter may be inside it (.venv, .nox), its files must stay unseen."""
+
+
 def test_sees_only_its_workspace_and_toolchain(trial: Trial) -> None:
     (trial.workspace / "seed.txt").write_text("seed")
     (trial.root / "run" / "run.json").write_text("{}")
     out = trial.py(
         "import os, json; print(json.dumps({'root': sorted(os.listdir('/')), 'ws': sorted(os.listdir('.')),"
         f" 'run': os.path.exists({str(trial.root / 'run' / 'run.json')!r}),"
-        " 'shadow': os.path.exists('/etc/shadow'), 'proj': os.path.exists('/work/main'),"
+        f" 'shadow': os.path.exists('/etc/shadow'), 'proj': os.path.exists({str(PROJECT / 'pyproject.toml')!r}),"
         " 'ssh': os.path.exists('/root/.ssh'), 'env': dict(os.environ)}))"
     )
     assert out.returncode == 0, out.stderr
