@@ -113,8 +113,10 @@ def command_env(spec: CheckSpec, workspace: Path, ctx: CheckContext) -> dict[str
     own_bin = str(Path(sys.executable).parent)
     env["PATH"] = os.pathsep.join([*ctx.path_first, own_bin, env.get("PATH", os.defpath)])
     # A check must not change what it assesses (bytecode, lint caches) nor what a rerun sees.
-    env.setdefault("PYTHONDONTWRITEBYTECODE", "1")
-    env.setdefault("RUFF_NO_CACHE", "true")
+    # Set where the base leaves them empty too: an empty PYTHONDONTWRITEBYTECODE means "write".
+    for name, value in (("PYTHONDONTWRITEBYTECODE", "1"), ("RUFF_NO_CACHE", "true")):
+        if not env.get(name):
+            env[name] = value
     env["BENCH_WORKSPACE"] = str(workspace)
     if ctx.seed is not None:
         env["BENCH_SEED"] = str(ctx.seed)

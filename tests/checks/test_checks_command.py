@@ -6,6 +6,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+import pytest
+
 from compiler.contract import CheckSpec
 from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_check
@@ -73,7 +75,10 @@ def test_environment(ws: Path, tmp_path: Path) -> None:
     assert out.outcome == "pass", out.message
 
 
-def test_checks_do_not_litter_the_workspace(ws: Path) -> None:
+def test_checks_do_not_litter_the_workspace(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # Empty means "write bytecode" to Python (nox sessions set it so): the check still must not.
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "")
+    monkeypatch.setenv("RUFF_NO_CACHE", "")
     (ws / "m.py").write_text(UNUSED)
     check(ws, run="python -c 'import m'")
     check(ws, run=LINT, result={"count": {"json_path": "$", "max": 0}})

@@ -6,6 +6,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import pytest
 from checks_util import write
 
 from compiler.contract import CheckSpec
@@ -41,7 +42,8 @@ def check(ws: Path, **params: Any) -> CheckOutcome:
     return run_check(spec, ws, CheckContext())
 
 
-def test_every_test_has_its_outcome(ws: Path) -> None:
+def test_every_test_has_its_outcome(ws: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("PYTHONDONTWRITEBYTECODE", "")  # empty means "write": the check must not
     write(ws, {"tests/test_out.py": TESTS, "out.txt": "hi\n"})
     outcome = check(ws, tests="tests/test_out.py")
     assert outcome.outcome == "fail"
