@@ -16,277 +16,42 @@ uv, which the project's `nox[uv]` dependency brings; else venv and pip), and eve
 session starts its work at once; it is made again when pyproject.toml changes. `lint` always
 uses `.nox/env-dev`, as on a fresh clone. `nox --no-venv` runs every session on nox's own
 interpreter.
+
+That machinery (the manifest's freshness, the shared environments) is `noxsupport/noxenv.py`;
+this file holds the sessions.
 """
 
 from __future__ import annotations
 
-import fcntl
-import hashlib
-import importlib.util
-import json
 import os
 import re
-import shutil
-import subprocess
 import sys
-from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import nox
 
-ROOT = Path(__file__).resolve().parent
-GENERATED = ROOT / "generated"
-MANIFEST = GENERATED / "manifest.json"
-WATCHED = ("specs", "scenarios", "compiler")
+# Nox does not put the noxfile's folder on sys.path. Only noxsupport/ goes on it, never the checkout:
+# noxenv asks importlib where `harness` comes from to tell whether nox's interpreter has this checkout.
+sys.path.insert(0, str(Path(__file__).resolve().parent / "noxsupport"))
+import noxenv
+from noxenv import ROOT
 
 nox.options.reuse_venv = "yes"
-nox.options.default_venv_backend = "none"  # the sessions share environments of their own: _install
+nox.options.default_venv_backend = "none"  # the sessions share environments of their own: noxenv.install
 nox.options.sessions = ["compile", "validate", "tests", "lint", "schema-drift"]
-
-
-def _newest(path: Path, limit: float) -> bool:
-    """True when anything under path (files and folders) is newer than limit."""
-    try:
-        with os.scandir(path) as entries:
-            for entry in entries:
-                if entry.name == "__pycache__":
-                    continue
-                if entry.stat(follow_symlinks=False).st_mtime > limit:
-                    return True
-                if entry.is_dir(follow_symlinks=False) and _newest(Path(entry.path), limit):
-                    return True
-    except FileNotFoundError:
-        return False
-    return False
-
-
-def _read() -> dict[str, object]:
-    try:
-        data: dict[str, object] = json.loads(MANIFEST.read_text(encoding="utf-8"))
-        return data
-    except (OSError, ValueError):
-        return {}
-
-
-def _stale(data: dict[str, object]) -> bool:
-    """Cheap: anything under specs/, scenarios/, compiler/ or any other listed input newer than the manifest."""
-    try:
-        built = MANIFEST.stat().st_mtime
-    except FileNotFoundError:
-        return True
-    if any(
-        _newest(ROOT / d, built) or (ROOT / d).stat().st_mtime > built for d in WATCHED if (ROOT / d).exists()
-    ):
-        return True
-    inputs = data.get("inputs")
-    for rel in inputs if isinstance(inputs, dict) else ():
-        if rel.split("/", 1)[0] not in WATCHED:  # files a level provides (tool launchers, guides)
-            try:
-                if (ROOT / rel).stat().st_mtime > built:
-                    return True
-            except FileNotFoundError:
-                return True
-    return False
-
-
-ENVS = ROOT / ".nox"
-Runner = Callable[[Sequence[str]], object]
-
-
-def _uv() -> str | None:
-    """A uv binary: on PATH, or the `uv` package beside nox (`pip install nox[uv]`); None without."""
-    found = shutil.which("uv")
-    if found:
-        return found
-    try:
-        import uv  # type: ignore[import-not-found,unused-ignore]
-
-        return str(uv.find_uv_bin())
-    except (ImportError, FileNotFoundError):
-        return None
-
-
-def _stamp(install: Sequence[str]) -> str:
-    """What an environment was made from: what was installed (pyproject.toml for the project), this Python."""
-    parts = [" ".join(install).encode(), sys.version.encode()]
-    if "-e" in install:
-        parts.append((ROOT / "pyproject.toml").read_bytes())
-    return hashlib.sha256(b"\0".join(parts)).hexdigest()
-
-
-def _ready(env: Path, install: Sequence[str]) -> bool:
-    try:
-        done = (env / ".assay-env").read_text(encoding="utf-8") == _stamp(install)
-    except OSError:
-        return False
-    return done and (env / "bin" / "python").exists()
-
-
-def _make_env(name: str, install: Sequence[str], run: Runner) -> Path:
-    """The shared environment `.nox/env-<name>` with `install` (pip arguments) in it, made once.
-
-    Made again when what it holds changes (pyproject.toml for the project). A lock keeps two nox
-    runs from making the same environment at once; the stamp is written last, so an
-    interrupted install is made again, not used.
-    """
-    env = ENVS / f"env-{name}"
-    if _ready(env, install):
-        return env
-    ENVS.mkdir(exist_ok=True)
-    with (ENVS / f"{env.name}.lock").open("w") as lock:
-        fcntl.flock(lock, fcntl.LOCK_EX)
-        if _ready(env, install):
-            return env
-        py = str(env / "bin" / "python")
-        uv = _uv()
-        if uv is not None:
-            run([uv, "venv", "--quiet", "--clear", "--python", sys.executable, str(env)])
-            run([uv, "pip", "install", "--quiet", "--python", py, *install])
-        else:
-            run([sys.executable, "-m", "venv", "--clear", str(env)])
-            run([py, "-m", "pip", "install", "--quiet", *install])
-        marker = "import pathlib, sys; pathlib.Path(sys.argv[1]).write_text(sys.argv[2], encoding='utf-8')"
-        run([py, "-c", marker, str(env / ".assay-env"), _stamp(install)])
-    return env
-
-
-def _project_env(extras: Sequence[str], run: Runner) -> Path:
-    """The shared environment with this checkout (editable) and its `extras`."""
-    return _make_env("-".join(extras), ["-e", f".[{','.join(extras)}]"], run)
-
-
-def _bootstrap(argv: Sequence[str]) -> object:
-    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, check=False)
-
-
-def _python() -> str:
-    """An interpreter that can import the compiler: nox's own, the shared environment, or a new one.
-
-    On a fresh clone none has the compiler's dependencies, so the first listing makes the shared
-    `.nox/env-dev` (the one every session uses next); `nox -l` then lists every session.
-    """
-    candidates = [sys.executable, *sorted(str(p) for p in ENVS.glob("*/bin/python"))]
-    for exe in candidates:
-        probe = subprocess.run(
-            [exe, "-c", "import pydantic, yaml, cerberus, jinja2"], cwd=ROOT, capture_output=True
-        )
-        if probe.returncode == 0:
-            return exe
-    print("nox: installing the project into .nox/env-dev (once) to compile specs/", file=sys.stderr)
-    exe = str(_project_env(("dev",), _bootstrap) / "bin" / "python")
-    return exe if Path(exe).exists() else sys.executable
-
-
-def _manifest() -> dict[str, object]:
-    data = _read()
-    if _stale(data) and (ROOT / "specs").is_dir():
-        done = subprocess.run(
-            [_python(), "-m", "harness", "compile"], cwd=ROOT, capture_output=True, text=True
-        )
-        if done.returncode != 0:
-            print(
-                f"nox: `assay compile` failed; bench sessions are not listed:\n{done.stderr.strip()}",
-                file=sys.stderr,
-            )
-        data = _read()
-    return data
-
-
-def _no_venv(session: nox.Session) -> bool:
-    """True under `nox --no-venv` (the sessions then run on nox's own interpreter)."""
-    config = getattr(getattr(session, "_runner", None), "global_config", None)
-    return bool(getattr(config, "no_venv", False)) or getattr(config, "force_venv_backend", None) == "none"
-
-
-def _provides(needs: Sequence[str]) -> bool:
-    """True when nox's own interpreter has this checkout installed with every requirement of
-    `needs` (its extras): the README's first line installs it so, and a session then needs no
-    environment of its own."""
-    try:
-        from importlib import metadata
-
-        from packaging.requirements import Requirement
-
-        origin = importlib.util.find_spec("harness")
-        requires = metadata.requires("assay") or []
-    except (ImportError, ValueError, metadata.PackageNotFoundError):
-        return False
-    if origin is None or origin.origin is None or Path(origin.origin).resolve().parents[1] != ROOT:
-        return False
-    for line in requires:
-        req = Requirement(line)
-        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in ("", *needs)):
-            continue
-        try:
-            if not req.specifier.contains(metadata.version(req.name), prereleases=True):
-                return False
-        except metadata.PackageNotFoundError:
-            return False
-    return True
-
-
-def _install(
-    session: nox.Session,
-    needs: Sequence[str] = ("dev",),
-    *,
-    extras: Sequence[str] = ("dev",),
-    own: bool = True,
-) -> str:
-    """The python a session runs: nox's own when it already has this checkout and what `needs`
-    (and `own` allows it), else that of the shared environment with `extras` (made on first use).
-    Under `nox --no-venv` always nox's own.
-
-    Sessions write bytecode even where PYTHONDONTWRITEBYTECODE is set (some machines set it for
-    every shell): uv installs none, so every Python start of a session (the CLI, the grader's
-    server with pytest) compiled its modules from source again."""
-    session.env["PYTHONDONTWRITEBYTECODE"] = ""  # empty means unset to Python
-    if _no_venv(session) or (own and _provides(needs)):
-        return sys.executable
-    return _env_python(session, _project_env(extras, _installer(session)))
-
-
-def _installer(session: nox.Session) -> Runner:
-    def run(argv: Sequence[str]) -> object:
-        return session.run_install(*argv, external=True, silent=True)
-
-    return run
-
-
-def _env_python(session: nox.Session, env: Path) -> str:
-    """The environment's python, its tools first on PATH (as in a session's own venv)."""
-    session.env["VIRTUAL_ENV"] = str(env)
-    session.env["PATH"] = os.pathsep.join([str(env / "bin"), os.environ.get("PATH", os.defpath)])
-    return str(env / "bin" / "python")
-
-
-EXAMPLE = ("example",)
-"""What a run of the embedded example suite needs: its tool under test (ruff) and its pytest checks.
-The README's demo line installs them beside assay, so those sessions then run on nox's own
-interpreter; else they use the shared `.nox/env-dev`, which has them too."""
-
-
-def _example(session: nox.Session) -> str:
-    """The python of a session that runs the example suite (validate, demo, bench-*)."""
-    return _install(session, EXAMPLE)
-
-
-def _runtime(session: nox.Session) -> str:
-    """The python of a session that needs only assay itself: no test or lint tools, and no run of
-    the example suite (its tool under test, ruff, and its pytest checks come with `dev`)."""
-    return _install(session, ())
 
 
 @nox.session
 def compile(session: nox.Session) -> None:
     """Compile specs/ and scenarios/ into generated/."""
-    py = _runtime(session)
+    py = noxenv.runtime(session)
     session.run(py, "-m", "harness", "compile", *session.posargs)
 
 
 @nox.session
 def validate(session: nox.Session) -> None:
     """Scenario validity: references pass, seeds fail, negatives fail exactly what they name."""
-    py = _example(session)
+    py = noxenv.example(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "validate", *session.posargs)
 
@@ -295,7 +60,7 @@ def validate(session: nox.Session) -> None:
 def tests(session: nox.Session) -> None:
     """The fast test suite, in parallel (collecting no test is a failure). The heavy suites have
     sessions of their own: isolation, faults, dask, browser, agents (all in .ci/run)."""
-    py = _install(session)
+    py = noxenv.install(session)
     marks = () if "-m" in session.posargs else ("-m", FAST)  # `-- -m X` chooses the tests instead
     _pytest(session, py, *marks, *(f"--ignore={d}" for d in HEAVY_DIRS), "-n", "4", *session.posargs)
 
@@ -320,7 +85,7 @@ def _pytest(session: nox.Session, py: str, *args: str) -> None:
 def slow(session: nox.Session) -> None:
     """The slow-marked tests outside the other heavy suites: Ctrl-C and SIGKILL of a matrix halfway
     and its resume through the CLI, builds of compared versions, a fresh copy's install."""
-    py = _install(session)
+    py = noxenv.install(session)
     marks = "slow and not faults and not isolation and not dask and not browser and not agents"
     _pytest(
         session, py, "-m", marks, "-rs", *(f"--ignore={d}" for d in HEAVY_DIRS), "tests", *session.posargs
@@ -330,7 +95,7 @@ def slow(session: nox.Session) -> None:
 @nox.session
 def lint(session: nox.Session) -> None:
     """The gates: ruff check, ruff format --check and mypy --strict (without the dask extra, as on a fresh clone)."""
-    py = _install(session, own=False)  # as on a fresh clone, whatever nox runs on
+    py = noxenv.install(session, own=False)  # as on a fresh clone, whatever nox runs on
     session.run(py, "-m", "ruff", "check", ".")
     session.run(py, "-m", "ruff", "format", "--check", ".")
     session.run(py, "-m", "mypy", "--strict")
@@ -339,32 +104,32 @@ def lint(session: nox.Session) -> None:
 @nox.session(name="schema-drift")
 def schema_drift(session: nox.Session) -> None:
     """Fail when generated/schema/*.json is stale against the models."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "-m", "harness", "schema", "--check")
 
 
 @nox.session(name="perf-compile")
 def perf_compile(session: nox.Session) -> None:
     """Compile benchmark: 500 scenarios x 15 cells x 4 agents x 5 trials; prints figures."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_compile.py", *session.posargs)
 
 
 @nox.session(name="perf-grade")
 def perf_grade(session: nox.Session) -> None:
     """Grading benchmark: runs graded per second on the example suite; check subprocesses vs harness."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_grade.py", *session.posargs)
 
 
-_MANIFEST = _manifest()
+_MANIFEST = noxenv.manifest()
 _DEFAULT = _MANIFEST.get("default_matrix")
 
 
 @nox.session
 def bench(session: nox.Session) -> None:
     """Run the whole default matrix (-- --agent X --trials N filter)."""
-    py = _example(session)
+    py = noxenv.example(session)
     if not isinstance(_DEFAULT, str):
         session.error("no default matrix in generated/manifest.json")
     session.run(py, "-m", "harness", "matrix", _DEFAULT, *session.posargs)
@@ -372,7 +137,7 @@ def bench(session: nox.Session) -> None:
 
 def _bench_cell(matrix: str, cell: str) -> object:
     def run(session: nox.Session) -> None:
-        py = _example(session)
+        py = noxenv.example(session)
         session.run(py, "-m", "harness", "matrix", matrix, "--cell", cell, *session.posargs)
 
     run.__doc__ = f"Run cell {cell} of matrix {matrix} (-- --agent X --trials N filter)."
@@ -395,7 +160,7 @@ AGENT_CLIS = ("claude_code", "codex", "mini_swe_agent", "aider")
 def agents(session: nox.Session) -> None:
     """Install the four verified agent CLIs into .cache/agents (once) and run the agents-marked
     tests against the scripted model server (-- extra pytest args)."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "-m", "adapters.install", *AGENT_CLIS)
     _pytest(session, py, "-m", "agents", "tests/adapters", "tests/isolation", *session.posargs)
 
@@ -404,7 +169,7 @@ def agents(session: nox.Session) -> None:
 def report(session: nox.Session) -> None:
     """Report over a run tree: report.md, summary.json, report.html, junit.xml
     (-- <run-tree> [--regrade] [--format md,html,json,junit] [--out DIR]; default tree runs/<default matrix>)."""
-    py = _runtime(session)
+    py = noxenv.runtime(session)
     args = list(session.posargs)
     if not args or args[0].startswith("-"):
         if not isinstance(_DEFAULT, str):
@@ -419,7 +184,7 @@ def browser(session: nox.Session) -> None:
     apt-get is usable as root; set ASSAY_NO_APT=1 to skip that). Screenshot: build/test-artifacts/."""
     import shutil
 
-    py = _install(session)
+    py = noxenv.install(session)
     has_chromium = any(shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome"))
     if (
         not has_chromium
@@ -436,7 +201,7 @@ def browser(session: nox.Session) -> None:
 def perf_report(session: nox.Session) -> None:
     """Report benchmark: 100,000 graded runs through the results index, first (index built), warm and
     cold page cache (root drops caches), the index share; under 20 s and 1 GB (-- --runs N --before DIR)."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_report.py", *session.posargs)
 
 
@@ -444,7 +209,7 @@ def perf_report(session: nox.Session) -> None:
 def faults(session: nox.Session) -> None:
     """Fault injection into a real matrix: SIGKILL and SIGTERM of the runner at every stage boundary,
     a full disk; prints kills x stages with the counts lost, duplicated and differing (all 0)."""
-    py = _install(session)
+    py = noxenv.install(session)
     _pytest(session, py, "-m", "faults", "-s", "-rs", "tests/faults", *session.posargs)
 
 
@@ -454,7 +219,7 @@ def isolation(session: nox.Session) -> None:
     under bwrap and unshare (each skips visibly where it cannot run); prints attacks tried/blocked.
     Then the tests elsewhere marked `isolation` (a trial's view of its scenario, seed 000's adapter,
     `assay import` end to end), which no other session runs."""
-    py = _install(session)
+    py = noxenv.install(session)
     _pytest(session, py, "tests/isolation", "tests/gateway", "tests/pathsafe", *session.posargs)
     if not session.posargs:  # tests named on the command line ran above
         elsewhere = (*HEAVY_DIRS, "tests/gateway", "tests/pathsafe")
@@ -468,21 +233,21 @@ ISOLATED = "isolation and not faults and not dask and not browser and not agents
 @nox.session(name="perf-validate")
 def perf_validate(session: nox.Session) -> None:
     """Validity benchmark: assay validate on the example suite, per scenario and whole; prints figures."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_validate.py", *session.posargs)
 
 
 @nox.session(name="perf-capture")
 def perf_capture(session: nox.Session) -> None:
     """Capture benchmark: diff.patch and unsafe edits of 60,000 new files (goal <= 5 s); wall and CPU."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_capture.py", *session.posargs)
 
 
 @nox.session(name="perf-isolation")
 def perf_isolation(session: nox.Session) -> None:
     """Isolation overhead (bwrap vs none per process) and workspace preparation (overlay vs copy)."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_isolation.py", *session.posargs)
 
 
@@ -496,7 +261,7 @@ def demo(session: nox.Session) -> None:
     `nox -s demo -- --until decided` runs the same comparisons until decided instead (matrix
     demo-decided: up to 20 trials per cell, in rounds; a comparison or scenario stops once decided)
     into runs/demo-decided, whose report says what stopped when and the tokens it saved."""
-    py = _example(session)
+    py = noxenv.example(session)
     session.run(py, "-m", "harness", "compile")
     args = list(session.posargs)
     decided = any(
@@ -515,7 +280,7 @@ def demo_versions(session: nox.Session) -> None:
     """A version comparison, offline: two builds of the memory tool (tools/memory/build.py, memo 2.0
     vs 2.1) on the memory scenarios, control beside them; writes runs/demo-versions/report.{md,html}
     with the uplift-delta table and the control's drift."""
-    py = _example(session)
+    py = noxenv.example(session)
     session.run(py, "-m", "harness", "compile")
     session.run(py, "-m", "harness", "matrix", "demo-versions", "--parallel", "4", *session.posargs)
     out = str(ROOT / "runs" / "demo-versions")
@@ -531,8 +296,8 @@ def perf(session: nox.Session) -> None:
     """assay's speed against its goals, from one run: 200 trivial trials side by side with Inspect AI
     (installed once into .nox/env-inspect), the per-trial overhead by stage, grading throughput, the
     README's demo and test command on fresh clones (-- --skip-demo --skip-tests --skip-grade)."""
-    py = _install(session)
-    inspect = _make_env("inspect", [INSPECT_AI], _installer(session)) / "bin" / "python"
+    py = noxenv.install(session)
+    inspect = noxenv.make_env("inspect", [INSPECT_AI], noxenv.installer(session)) / "bin" / "python"
     session.run(py, "benchmarks/bench_perf.py", "--inspect", str(inspect), *session.posargs)
 
 
@@ -540,13 +305,13 @@ def perf(session: nox.Session) -> None:
 def perf_harness(session: nox.Session) -> None:
     """Runner benchmark: per-trial overhead (noop agent, one command check; median, p95) and
     200 concurrent agents sleeping 5 s (-- --inspect PY to measure Inspect AI side by side)."""
-    py = _install(session)
+    py = noxenv.install(session)
     session.run(py, "benchmarks/bench_runner.py", *session.posargs)
 
 
 def _install_dask(session: nox.Session) -> str:
     """The project with its `dask` extra (distributed): the shared `.nox/env-dev-dask`."""
-    return _install(session, ("dev", "dask"), extras=("dev", "dask"))
+    return noxenv.install(session, ("dev", "dask"), extras=("dev", "dask"))
 
 
 @nox.session
@@ -578,7 +343,7 @@ def import_datasets(session: nox.Session) -> None:
     present = [(fmt, path) for fmt, path in given if path.is_dir()]
     if not present:
         session.skip("no dataset: set ASSAY_TB_DATASET and/or ASSAY_HARBOR_DATASET to a folder of tasks")
-    py = _install(session)
+    py = noxenv.install(session)
     scratch = ROOT / ".nox-import"
     if not scratch.is_dir():
         scratch.mkdir()

@@ -141,6 +141,7 @@ def main() -> int:
         wide = tmp / "wide"
         make_project(wide, scenarios=2, cells50=True)
         shutil.copy(REPO / "noxfile.py", wide / "noxfile.py")
+        shutil.copytree(REPO / "noxsupport", wide / "noxsupport")
         for pkg in ("compiler", "harness", "adapters"):
             (wide / pkg).symlink_to(REPO / pkg)
         nox = [sys.executable, "-m", "nox", "-l"]

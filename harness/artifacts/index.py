@@ -3,7 +3,8 @@
 `<tree>/.assay-index.sqlite` (WAL) holds, per run directory, every scalar field of its run.json and
 grade.json as a column, both records verbatim, the scenario's family and split, the files at the
 run's top, and what it takes to tell the row is current: the run folder's mtime and each record's
-size, mtime and hash (what a row holds and how it is read: `harness.artifacts.index_rows`).
+size, mtime and hash (what a row holds and how it is read: `harness.artifacts.index_rows`; the
+SQLite file's layout, connections and writes: `harness.artifacts.index_db`).
 
 Writers: the grader after each grade.json (`record`, into every index above the run), the Dask
 client after installing a run, and `sync`. Readers call `sync` first, which never trusts the file
@@ -16,8 +17,6 @@ Concurrent writers (two grading workers, a report) are serialised by SQLite's lo
 
 from __future__ import annotations
 
-import hashlib
-import json
 import os
 import sqlite3
 import threading
@@ -27,58 +26,15 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts.index_rows import (
-    JSON_COLUMNS,
-    TABLES,
-    Row,
-    Scenarios,
-    read_row,
-)
+from harness.artifacts.index_db import LAYOUT, connect, create, quote, read_layout, write
+from harness.artifacts.index_rows import Row, Scenarios, read_row
 from harness.artifacts.index_scan import known, scan
 from harness.artifacts.index_scan import locate as locate  # where every writer and reader finds it
 from harness.artifacts.names import INDEX_FILE, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
-INDEX_SCHEMA = 2
-BUSY_TIMEOUT_S = 60.0
 BATCH = 5000
 """Rows written per transaction while syncing."""
-LAYOUT = hashlib.sha256(json.dumps([INDEX_SCHEMA, TABLES, sorted(JSON_COLUMNS)]).encode()).hexdigest()[:16]
-"""Changes whenever a record gains a field: an index of another layout is rebuilt, not misread."""
-
-
-def _q(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
-
-
-def _insert(table: str) -> str:
-    cols = TABLES[table]
-    return f"INSERT OR REPLACE INTO {table} ({', '.join(_q(c) for c in cols)}) VALUES ({', '.join('?' for _ in cols)})"
-
-
-def _write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
-    con.execute("BEGIN IMMEDIATE")
-    try:
-        _write_rows(con, rows, gone)
-    except BaseException:
-        if con.in_transaction:
-            con.execute("ROLLBACK")  # a connection kept open must not stay inside a failed transaction
-        raise
-    con.execute("COMMIT")
-
-
-def _write_rows(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
-    for table in (*TABLES, "facts"):
-        con.executemany(f"DELETE FROM {table} WHERE dir = ?", [(d,) for d in gone])
-    for table in TABLES:
-        con.executemany(_insert(table), [getattr(r, table) for r in rows])
-    con.executemany("DELETE FROM facts WHERE dir = ?", [(r.dir,) for r in rows])
-    # A block's cached aggregate is stale as soon as one run under it is written or removed.
-    con.executemany(
-        "DELETE FROM aggregates WHERE substr(?, 1, length(block)) = block",
-        [(d,) for d in (*gone, *(r.dir for r in rows))],
-    )
-    con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
 
 
 @dataclass(frozen=True)
@@ -94,47 +50,6 @@ class SyncStats:
     seconds: float
 
 
-def _connect(path: Path | str, *, shared: bool = False) -> sqlite3.Connection:
-    """A connection in autocommit mode (transactions are explicit); `shared`: used from several
-    threads, one at a time (the caller holds a lock)."""
-    con = sqlite3.connect(
-        str(path), timeout=BUSY_TIMEOUT_S, isolation_level=None, check_same_thread=not shared
-    )
-    con.execute(f"PRAGMA busy_timeout={int(BUSY_TIMEOUT_S * 1000)}")
-    if str(path) != ":memory:":
-        con.execute("PRAGMA journal_mode=WAL")
-        con.execute("PRAGMA synchronous=NORMAL")
-    return con
-
-
-def _create(con: sqlite3.Connection) -> None:
-    con.execute("BEGIN IMMEDIATE")
-    for table in (*TABLES, "facts", "aggregates", "meta"):
-        con.execute(f"DROP TABLE IF EXISTS {table}")
-    con.execute("CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL)")
-    for table, cols in TABLES.items():
-        # The small tables are stored in path order (no rowid): a sync reads `tree` front to back.
-        clustered = " WITHOUT ROWID" if table == "tree" else ""
-        con.execute(
-            f"CREATE TABLE {table} (dir TEXT PRIMARY KEY, {', '.join(_q(c) for c in cols[1:])}){clustered}"
-        )
-    con.execute("CREATE TABLE facts (dir TEXT PRIMARY KEY, facts BLOB NOT NULL) WITHOUT ROWID")
-    con.execute("CREATE TABLE aggregates (block TEXT PRIMARY KEY, state BLOB NOT NULL) WITHOUT ROWID")
-    con.execute(
-        "INSERT INTO meta VALUES ('layout', ?), ('created', ?), ('generation', '0')",
-        (LAYOUT, repr(time.time())),
-    )
-    con.execute("COMMIT")
-
-
-def _layout(con: sqlite3.Connection) -> str | None:
-    try:
-        found = con.execute("SELECT value FROM meta WHERE key = 'layout'").fetchone()
-    except sqlite3.DatabaseError:
-        return None
-    return str(found[0]) if found else None
-
-
 class Index:
     """An open index and the part of the tree it is read for (`prefix`)."""
 
@@ -142,7 +57,7 @@ class Index:
         self.path = path
         self.root = root
         self.prefix = prefix
-        self.con = _connect(path)
+        self.con = connect(path)
 
     def close(self) -> None:
         self.con.close()
@@ -169,7 +84,8 @@ class Index:
         where, params = self.where()
         cut = len(self.prefix)
         cur = self.con.execute(
-            f"SELECT {', '.join(_q(c) for c in ('dir', *columns))} FROM {table}{where} ORDER BY dir", params
+            f"SELECT {', '.join(quote(c) for c in ('dir', *columns))} FROM {table}{where} ORDER BY dir",
+            params,
         )
         for row in cur:
             yield (row[0][cut:], *row[1:]) if cut else row
@@ -234,10 +150,10 @@ class Index:
         """Bring the rows under root in line with the run folders (see the module docstring)."""
         t0 = time.perf_counter()
         rebuilt = None
-        layout = _layout(self.con)
+        layout = read_layout(self.con)
         if layout != LAYOUT:
             rebuilt = "no index" if layout is None else "the index was written by another assay"
-            _create(self.con)
+            create(self.con)
         if self.generation() is None:  # an index from before writes were counted
             self.con.execute("INSERT OR IGNORE INTO meta VALUES ('generation', '0')")
         known = {} if rebuilt else self.known()
@@ -263,11 +179,11 @@ class Index:
             else:
                 rows.append(row)
             if len(rows) >= BATCH:  # memory stays flat while a big tree is indexed
-                _write(self.con, rows, [])
+                write(self.con, rows, [])
                 written += len(rows)
                 rows = []
         if rows or gone:
-            _write(self.con, rows, [self.prefix + d for d in gone])
+            write(self.con, rows, [self.prefix + d for d in gone])
         written += len(rows)
         if demoted:  # a run folder that holds no run any more: the runs below it are found now
             more = self.sync()
@@ -299,7 +215,7 @@ def open_index(root: Path, *, sync: bool = True) -> tuple[Index, SyncStats | Non
     path, prefix = locate(root)
     try:
         index = Index(path, root, prefix)
-        if _layout(index.con) is None and path.exists() and path.stat().st_size:
+        if read_layout(index.con) is None and path.exists() and path.stat().st_size:
             index.close()
             _discard(path)  # not an index this assay can read: rebuilt from the run folders
             index = Index(path, root, prefix)
@@ -324,7 +240,7 @@ class _Writer:
     closing a WAL database per run costs a checkpoint (fsyncs) each time."""
 
     def __init__(self, path: Path, ident: tuple[int, int, int]) -> None:
-        self.con = _connect(path, shared=True)
+        self.con = connect(path, shared=True)
         self.ident = ident
         self.lock = threading.Lock()
 
@@ -376,8 +292,8 @@ def record(run_dir: Path) -> int:
             if writer is None:
                 continue
             with writer.lock:
-                if _layout(writer.con) == LAYOUT:
-                    _write(writer.con, [row], [])
+                if read_layout(writer.con) == LAYOUT:
+                    write(writer.con, [row], [])
                     written += 1
         except sqlite3.Error:
             continue
@@ -391,10 +307,10 @@ def ensure(root: Path) -> None:
         return
     root.mkdir(parents=True, exist_ok=True)
     try:
-        con = _connect(path)
+        con = connect(path)
         try:
-            if _layout(con) is None:
-                _create(con)
+            if read_layout(con) is None:
+                create(con)
         finally:
             con.close()
     except sqlite3.Error:

@@ -84,7 +84,8 @@ def open_alongside(
     """The index serving root with its check running alongside (check, when it is of this root, else
     one started here) when the index is there, writable, in this assay's layout; else synced first, as
     by `open_index` (created, rebuilt, in memory), any check stopped."""
-    from harness.artifacts.index import LAYOUT, Index, _layout, open_index  # the models: after the start
+    from harness.artifacts.index import Index, open_index  # the models: after the start
+    from harness.artifacts.index_db import LAYOUT, read_layout
 
     root = root.resolve()
     if check is not None and check.root != root:
@@ -94,7 +95,7 @@ def open_alongside(
     if check is not None:
         try:
             index = Index(check.path, root, check.prefix)
-            current = _layout(index.con) == LAYOUT
+            current = read_layout(index.con) == LAYOUT
         except sqlite3.Error:
             current = False  # read-only tree, or not a database: open_index knows what to do
         else:

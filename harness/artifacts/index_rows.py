@@ -3,7 +3,8 @@
 Every scalar field of run.json and grade.json is a column (nested sections flattened as
 `<section>_<field>`, lists and maps as JSON text); both records are kept verbatim beside them with
 each file's size, mtime and hash, and the run folder's mtime, listing, family and split (table
-`tree`, what a sync reads to tell a row is current). The SQLite side is `harness.artifacts.index`.
+`tree`, what a sync reads to tell a row is current). The SQLite side is `harness.artifacts.index`
+(its file: `index_db`).
 """
 
 from __future__ import annotations

@@ -20,6 +20,7 @@ def _project(valid_project: Path, tmp_path: Path) -> Path:
     proj = tmp_path / "p"
     shutil.copytree(valid_project, proj)
     shutil.copy(ROOT / "noxfile.py", proj / "noxfile.py")
+    shutil.copytree(ROOT / "noxsupport", proj / "noxsupport")  # noxenv finds the project beside itself
     for pkg in ("compiler", "harness", "adapters"):
         (proj / pkg).symlink_to(ROOT / pkg)
     return proj

@@ -47,6 +47,18 @@ def make_project(root: Path, *, seed: Mapping[str, str], grader: Mapping[str, st
     return root
 
 
+COMPILES = command("compiles", "python -m py_compile app/main.py", authority="python")
+"""The check most section tests grade by: app/main.py compiles (authority `python`)."""
+
+
+def handler_project(tmp_path: Path, prices: str | None = None) -> Path:
+    """A project whose seed app/main.py holds `handler`, with `prices` as specs/prices.yaml if given."""
+    project = make_project(tmp_path / "proj", seed={"app/main.py": "def handler(x):\n    return x\n"})
+    if prices:
+        (project / "specs" / "prices.yaml").write_text(prices)
+    return project
+
+
 def scenario(checks: Sequence[CheckSpec], **fields: Any) -> ScenarioJob:
     """The demo scenario with the given checks."""
     base: dict[str, Any] = {

@@ -1,4 +1,5 @@
-"""Each section of grade.json on a run built to trigger it."""
+"""Each section of grade.json on a run built to trigger it: snapshots, usage and cost, context,
+authorities, lint, the judge. Those read from the agent's logs are in test_grade_evidence.py."""
 
 from __future__ import annotations
 
@@ -13,30 +14,20 @@ from harness.grade import JudgeConfigError, check_judge_config, grade_run
 from harness.modelserver import Script, ScriptedModelServer, read_log
 from tests.grade.helpers import (
     BROKEN_PY,
+    COMPILES,
     T0,
     VALID_PY,
-    call,
     check,
     command,
     demo_job,
-    make_project,
+    handler_project,
     make_run,
     scenario,
-    write_jsonl,
 )
-
-COMPILES = command("compiles", "python -m py_compile app/main.py", authority="python")
-
-
-def _project(tmp_path: Path, prices: str | None = None) -> Path:
-    project = make_project(tmp_path / "proj", seed={"app/main.py": "def handler(x):\n    return x\n"})
-    if prices:
-        (project / "specs" / "prices.yaml").write_text(prices)
-    return project
 
 
 def test_snapshots_valid_then_invalid(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     snaps = [(10, "app/main.py", BROKEN_PY), (20, "app/main.py", VALID_PY), (30, "app/main.py", BROKEN_PY)]
     usage = [
         {"t": 5, "input": 100, "output": 10},
@@ -60,7 +51,7 @@ def test_snapshots_valid_then_invalid(tmp_path: Path) -> None:
 def test_a_version_the_runner_did_not_keep_is_neither_valid_nor_invalid(tmp_path: Path) -> None:
     """A version over the size a snapshot keeps has a row and no copy: no state holding it is
     rebuilt (its verdict is None, with why); the next kept version is assessed again."""
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     snaps = [(10, "app/main.py", BROKEN_PY), (30, "app/main.py", VALID_PY)]
     scen = scenario([COMPILES, check("entry-ok", "snapshot")])
     run = make_run(tmp_path / "run", demo_job(scen), workspace={"app/main.py": VALID_PY}, snapshots=snaps)
@@ -80,7 +71,7 @@ def test_a_version_the_runner_did_not_keep_is_neither_valid_nor_invalid(tmp_path
 
 
 def test_snapshot_without_writes_and_without_authority(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     scen = scenario([COMPILES, check("entry-ok", "snapshot")])
     g = grade_run(
         make_run(tmp_path / "a", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
@@ -104,7 +95,7 @@ def test_usage_cost_from_pinned_prices_not_the_agent(tmp_path: Path) -> None:
     prices = (
         "kind: prices\nversion: test-1\nmodels:\n  model-a: { input: 2.0, output: 10.0, cache_read: 0.5 }\n"
     )
-    project = _project(tmp_path, prices)
+    project = handler_project(tmp_path, prices)
     usage = [
         {"t": 1, "input": 1000, "output": 100, "cache_read": 5000, "context": 6000, "context_limit": 200000},
         {"t": 2, "input": 2000, "output": 300, "reasoning": 50, "context": 9000, "context_limit": 200000},
@@ -135,7 +126,7 @@ def test_usage_cost_from_pinned_prices_not_the_agent(tmp_path: Path) -> None:
 def test_a_run_naming_no_model_is_priced_as_its_usage_rows_say(tmp_path: Path) -> None:
     # The scripted agent's case: no model in the spec, `model` in every usage row.
     prices = "kind: prices\nversion: test-1\nmodels:\n  scripted: { input: 1.0, output: 2.0 }\n"
-    project = _project(tmp_path, prices)
+    project = handler_project(tmp_path, prices)
     rows = [{"t": 1, "input": 1000, "output": 100, "model": "scripted"}, {"t": 2, "input": 500, "output": 50}]
     scen = scenario([COMPILES])
     named = make_run(tmp_path / "a", demo_job(scen), workspace={"app/main.py": VALID_PY}, usage=rows[:1])
@@ -156,7 +147,7 @@ def test_a_run_naming_no_model_is_priced_as_its_usage_rows_say(tmp_path: Path) -
 
 def test_unexpected_context_is_advisory(tmp_path: Path) -> None:
     """The agent writes context.json: what it names is shown in the grade, never makes the run invalid."""
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     scen = scenario([COMPILES])
     ok = make_run(
         tmp_path / "a",
@@ -178,7 +169,7 @@ def test_unexpected_context_is_advisory(tmp_path: Path) -> None:
 
 
 def test_two_authorities_disagree(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     strict = command(
         "strict-ok",
         "! grep -q 'x + 1' app/main.py || { echo 'style: x + 1 is banned'; exit 1; }",
@@ -195,7 +186,7 @@ def test_two_authorities_disagree(tmp_path: Path) -> None:
 
 
 def test_missing_authority_fails_explicitly(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     scen = scenario(
         [command("oracle", "no-such-oracle-binary app/main.py", authority="oracle", layer="engine")]
     )
@@ -209,7 +200,7 @@ def test_missing_authority_fails_explicitly(tmp_path: Path) -> None:
 
 
 def test_lint_findings_make_a_pass_unusable(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     emit = 'echo \'[{"code": "F401"}, {"code": "E501"}]\''
     lint = command("lint", emit, result={"count": {"json_path": "$", "max": 5}})
     g = grade_run(
@@ -222,7 +213,7 @@ def test_lint_findings_make_a_pass_unusable(tmp_path: Path) -> None:
 
 
 def test_judge_off_failing_and_verbatim(tmp_path: Path) -> None:
-    project = _project(tmp_path)
+    project = handler_project(tmp_path)
     scen = scenario([COMPILES, check("explains", "judge", rubric="The agent explains its change.")])
     transcript = [{"role": "assistant", "text": "I changed handler to add one."}]
 
@@ -279,133 +270,3 @@ def test_misconfigured_judge_fails_up_front(monkeypatch: pytest.MonkeyPatch) -> 
         )
     message = str(err.value)
     assert "a:" in message and "ASSAY_TEST_NO_SUCH_KEY" in message and "b:" in message and "c:" in message
-
-
-def test_events_metrics_and_check(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    scen = scenario([COMPILES, check("recalled", "events", where={"type": "recall"}, min=2)])
-    events = [{"type": "recall"}, {"type": "recall"}, {"type": "memory_write"}, {"type": "custom"}]
-    g = grade_run(
-        make_run(tmp_path / "a", demo_job(scen), workspace={"app/main.py": VALID_PY}, events=events),
-        project=project,
-    )
-    assert g.metrics["recalls"] == 2 and g.metrics["memory_writes"] == 1 and g.metrics["mishaps"] == 0
-    assert g.metrics["events.custom"] == 1 and {c.id: c.outcome for c in g.checks}["recalled"] == "pass"
-    g2 = grade_run(
-        make_run(tmp_path / "b", demo_job(scen), workspace={"app/main.py": VALID_PY}), project=project
-    )
-    assert "recalls" not in g2.metrics and {c.id: c.outcome for c in g2.checks}["recalled"] == "fail"
-
-
-def test_trace_and_transcript_checks(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    checks = [
-        check("checked-after", "trace", command="mytool", subcommand="check", after_last_write=True),
-        check("said-done", "transcript", contains="done", role="assistant"),
-    ]
-    trace = [call(1, "mytool", "check"), call(9, "mytool", "check")]
-    snaps = [(5, "app/main.py", VALID_PY)]
-    job = demo_job(scenario(checks))
-    good = make_run(
-        tmp_path / "a",
-        job,
-        workspace={"app/main.py": VALID_PY},
-        trace=trace,
-        snapshots=snaps,
-        transcript=[{"role": "assistant", "text": "All done."}],
-    )
-    g = grade_run(good, project=project)
-    assert [c.outcome for c in g.checks] == ["pass", "pass"]
-    early = make_run(
-        tmp_path / "b", job, workspace={"app/main.py": VALID_PY}, trace=trace[:1], snapshots=snaps
-    )
-    g2 = grade_run(early, project=project)
-    assert [c.outcome for c in g2.checks] == ["fail", "unavailable"] and not g2.passed
-
-
-def test_multi_step_usage_and_transcript_span_every_session(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    exps = ({"id": "said-plan", "transcript": {"contains": "plan"}},)
-    scen = scenario([COMPILES], expectations=exps)
-    run = make_run(
-        tmp_path / "run",
-        demo_job(scen),
-        workspace={"app/main.py": VALID_PY},
-        usage=[{"t": 50, "input": 10, "output": 1}],
-        transcript=[{"type": "message", "text": "done"}],
-    )
-    step = run / "steps" / "step-01"
-    write_jsonl(
-        step / "usage.jsonl",
-        [{"t": T0 + 1, "input": 100, "output": 10}, {"t": T0 + 2, "input": 200, "output": 20}],
-    )
-    write_jsonl(step / "transcript.jsonl", [{"type": "message", "text": "my plan: add one"}])
-    g = grade_run(run, project=project)
-    assert (g.usage.turns, g.usage.input, g.usage.output) == (3, 310, 31)
-    assert [(e.id, e.outcome) for e in g.expectations] == [("said-plan", "pass")]
-
-
-def test_malformed_serve_requests(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    serve = [
-        {
-            "t": T0 + 1,
-            "tool": "mytool",
-            "session": "s1",
-            "dir": "in",
-            "line": '{"jsonrpc": "2.0", "id": 1, "method": "check"}',
-        },
-        {
-            "t": T0 + 2,
-            "tool": "mytool",
-            "session": "s1",
-            "dir": "out",
-            "line": '{"jsonrpc": "2.0", "id": 1, "result": {}}',
-        },
-        {"t": T0 + 3, "tool": "mytool", "session": "s1", "dir": "in", "line": "check app/main.py please"},
-        {
-            "t": T0 + 4,
-            "tool": "mytool",
-            "session": "s1",
-            "dir": "out",
-            "line": '{"jsonrpc": "2.0", "id": null, "error": {"code": -32700, "message": "parse error"}}',
-        },
-        {"t": T0 + 5, "tool": "mytool", "session": "s1", "dir": "in", "line": '{"jsonrpc": "2.0", "id": 2}'},
-        {
-            "t": T0 + 6,
-            "tool": "mytool",
-            "session": "s1",
-            "dir": "out",
-            "line": '{"jsonrpc": "2.0", "id": 2, "error": {"code": -32600, "message": "invalid request"}}',
-        },
-        {**call(7, "mytool", "serve"), "session": "s1"},
-        "not json at all",
-    ]
-    run = make_run(tmp_path / "run", demo_job(scenario([COMPILES])), workspace={"app/main.py": VALID_PY})
-    (run / "trace.jsonl").write_text(
-        "".join((r if isinstance(r, str) else json.dumps(r)) + "\n" for r in serve)
-    )
-    g = grade_run(run, project=project)
-    assert g.friction.malformed_serve_requests == 2  # the non-JSON line in, the invalid request refused
-    assert (g.tool_use.serve_sessions, g.tool_use.serve_requests, g.tool_use.malformed_rows) == (1, 3, 1)
-    assert g.tool_use.by_subcommand["mytool serve"].invocations == 1
-
-
-def test_symlinked_artifacts_are_not_evidence(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    forged = tmp_path / "forged-trace.jsonl"
-    forged.write_text(json.dumps(call(1, "mytool", "check")) + "\n")
-    run = make_run(
-        tmp_path / "run",
-        demo_job(scenario([COMPILES])),
-        workspace={"app/main.py": VALID_PY},
-        snapshots=[(1, "app/main.py", VALID_PY)],
-    )
-    (run / "trace.jsonl").symlink_to(forged)
-    index = run / "snapshots" / "index.jsonl"
-    index.write_text(
-        json.dumps({"t": T0 + 1, "index": 1, "file": "app/main.py", "snapshot": "../../outside.py"}) + "\n"
-    )
-    g = grade_run(run, project=project)
-    assert g.tool_use.invocations == 0 and g.tool_use.malformed_rows == 1
-    assert g.snapshots.count == 1 and g.snapshots.verdicts[0].valid is False  # read as deleted, not followed

@@ -1,4 +1,5 @@
-"""Fixtures of the isolation suite: a sandbox factory per real isolation, and a run helper.
+"""Fixtures of the isolation suite: a sandbox factory per real isolation, and run helpers (`Trial.run`
+in a bare sandbox, `run_agent` through the real runner).
 
 The unit layer: a SandboxSpec is built by hand, wrapped by a real plug-in, and run as a
 real subprocess with exactly the spec's environment, as the runner does.
@@ -18,9 +19,13 @@ from pathlib import Path
 
 import pytest
 
+from compiler.contract import Limits, Options
+from harness.artifacts.records import RunRecord
 from harness.sandbox.isolation import Mount, SandboxLimits, SandboxSpec, select
 from harness.sandbox.isolation.base import Isolation
 from harness.sandbox.isolation.limits import confine
+from harness.trial import run_trial
+from tests.helpers import command_agent, make_job
 
 PYTHON = str(Path(sys.executable))
 ISOLATIONS = ("bwrap", "unshare")
@@ -133,6 +138,17 @@ def iso(request: pytest.FixtureRequest) -> str:
 def bwrap_trial(tmp_path: Path) -> Trial:
     """A trial layout under bwrap only."""
     return Trial(tmp_path, require("bwrap"))
+
+
+def run_agent(project: Path, run_dir: Path, iso: str, command: str, *, timeout_s: float = 60) -> RunRecord:
+    """A trial through the real runner under `iso` whose agent runs `command`: the job names only a
+    timeout, every other limit is the contract's default."""
+    job = make_job(
+        agent=command_agent(command),
+        options=Options(isolation=iso, infra_retries=0),
+        limits=Limits(timeout_s=timeout_s),
+    )
+    return run_trial(job, project=project, run_dir=run_dir)
 
 
 TrialFactory = Callable[[str], Trial]

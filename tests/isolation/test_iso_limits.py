@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from harness.sandbox.isolation import SandboxLimits, limits
+from harness.sandbox.isolation import SandboxLimits, cgroups, limits
 from harness.sandbox.isolation.limits import tree_size
 from tests.isolation.conftest import Trial
 
@@ -122,14 +122,14 @@ def test_a_killed_harness_leaves_no_cgroups_behind(bwrap_trial: Trial) -> None:
     harness processes that are gone (a live one's are its own, even while empty)."""
     gone = subprocess.Popen(["true"])
     gone.wait()
-    parent = limits.CGROUP_V1 / "memory" / "assay"
+    parent = cgroups.CGROUP_V1 / "memory" / "assay"
     parent.mkdir(exist_ok=True)
     tag = uuid.uuid4().hex[:8]
     orphan, live = parent / f"test-{tag}o-p{gone.pid}", parent / f"test-{tag}l-p{os.getpid()}"
     orphan.mkdir()
     live.mkdir()
     try:
-        limits._SWEPT.discard(parent)  # as a harness process that has not swept yet
+        cgroups._SWEPT.discard(parent)  # as a harness process that has not swept yet
         out = bwrap_trial.py("print(1)", limits=SandboxLimits(memory_mb=256))
         assert out.stdout.strip() == "1", out.stderr
         assert (orphan.exists(), live.exists()) == (False, True)

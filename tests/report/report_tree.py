@@ -1,4 +1,5 @@
-"""Build real run trees on disk (run.json / grade.json / job.json through the contract models)."""
+"""Build real run trees on disk (run.json / grade.json / job.json through the contract models), and
+the tree of the summary tests (`build_tree`), whose answers they compute by hand."""
 
 from __future__ import annotations
 
@@ -6,6 +7,14 @@ import json
 from pathlib import Path
 from typing import Any
 
+from harness.artifacts.grade_sections import (
+    Disagreement,
+    ExpectationOutcome,
+    Friction,
+    NotableExit,
+    SubcommandUse,
+    ToolUse,
+)
 from harness.artifacts.records import CheckOutcome, Grade, RunnerMetrics, RunRecord, RunStatus
 from harness.artifacts.store import write_atomic, write_record
 
@@ -109,3 +118,97 @@ def add_run(
         )
         write_record(run_dir / "grade.json", g)
     return run_dir
+
+
+BIN = "bin/none/off"
+SKILL = "bin+skill/wiki/on"
+# Pass (1) / fail (0) per trial 1..4.
+CONTROL_PASS = {"s1": [1, 0, 0, 0], "s2": [1, 1, 0, 0], "s3": [0, 0, 0, 0]}
+BIN_PASS = {"s1": [1, 1, 1, 0], "s2": [1, 1, 1, 1], "s3": [0, 1, 0, 0]}
+
+
+def build_tree(root: Path) -> None:
+    """The summary tests' tree: scenarios s1-s3 x control, BIN and SKILL x trials 1-4 (passes as
+    CONTROL_PASS and BIN_PASS say), plus a failed-to-run, an invalid, an ungradeable and a retried run."""
+    for scenario in ("s1", "s2", "s3"):
+        split = "test" if scenario == "s3" else "train"
+        for trial in range(1, 5):
+            ctrl = bool(CONTROL_PASS[scenario][trial - 1])
+            add_run(
+                root,
+                scenario=scenario,
+                cell=CONTROL,
+                trial=trial,
+                passed=ctrl,
+                family="lint",
+                split=split,
+                usable=False if (scenario, trial) == ("s2", 1) else None,
+                checks=[("works", "agent", "pass" if ctrl else "fail"), ("keeps-api", "agent", "pass")],
+            )
+            ok = bool(BIN_PASS[scenario][trial - 1])
+            checks = [("works", "agent", "pass" if ok else "fail"), ("keeps-api", "agent", "pass")]
+            if (scenario, trial) == ("s3", 1):
+                checks.append(("engine-ok", "engine", "fail"))
+            notable = (
+                (NotableExit(index=1, argv=("mytool", "check"), exit=3),)
+                if (scenario, trial) == ("s1", 2)
+                else ()
+            )
+            sections: dict[str, Any] = {
+                "tool_use": ToolUse(
+                    present=True,
+                    invocations=3,
+                    by_subcommand={
+                        "mytool check": SubcommandUse(invocations=2, output_bytes=400, est_output_tokens=100),
+                        "mytool lint": SubcommandUse(invocations=1),
+                    },
+                    notable_exits=notable,
+                ),
+                "friction": Friction(usage_errors=1 if trial == 1 else 0, help_lookups=2),
+                "expectations": (
+                    ExpectationOutcome(id="E01", outcome="pass" if ok else "fail"),
+                    ExpectationOutcome(id="E05", outcome="unavailable"),
+                ),
+            }
+            if (scenario, trial) == ("s2", 3):
+                sections["disagreement"] = (
+                    Disagreement(
+                        accepts="mytool", rejects="oracle", direction="mytool accepts, oracle rejects"
+                    ),
+                )
+            add_run(
+                root,
+                scenario=scenario,
+                cell=BIN,
+                trial=trial,
+                passed=ok,
+                family="lint",
+                split=split,
+                tokens=(2000, 300),
+                checks=checks,
+                sections=sections,
+            )
+            add_run(root, scenario=scenario, cell=SKILL, trial=trial, passed=True, family="lint", split=split)
+    add_run(
+        root,
+        scenario="s1",
+        cell=BIN,
+        trial=5,
+        status=RunStatus.FAILED_TO_RUN,
+        passed=False,
+        error="adapter crashed",
+        exit_code=1,
+    )
+    add_run(
+        root, scenario="s1", cell=BIN, trial=6, passed=False, invalid="canary: mytool reachable under none"
+    )
+    add_run(
+        root,
+        scenario="s2",
+        cell=BIN,
+        trial=5,
+        status=RunStatus.UNGRADEABLE,
+        passed=False,
+        error="workspace missing",
+    )
+    add_run(root, scenario="s2", cell=BIN, trial=7, passed=True, infra_retries=2)

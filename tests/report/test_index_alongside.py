@@ -7,9 +7,8 @@ from __future__ import annotations
 import subprocess
 from pathlib import Path
 
-from report_tree import CONTROL, add_run
+from report_tree import CONTROL, add_run, build_tree
 from test_report_cached import flip, walked
-from test_report_summary import build_tree
 
 from harness.artifacts import index
 from harness.artifacts.index_scan import differing

@@ -7,8 +7,7 @@ from pathlib import Path
 
 import pytest
 from cdp import ARTIFACTS, Browser
-from report_tree import CONTROL
-from test_report_summary import build_tree
+from report_tree import CONTROL, build_tree
 
 from tests.helpers import assay
 

@@ -9,8 +9,7 @@ import marshal
 import sqlite3
 from pathlib import Path
 
-from report_tree import CONTROL, add_run
-from test_report_summary import build_tree
+from report_tree import CONTROL, add_run, build_tree
 
 from harness.artifacts import index
 from harness.artifacts.names import INDEX_FILE

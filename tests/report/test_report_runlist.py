@@ -8,9 +8,8 @@ import re
 import shutil
 from pathlib import Path
 
-from report_tree import CONTROL, add_run
+from report_tree import BIN, CONTROL, add_run, build_tree
 from test_report_cached import blocks
-from test_report_summary import BIN, build_tree
 
 from harness.artifacts.names import INDEX_FILE
 from harness.report import build_summary, read_summary, write_summary

@@ -12,8 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from report_tree import CONTROL, add_run
-from test_report_summary import BIN, build_tree
+from report_tree import BIN, CONTROL, add_run, build_tree
 
 from harness.artifacts import index
 from harness.artifacts.index_rows import GRADE_COLUMNS, RUN_COLUMNS

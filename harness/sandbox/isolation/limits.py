@@ -39,9 +39,9 @@ from pathlib import Path
 from harness.sandbox import disk
 from harness.sandbox.identity import owner_pid
 from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
+from harness.sandbox.isolation.cgroups import make_cgroup
 from harness.sandbox.neutralise import TreeChanged, walk_tree
 
-CGROUP_V1 = Path("/sys/fs/cgroup")
 MIB = 1024 * 1024
 SETTLE_S = 0.002
 """How often a finished command's cgroup is looked at again: its last processes (already killed
@@ -54,71 +54,6 @@ KERNEL_FS = "tmpfs"
 
 def _sanitize(label: str) -> str:
     return "".join(c if c.isalnum() or c in "-_." else "_" for c in label)[-80:]
-
-
-def _cgroup_root(controller: str) -> Path | None:
-    root = CGROUP_V1 / controller
-    if (
-        os.geteuid() != 0
-        or not (root / "cgroup.procs").exists()
-        or (CGROUP_V1 / "cgroup.controllers").exists()
-    ):
-        return None
-    return root
-
-
-_SWEPT: set[Path] = set()
-"""The cgroup parents this process has swept (once each: orphans come from processes killed before
-this one started)."""
-
-
-def _owner_gone(name: str) -> bool:
-    """Whether the harness process a cgroup is named after (`...-p<pid>`) no longer exists."""
-    tail = name.rsplit("-p", 1)
-    if len(tail) != 2 or not tail[1].isdigit():
-        return False  # not named by a harness process: leave it
-    try:
-        os.kill(int(tail[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
-def _sweep(parent: Path) -> None:
-    """Remove the cgroups a killed harness process left behind (its pid is gone). A cgroup that
-    still holds a process cannot be removed (EBUSY), so nothing running is touched."""
-    if parent in _SWEPT:
-        return
-    _SWEPT.add(parent)
-    with contextlib.suppress(OSError):
-        for child in parent.iterdir():
-            if child.is_dir() and _owner_gone(child.name):
-                with contextlib.suppress(OSError):
-                    child.rmdir()
-
-
-def _make_cgroup(
-    controller: str, name: str, settings: dict[str, str], optional: dict[str, str]
-) -> Path | None:
-    root = _cgroup_root(controller)
-    if root is None:
-        return None
-    _sweep(root / "assay")
-    path = root / "assay" / name
-    try:
-        path.mkdir(parents=True)
-        for key, value in settings.items():
-            (path / key).write_text(value)
-        for key, value in optional.items():  # e.g. swap accounting, present only when enabled
-            with contextlib.suppress(OSError):
-                (path / key).write_text(value)
-    except OSError:
-        with contextlib.suppress(OSError):
-            path.rmdir()
-        return None
-    return path
 
 
 def tree_size(paths: Sequence[Path]) -> int:
@@ -328,26 +263,24 @@ def confine(
             watcher does not walk them.
     """
     limits = spec.limits
-    # Named after this process too: a later harness removes what a killed one left (_sweep).
+    # Named after this process too: a later harness removes what a killed one left (cgroups).
     name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-p{owner_pid()}"
     cgroups: dict[str, Path] = {}
     # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
     mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"
-    memory = _make_cgroup(
+    memory = make_cgroup(
         "memory", name, {"memory.limit_in_bytes": mem_bytes}, {"memory.memsw.limit_in_bytes": mem_bytes}
     )
     if memory is not None:
         cgroups["memory"] = memory
     if limits.pids is not None:
-        pids = _make_cgroup("pids", name, {"pids.max": str(limits.pids)}, {})
+        pids = make_cgroup("pids", name, {"pids.max": str(limits.pids)}, {})
         if pids is not None:
             cgroups["pids"] = pids
     if limits.cpus is not None:
         period = 100_000
         quota = max(1000, int(limits.cpus * period))
-        cpu = _make_cgroup(
-            "cpu", name, {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(quota)}, {}
-        )
+        cpu = make_cgroup("cpu", name, {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(quota)}, {})
         if cpu is not None:
             cgroups["cpu"] = cpu
     enforced: dict[str, str] = {}
