@@ -33,6 +33,7 @@ from compiler.contract import ScenarioJob
 from harness.artifacts.names import WORKSPACE_DIR
 from harness.artifacts.records import CheckOutcome
 from harness.checks import CheckContext, run_checks
+from harness.sandbox.hidden import overlay
 from harness.sandbox.isolation import select
 from harness.sandbox.isolation.checks import check_wrapper
 from harness.sandbox.scenario import checks_view, mount_dir, needs_view, refuse_without_mounts
@@ -166,8 +167,8 @@ def build(w: Workspace, dest: Path) -> None:
         )
         if done.returncode != 0:
             raise ValueError(f"patch {w.patch.name} does not apply: {done.stderr.strip()}")
-    for layer in w.after:
-        shutil.copytree(layer, dest, dirs_exist_ok=True, symlinks=True)
+    for layer in w.after:  # as the grader lays them: its folders cleared of what the workspace put there
+        overlay(layer, dest, w.layers[0] if w.layers else None)
 
 
 def assess(w: Workspace, project: Path, scratch: Path) -> Assessed:

@@ -18,6 +18,7 @@ collected (exit 5), a usage or internal error (exit 3, 4) means the check could 
 
 from __future__ import annotations
 
+import json
 import xml.etree.ElementTree as ET
 from pathlib import Path, PurePosixPath
 from typing import Any
@@ -34,7 +35,39 @@ SETUP_FAILED = 198
 JUNIT_SETUP = f'exec 3>&1 1>&2; "$0" -ec "$1" || exit {SETUP_FAILED}; shift; exec "$@" --junitxml=/dev/fd/3'
 """JUNIT after the setup commands ($1, run by the same shell, $0); exit 198 when they fail."""
 
-PYTEST = ("-m", "pytest", "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q")
+BOOT = """\
+import os, sys
+here = os.getcwd()
+sys.path[:] = [p for p in sys.path if p not in ("", here)] + [here]
+import json
+tests = [os.path.abspath(t.split("::", 1)[0]) for t in json.loads(os.environ.pop("ASSAY_PYTEST_TESTS"))]
+ancestor = os.path.commonpath([t if os.path.isdir(t) else os.path.dirname(t) for t in tests])
+rootdir = os.path.commonpath([here, ancestor])
+rootdir = ancestor if rootdir == os.sep else rootdir
+sys.argv[1:1] = ["-c", os.devnull, "--rootdir=" + rootdir, "--confcutdir=" + ancestor]
+import pytest
+sys.argv[0] = "pytest"
+sys.exit(pytest.console_main())
+"""
+"""`python -m pytest` made safe to point at a workspace the agent wrote:
+
+- the working folder goes LAST on sys.path (under `-m` it comes first): the workspace's modules
+  stay importable by the tests, yet a `pytest.py`, `_pytest/` or `json.py` left there cannot
+  stand in for pytest or the standard library; `--import-mode=append` keeps the test folders
+  behind them too;
+- no configuration file is read (`-c /dev/null`): no pytest.ini, tox.ini, setup.cfg or
+  pyproject.toml the agent wrote (`addopts = -p its_plugin`, `pythonpath`) applies. The rootdir
+  is the one pytest picks without a configuration file (the common folder of the working folder
+  and the tests, else the tests' own), so test ids stay as they were;
+- no conftest.py above the tests' common folder is loaded (`--confcutdir`): one the agent put at
+  the workspace's root would run inside pytest and could pass every test.
+
+The test paths come in ASSAY_PYTEST_TESTS (a JSON list), resolved inside the sandbox. A
+scenario that wants a file's configuration names it in `args` (`["-c", "pyproject.toml"]`:
+later arguments win). What this cannot stop: the code under test runs in pytest's process, so
+an agent's module that the tests import can still tamper with pytest (docs/isolation.md)."""
+
+PYTEST = ("-c", BOOT, "-p", "no:cacheprovider", "-o", "junit_family=xunit1", "-q", "--import-mode=append")
 """No cache folder in the judged workspace; xunit1 reports carry each test's file."""
 
 MESSAGE_CHARS = 2000
@@ -55,9 +88,10 @@ class PytestCheck:
         python = str(param(spec, "python", "python3"))
         setup = [str(c) for c in as_list(param(spec, "setup"))]
         sh = shell()
-        argv = [sh, "-c", JUNIT, "pytest", python, *PYTEST, *args, *tests]
+        pytest_args = [*PYTEST, *args, *tests]
+        argv = [sh, "-c", JUNIT, "pytest", python, *pytest_args]
         if setup:
-            argv = [sh, "-c", JUNIT_SETUP, sh, "\n".join(setup), python, *PYTEST, *args, *tests]
+            argv = [sh, "-c", JUNIT_SETUP, sh, "\n".join(setup), python, *pytest_args]
         where = str(param(spec, "cwd", "."))
         if where.startswith("/"):  # a folder only the sandbox shows (the workdir, /tests)
             argv, cwd = sandbox_cwd(argv, where, ctx), workspace
@@ -66,7 +100,7 @@ class PytestCheck:
         if ctx.wrap is not None:
             argv = list(ctx.wrap(argv))
         timeout = ctx.timeout_for(spec)
-        env = command_env(spec, workspace, ctx)
+        env = {**command_env(spec, workspace, ctx), "ASSAY_PYTEST_TESTS": json.dumps(tests)}
         done = ctx.run_command(argv, cwd=cwd, env=env, timeout_s=timeout)
         if done.timed_out:
             raise CheckError(f"pytest timed out after {timeout:g}s{tail(done.stderr, workspace)}")

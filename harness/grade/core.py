@@ -33,7 +33,8 @@ from harness.grade import derive, expectations, session, tooluse
 from harness.grade import project as proj
 from harness.grade import usage as usage_mod
 from harness.grade.judge_client import JudgeConfigError, check_judge_config
-from harness.sandbox import fdtree, isolation, pathsafe
+from harness.sandbox import fdtree, isolation
+from harness.sandbox.hidden import overlay
 from harness.sandbox.identity import hand_over
 from harness.sandbox.isolation.checks import check_wrapper
 from harness.sandbox.scenario import View, checks_view, needs_view
@@ -112,18 +113,6 @@ def check_env() -> dict[str, str]:
     """A small environment for check commands: no agent or provider secrets leak in."""
     keep = ("PATH", "LANG", "LC_ALL", "TZ", "TMPDIR", "HOME", "USER", "SYSTEMROOT")
     return {k: os.environ[k] for k in keep if k in os.environ}
-
-
-def overlay(src: Path, dst: Path) -> None:
-    """Copy src's files over dst, replacing whatever the agent left in their way.
-
-    A file, folder or symlink the agent put where a hidden file goes is removed first, so
-    the overlay never writes through an agent's symlink to somewhere outside the copy.
-    """
-    for path in sorted(src.rglob("*")):
-        if not path.is_file():
-            continue
-        shutil.copy2(path, pathsafe.clear_way(dst, path.relative_to(src).as_posix()))
 
 
 def failed_to_run(record: RunRecord) -> str | None:
@@ -255,7 +244,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Gra
         # behind (a check that needs one fails on its absence) and are listed in the grade.
         skipped = fdtree.copy_tree(view.workspace, workspace)
         if grader_dir is not None:
-            overlay(grader_dir, workspace)
+            overlay(grader_dir, workspace, seed if seed is not None and seed.is_dir() else None)
         if grading is not None:
             hand_over(workspace)  # a warm server's sandbox hands nothing over as it starts
         try:

@@ -128,8 +128,11 @@ def python_argv(argv: list[str], env: dict[str, str]) -> list[str] | None:
     if {k: v for k, v in env.items() if k.startswith(STARTUP)} != STARTUP_ENV:
         return None
     rest = argv[1:]
-    if (rest[0] == "-m" and len(rest) >= 2) or not rest[0].startswith("-"):
-        return rest
+    safe = rest[:1] == ["-P"]  # no unsafe path first on sys.path (Python 3.11's -P)
+    if safe:
+        rest = rest[1:]
+    if rest and ((rest[0] == "-m" and len(rest) >= 2) or not rest[0].startswith("-")):
+        return ["-P", *rest] if safe else rest
     return None
 
 
@@ -199,17 +202,21 @@ def become_python(args: list[str], env: dict[str, str]) -> int:
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main
+    safe = args[0] == "-P" or bool(env.get("PYTHONSAFEPATH"))  # -P: neither cwd nor the script's folder
+    args = args[1:] if args[0] == "-P" else args
     code = 0
     try:
         try:
             if args[0] == "-m":
                 sys.argv = ["-m", *args[2:]]
-                sys.path.insert(0, os.getcwd())
+                if not safe:
+                    sys.path.insert(0, os.getcwd())
                 runpy._run_module_as_main(args[1], alter_argv=True)  # type: ignore[attr-defined]
             else:
                 script = os.path.abspath(args[0])  # as a fresh interpreter names its script
                 sys.argv = list(args)
-                sys.path.insert(0, os.path.dirname(script))
+                if not safe:
+                    sys.path.insert(0, os.path.dirname(script))
                 with open(script, "rb") as fh:
                     source = fh.read()
                 main.__dict__.update({"__file__": script, "__cached__": None})

@@ -140,6 +140,27 @@ def test_python_commands_fork_from_the_server_as_a_fresh_interpreter_would(ws: P
     assert shown is not None and json.loads(shown.stdout)["argv"] == ["sub/show.py", "a b"]
 
 
+def test_a_forked_python_keeps_minus_p_as_a_fresh_one_would(ws: Path) -> None:
+    # -P (Python 3.11): neither the working folder nor the script's goes first on sys.path, so a
+    # module the agent left there (a json.py, a pytest.py) cannot stand in for the real one
+    write(ws, {"json.py": "raise SystemExit('shadowed')\n", "show.py": "import json\nprint(json.__name__)\n"})
+    commands = [
+        batch.Command(("python", "-P", "show.py"), ENV, 30),
+        batch.Command(("python", "-P", "-m", "show"), ENV, 30),  # not on the path at all
+        batch.Command(("python", "show.py"), ENV, 30),
+    ]
+    got = batch.run_batch(commands, cwd=ws, launch=batch.Launch(None, False), output_cap=1 << 20)
+    assert all(o is not None and o.forked for o in got), got
+    fresh = [subprocess.run(c.argv, cwd=ws, env=c.env, capture_output=True, check=False) for c in commands]
+    # (a fresh interpreter names itself by the name it was started as: python, not python3)
+    assert [(o.exit_code, o.stdout, o.stderr.replace(b"python3:", b"python:")) for o in got if o] == [
+        (d.returncode, d.stdout, d.stderr.replace(b"python3:", b"python:")) for d in fresh
+    ]
+    assert got[0] is not None and (got[0].exit_code, got[0].stdout) == (0, b"json\n")
+    assert got[1] is not None and got[1].exit_code == 1 and b"No module named show" in got[1].stderr
+    assert got[2] is not None and got[2].exit_code == 1 and b"shadowed" in got[2].stderr
+
+
 def test_the_workspace_modules_never_run_in_the_server(ws: Path) -> None:
     # `python -c` puts the working folder first on the path: the server's own imports (json before
     # anything else) would run what the agent left there, and could report any verdict it liked

@@ -99,3 +99,64 @@ def test_setup_runs_first_where_pytest_runs(ws: Path) -> None:
     assert broken.outcome == "fail" and broken.tests == ()
     assert broken.message.startswith("the setup before pytest failed") and "making data" in broken.message
     assert (ws / "out.txt").read_text() == "hello\n"
+
+
+FORGE = """\
+import pytest
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item, call):
+    outcome = yield
+    outcome.get_result().outcome = "passed"
+"""
+FAKE_PYTEST = """\
+import sys
+
+for arg in sys.argv:
+    if arg.startswith("--junitxml="):
+        with open(arg.split("=", 1)[1], "w") as fh:
+            fh.write('<testsuite tests="1"><testcase classname="tests.test_hidden" name="test_real" '
+                     'file="tests/test_hidden.py"/></testsuite>')
+sys.exit(0)
+"""
+
+
+@pytest.mark.parametrize(
+    "planted",
+    [
+        pytest.param({"pytest.py": FAKE_PYTEST}, id="a-pytest-module"),
+        pytest.param({"pytest/__init__.py": "", "pytest/__main__.py": FAKE_PYTEST}, id="a-pytest-package"),
+        pytest.param({"conftest.py": FORGE}, id="a-conftest-at-the-root"),
+        pytest.param({"pytest.ini": "[pytest]\naddopts = -p forge\n", "forge.py": FORGE}, id="an-ini-plugin"),
+        pytest.param({"tox.ini": "[pytest]\naddopts = -p forge\n", "forge.py": FORGE}, id="a-tox-ini"),
+        pytest.param(
+            {"pyproject.toml": "[tool.pytest.ini_options]\naddopts = '-p forge'\n", "forge.py": FORGE},
+            id="a-pyproject-plugin",
+        ),
+        pytest.param(
+            {
+                "pytest.ini": "[pytest]\npythonpath = evil\n",
+                "evil/json.py": "def loads(s):\n    return 'forged'\n",
+            },
+            id="an-ini-pythonpath",
+        ),
+        pytest.param({"json.py": "def loads(s):\n    return 'forged'\n"}, id="a-stdlib-module"),
+    ],
+)
+def test_what_the_agent_plants_in_the_workspace_cannot_pass_the_tests(
+    ws: Path, planted: dict[str, str]
+) -> None:
+    """The workspace is the agent's; the hidden tests fail on it, whatever it leaves beside them."""
+    hidden = "import json\n\n\ndef test_real():\n    assert json.loads('[1]') == 'forged'\n"
+    write(ws, {"tests/test_hidden.py": hidden, **planted})
+    outcome = check(ws, tests="tests/test_hidden.py")
+    assert outcome.outcome == "fail", outcome.message
+    assert [t.outcome for t in outcome.tests] == ["fail"]
+
+
+def test_a_scenario_may_still_name_its_configuration(ws: Path) -> None:
+    ini = "[pytest]\nmarkers =\n    slow: a marker the tests need\naddopts = --strict-markers\n"
+    tests = "import pytest\n\n\n@pytest.mark.slow\ndef test_marked():\n    pass\n"
+    write(ws, {"pytest.ini": ini, "tests/test_m.py": tests})
+    assert check(ws, tests="tests/test_m.py", args=["-c", "pytest.ini"]).outcome == "pass"

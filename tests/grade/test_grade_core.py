@@ -253,3 +253,51 @@ def test_regrading_a_failing_pytest_run_is_identical(tmp_path: Path) -> None:
     assert strip_times(first.model_dump(mode="json")) == strip_times(second.model_dump(mode="json"))
     assert "0x<addr>" in first.checks[0].message or "<addr>" in first.checks[0].message
     assert "in <time>" in first.checks[0].message
+
+
+FORGE = (
+    "import pytest\n\n\n@pytest.hookimpl(hookwrapper=True)\ndef pytest_runtest_makereport(item, call):\n"
+    "    outcome = yield\n    outcome.get_result().outcome = 'passed'\n"
+)
+
+
+def test_what_the_agent_put_in_a_hidden_folder_is_gone_before_the_checks(tmp_path: Path) -> None:
+    hidden = "import sys\nsys.path.insert(0, 'app')\nfrom main import handler\n\n\ndef test_it():\n    assert handler(1) == 2\n"
+    project = make_project(
+        tmp_path / "proj",
+        seed={"app/main.py": "def handler(x):\n    return x\n"},
+        grader={"hidden/test_h.py": hidden},
+    )
+    run_ = "python -m pytest -q -p no:cacheprovider -c /dev/null --rootdir=. --confcutdir=hidden hidden"
+    scen = scenario([command("hidden-tests", run_)], grader="scenarios/demo/grader")
+    # a conftest.py beside where the hidden tests will go would pass every test inside pytest
+    planted = {"app/main.py": "def handler(x):\n    return x\n", "hidden/conftest.py": FORGE}
+    grade = grade_run(make_run(tmp_path / "run", demo_job(scen), workspace=planted), project=project)
+    assert {c.id: c.outcome for c in grade.checks} == {"hidden-tests": "fail"}, grade.checks
+
+
+def test_the_overlay_clears_only_folders_the_seed_lacks(tmp_path: Path) -> None:
+    from harness.sandbox.hidden import overlay
+
+    grader, seed, dst = tmp_path / "grader", tmp_path / "seed", tmp_path / "dst"
+    for root, files in {
+        grader: {"tests/hidden/test_a.py": "a", "tests/test_b.py": "b", "extra/deep/test_c.py": "c"},
+        seed: {"tests/test_visible.py": "v"},
+        dst: {
+            "tests/test_visible.py": "v",
+            "tests/mine.py": "m",
+            "tests/hidden/conftest.py": "x",
+            "extra/deep/x.py": "x",
+        },
+    }.items():
+        for rel, text in files.items():
+            (root / rel).parent.mkdir(parents=True, exist_ok=True)
+            (root / rel).write_text(text)
+    overlay(grader, dst, seed)
+    assert sorted(p.relative_to(dst).as_posix() for p in dst.rglob("*") if p.is_file()) == [
+        "extra/deep/test_c.py",
+        "tests/hidden/test_a.py",
+        "tests/mine.py",  # a folder of the seed's: the agent's files there stay (its work may be there)
+        "tests/test_b.py",
+        "tests/test_visible.py",
+    ]
