@@ -37,7 +37,7 @@ from pathlib import Path
 
 from harness.artifacts.names import DISK_DIR
 from harness.sandbox import fdtree
-from harness.sandbox.identity import owner_pid
+from harness.sandbox.identity import owner_gone, owner_pid
 
 SOURCE = "assay-disk"
 """Prefix of every mount's source name (`assay-disk-p<pid>`, as /proc/self/mountinfo shows it)."""
@@ -103,16 +103,7 @@ def _unescape(field_: str) -> bytes:
 
 
 def _owner_gone(source: str) -> bool:
-    tail = source.rsplit("-p", 1)
-    if not source.startswith(SOURCE + "-p") or len(tail) != 2 or not tail[1].isdigit():
-        return False
-    try:
-        os.kill(int(tail[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
+    return source.startswith(SOURCE + "-p") and owner_gone(source)
 
 
 def sweep() -> list[bytes]:

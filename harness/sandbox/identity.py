@@ -76,6 +76,21 @@ def owner_pid() -> int:
     return _OWNER[0] if _OWNER else os.getpid()
 
 
+def owner_gone(name: str) -> bool:
+    """Whether the runner a mount or cgroup is named after (`...-p<pid>`, `owner_pid`) no longer
+    exists: what it left is then abandoned. False for a name no runner gave."""
+    tail = name.rsplit("-p", 1)
+    if len(tail) != 2 or not tail[1].isdigit():
+        return False
+    try:
+        os.kill(int(tail[1]), 0)
+    except ProcessLookupError:
+        return True
+    except OSError:
+        return False
+    return False
+
+
 def adopt(runner: int) -> None:
     """In a worker the runner forked: what this process makes belongs to `runner`."""
     _OWNER[:] = [runner]

@@ -13,6 +13,8 @@ import contextlib
 import os
 from pathlib import Path
 
+from harness.sandbox.identity import owner_gone
+
 CGROUP_V1 = Path("/sys/fs/cgroup")
 
 
@@ -32,20 +34,6 @@ _SWEPT: set[Path] = set()
 this one started)."""
 
 
-def _owner_gone(name: str) -> bool:
-    """Whether the harness process a cgroup is named after (`...-p<pid>`) no longer exists."""
-    tail = name.rsplit("-p", 1)
-    if len(tail) != 2 or not tail[1].isdigit():
-        return False  # not named by a harness process: leave it
-    try:
-        os.kill(int(tail[1]), 0)
-    except ProcessLookupError:
-        return True
-    except OSError:
-        return False
-    return False
-
-
 def _sweep(parent: Path) -> None:
     """Remove the cgroups a killed harness process left behind (its pid is gone). A cgroup that
     still holds a process cannot be removed (EBUSY), so nothing running is touched."""
@@ -54,7 +42,7 @@ def _sweep(parent: Path) -> None:
     _SWEPT.add(parent)
     with contextlib.suppress(OSError):
         for child in parent.iterdir():
-            if child.is_dir() and _owner_gone(child.name):
+            if child.is_dir() and owner_gone(child.name):
                 with contextlib.suppress(OSError):
                     child.rmdir()
 
