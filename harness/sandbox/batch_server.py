@@ -29,9 +29,8 @@ own; the caller then runs the commands one by one.
 import os  # (os and sys are loaded by the interpreter's start: no search of the path)
 import sys
 
-# Never the workspace's modules: `python -c` puts the working folder first on the path, and the
-# server imports (json to begin with) before it runs anything; a json.py the agent left there
-# would run in the server and could write its verdicts.
+# Never the workspace's modules: `python -c` puts the working folder first on the path, and a
+# json.py the agent left there would run in the server (json is its first import) and write verdicts.
 sys.path[:] = [p for p in sys.path if p not in ("", os.getcwd())]
 _BASELINE = frozenset(sys.modules)
 
@@ -128,11 +127,9 @@ def python_argv(argv: list[str], env: dict[str, str]) -> list[str] | None:
     if {k: v for k, v in env.items() if k.startswith(STARTUP)} != STARTUP_ENV:
         return None
     rest = argv[1:]
-    safe = rest[:1] == ["-P"]  # no unsafe path first on sys.path (Python 3.11's -P)
-    if safe:
-        rest = rest[1:]
+    flag, rest = (rest[:1], rest[1:]) if rest[:1] == ["-P"] else ([], rest)  # -P: no unsafe path first
     if rest and ((rest[0] == "-m" and len(rest) >= 2) or not rest[0].startswith("-")):
-        return ["-P", *rest] if safe else rest
+        return [*flag, *rest]
     return None
 
 
@@ -202,21 +199,18 @@ def become_python(args: list[str], env: dict[str, str]) -> int:
     main = types.ModuleType("__main__")
     main.__dict__["__builtins__"] = __builtins__
     sys.modules["__main__"] = main
-    safe = args[0] == "-P" or bool(env.get("PYTHONSAFEPATH"))  # -P: neither cwd nor the script's folder
-    args = args[1:] if args[0] == "-P" else args
+    safe, args = (True, args[1:]) if args[0] == "-P" else (bool(env.get("PYTHONSAFEPATH")), args)
     code = 0
     try:
         try:
             if args[0] == "-m":
                 sys.argv = ["-m", *args[2:]]
-                if not safe:
-                    sys.path.insert(0, os.getcwd())
+                sys.path[:0] = [] if safe else [os.getcwd()]
                 runpy._run_module_as_main(args[1], alter_argv=True)  # type: ignore[attr-defined]
             else:
                 script = os.path.abspath(args[0])  # as a fresh interpreter names its script
                 sys.argv = list(args)
-                if not safe:
-                    sys.path.insert(0, os.path.dirname(script))
+                sys.path[:0] = [] if safe else [os.path.dirname(script)]
                 with open(script, "rb") as fh:
                     source = fh.read()
                 main.__dict__.update({"__file__": script, "__cached__": None})
