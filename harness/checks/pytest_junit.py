@@ -29,14 +29,16 @@ from harness.checks import _proc
 from harness.checks.base import CheckContext, CheckError, Verdict, as_list, inside, param, sandbox_cwd
 from harness.checks.command import command_env, shell, tail
 
-JUNIT = 'exec 3>&1 1>&2; exec "$@" --junitxml=/dev/fd/3'
-"""Run "$@" with its stdout on stderr and its JUnit report on the original stdout."""
 SETUP_FAILED = 198
-JUNIT_SETUP = f'exec 3>&1 1>&2; "$0" -ec "$1" || exit {SETUP_FAILED}; shift; exec "$@" --junitxml=/dev/fd/3'
-"""JUNIT after the setup commands ($1, run by the same shell, $0); exit 198 when they fail."""
+SETUP = f'"$0" -ec "$1" 1>&2 || exit {SETUP_FAILED}; shift; exec "$@"'
+"""The setup commands ($1, run by the shell $0, their output on stderr), then "$@"; exit 198 when
+they fail. Without setup pytest's interpreter is the command itself: a batch server forks it."""
 
 BOOT = """\
 import os, sys
+os.dup2(1, 3)
+os.dup2(2, 1)
+sys.argv.append("--junitxml=/dev/fd/3")
 here = os.getcwd()
 sys.path[:] = [p for p in sys.path if p not in ("", here)] + [here]
 import json
@@ -49,7 +51,8 @@ import pytest
 sys.argv[0] = "pytest"
 sys.exit(pytest.console_main())
 """
-"""`python -m pytest` made safe to point at a workspace the agent wrote:
+"""`python -m pytest` made safe to point at a workspace the agent wrote, its JUnit report alone on
+stdout (fd 3 takes the original stdout, the terminal output goes to stderr):
 
 - the working folder goes LAST on sys.path (under `-m` it comes first): the workspace's modules
   stay importable by the tests, yet a `pytest.py`, `_pytest/` or `json.py` left there cannot
@@ -87,11 +90,9 @@ class PytestCheck:
         args = [str(a) for a in as_list(param(spec, "args"))]
         python = str(param(spec, "python", "python3"))
         setup = [str(c) for c in as_list(param(spec, "setup"))]
-        sh = shell()
-        pytest_args = [*PYTEST, *args, *tests]
-        argv = [sh, "-c", JUNIT, "pytest", python, *pytest_args]
+        argv = [python, *PYTEST, *args, *tests]
         if setup:
-            argv = [sh, "-c", JUNIT_SETUP, sh, "\n".join(setup), python, *pytest_args]
+            argv = [shell(), "-c", SETUP, shell(), "\n".join(setup), *argv]
         where = str(param(spec, "cwd", "."))
         if where.startswith("/"):  # a folder only the sandbox shows (the workdir, /tests)
             argv, cwd = sandbox_cwd(argv, where, ctx), workspace

@@ -112,14 +112,17 @@ def emit(row: dict[str, object]) -> None:
 
 
 def python_argv(argv: list[str], env: dict[str, str]) -> list[str] | None:
-    """The interpreter arguments when argv runs this interpreter with `-m mod` or a script, else None."""
+    """The interpreter arguments when argv runs this interpreter (by name or absolute path) with
+    `-m mod`, `-c code` or a script, else None."""
     if len(argv) >= 3 and os.path.basename(argv[0]) in ("bash", "sh", "dash") and argv[1] == "-c":
         if len(argv) != 3 or not _plain(argv[2]):
             return None
         argv = argv[2].split()
-    if len(argv) < 2 or "/" in argv[0] or not argv[0].startswith("python"):
+    if len(argv) < 2 or not os.path.basename(argv[0]).startswith("python"):
         return None
-    found = _which(argv[0], env.get("PATH", ""))
+    if "/" in argv[0] and not os.path.isabs(argv[0]):
+        return None
+    found = argv[0] if "/" in argv[0] else _which(argv[0], env.get("PATH", ""))
     if found is None or os.path.realpath(found) != os.path.realpath(sys.executable):
         return None
     if os.path.dirname(found) != os.path.dirname(sys.executable):
@@ -128,14 +131,15 @@ def python_argv(argv: list[str], env: dict[str, str]) -> list[str] | None:
         return None
     rest = argv[1:]
     flag, rest = (rest[:1], rest[1:]) if rest[:1] == ["-P"] else ([], rest)  # -P: no unsafe path first
-    if rest and ((rest[0] == "-m" and len(rest) >= 2) or not rest[0].startswith("-")):
+    if rest and ((rest[0] in ("-m", "-c") and len(rest) >= 2) or not rest[0].startswith("-")):
         return [*flag, *rest]
     return None
 
 
 def _plain(command: str) -> bool:
-    """A shell string that is nothing but words: no quoting, expansion, redirection or operator."""
-    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:,+@%- \t")
+    """A shell string that is nothing but words: no quoting, expansion, redirection or operator
+    (an `=` past the first word is a literal: only before the command does one assign)."""
+    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:,+@%=- \t")
     return bool(command.strip()) and set(command) <= allowed and "=" not in command.split()[0]
 
 
@@ -207,6 +211,10 @@ def become_python(args: list[str], env: dict[str, str]) -> int:
                 sys.argv = ["-m", *args[2:]]
                 sys.path[:0] = [] if safe else [os.getcwd()]
                 runpy._run_module_as_main(args[1], alter_argv=True)  # type: ignore[attr-defined]
+            elif args[0] == "-c":
+                sys.argv = ["-c", *args[2:]]
+                sys.path[:0] = [] if safe else [""]
+                exec(compile(args[1], "<string>", "exec"), main.__dict__)
             else:
                 script = os.path.abspath(args[0])  # as a fresh interpreter names its script
                 sys.argv = list(args)
@@ -218,9 +226,9 @@ def become_python(args: list[str], env: dict[str, str]) -> int:
         except SystemExit as exc:
             code = _exit_code(exc.code)
         except BaseException as exc:  # what the interpreter prints for an uncaught error
-            tb = exc.__traceback__
-            while tb is not None and tb.tb_frame.f_code.co_filename == "<string>":
-                tb = tb.tb_next  # the server's own frames: a fresh interpreter has none
+            # the first frame is this function's own, which a fresh interpreter has not (a `-c`
+            # command's frames are "<string>" as this server's are: the frame is skipped, not the name)
+            tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
             traceback.print_exception(type(exc), exc, tb)
             code = 1
         if "threading" in sys.modules:

@@ -8,17 +8,22 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
 
+import jinja2
 import pytest
+import yaml
 
 from compiler.contract import CheckSpec
-from harness.checks import CheckContext, run_checks
+from harness.checks import CheckContext, batching, run_checks
 from harness.checks.engine import scrub
+from harness.checks.pytest_junit import parse_junit
 from harness.sandbox import batch, proc
 from tests.checks.checks_util import write
+from tests.helpers import ROOT
 
 pytestmark = pytest.mark.skipif(not proc.pidns_available(), reason="no pid namespaces here: no batch")
 
@@ -125,6 +130,10 @@ def test_python_commands_fork_from_the_server_as_a_fresh_interpreter_would(ws: P
     commands = [
         batch.Command(("python", "sub/show.py", "a b"), env, 30),
         batch.Command(("python", "-m", "json.tool", "--help"), env, 30),
+        batch.Command(
+            (sys.executable, "-c", "import sys; print(sys.argv, sys.path[0]); 1 / 0", "x"), env, 30
+        ),
+        batch.Command(("bash", "-c", "python sub/show.py --opt=a=b -o key=value"), env, 30),
     ]
     got = batch.run_batch(commands, cwd=ws, launch=batch.Launch(None, False), output_cap=1 << 20)
     assert all(o is not None and o.forked for o in got), got
@@ -159,6 +168,38 @@ def test_a_forked_python_keeps_minus_p_as_a_fresh_one_would(ws: Path) -> None:
     assert got[0] is not None and (got[0].exit_code, got[0].stdout) == (0, b"json\n")
     assert got[1] is not None and got[1].exit_code == 1 and b"No module named show" in got[1].stderr
     assert got[2] is not None and got[2].exit_code == 1 and b"shadowed" in got[2].stderr
+
+
+def test_the_pytest_commands_a_suite_runs_fork_from_the_server(ws: Path) -> None:
+    # pytest is what the server preloads, so the two ways a suite runs it must fork: the built-in
+    # `pytest` kind and the example suite's `pytest` check kind (a shell string of `--opt=value`
+    # words). A fresh interpreter imports pytest at a cost larger than most test suites take.
+    write(ws, {"tests/test_a.py": "def test_ok():\n    assert 1\n\ndef test_bad():\n    assert 0, 'bad'\n"})
+    kind = yaml.safe_load((ROOT / "specs" / "checks" / "pytest.yaml").read_text())
+    checks = [
+        CheckSpec(id="built-in", kind="pytest", params={"tests": "tests"}),
+        CheckSpec(
+            id="suite",
+            kind="command",
+            params={"run": jinja2.Template(kind["run"]).render(path="tests"), "env": kind["env"], "exit": 0},
+        ),
+    ]
+    calls = [batching.plan(c, ws, CheckContext(env=ENV)) for c in checks]
+    commands = [batch.Command(c.argv, c.env, 60) for c in calls if c is not None]
+    got = batch.run_batch(
+        commands, cwd=ws, launch=batch.Launch(None, False), preload=["pytest"], output_cap=1 << 20
+    )
+    assert len(commands) == 2 and all(o is not None and o.forked for o in got), got
+    fresh = [subprocess.run(c.argv, cwd=ws, env=c.env, capture_output=True, check=False) for c in commands]
+    assert [o.exit_code for o in got if o] == [d.returncode for d in fresh] == [1, 1]
+    junit = [
+        [(c.id, c.outcome, c.message) for c in parse_junit(x.stdout.decode()) or []]
+        for x in (got[0], fresh[0])
+        if x is not None
+    ]
+    assert junit[0] == junit[1] and [c[1] for c in junit[0]] == ["pass", "fail"]
+    timeless = [re.sub(rb"in [0-9.]+s", b"", x.stdout) for x in (got[1], fresh[1]) if x is not None]
+    assert timeless[0] == timeless[1] and b"1 failed, 1 passed" in timeless[0]
 
 
 def test_the_workspace_modules_never_run_in_the_server(ws: Path) -> None:
