@@ -2,8 +2,9 @@
 
 A grader that grades run after run in the same scratch folder (`harness.grade.session`) keeps
 the batch server of each launch configuration (the folder the commands run in, the sandbox
-wrapper, the interpreter-level environment, what is preloaded) running between runs, instead of
-starting a sandbox, an interpreter and pytest for every run.
+wrapper, the interpreter-level environment) running between runs, instead of starting a sandbox,
+an interpreter and pytest for every run. A run that wants a module preloaded that its server has
+not gets a new server preloading both.
 
 The agent under test wrote what the commands run, so a server kept across runs must carry
 nothing from one run to the next (`batch_server.py`): it is the sandbox's init, which no process of
@@ -35,8 +36,9 @@ from harness.sandbox import batch
 from harness.sandbox.batch import Command, Launch, Outcome
 from harness.sandbox.spawn import Spawned, spawn
 
-LIMIT = 4
-"""Servers kept at once; past it the one used least recently is ended."""
+LIMIT = 8
+"""Servers kept at once; past it the one used least recently is ended (a matrix's cells mount
+different tools: a server each, which a smaller limit would end and start again run after run)."""
 SEND_S = 10.0
 """Time a server may take to read a frame."""
 SERVER_ENV = ("PATH", "TZ", "TMPDIR")
@@ -56,12 +58,19 @@ def server_env(env: Mapping[str, str]) -> dict[str, str]:
 class _Server:
     """One warm server: a sandbox whose init takes one run of commands after another."""
 
-    def __init__(self, process: Spawned) -> None:
+    def __init__(self, process: Spawned, preload: frozenset[str]) -> None:
         self.process = process
+        self.preload = preload
 
     @classmethod
     def start(
-        cls, argv: Sequence[str], *, cwd: Path, env: Mapping[str, str], config: dict[str, object]
+        cls,
+        argv: Sequence[str],
+        *,
+        cwd: Path,
+        env: Mapping[str, str],
+        config: dict[str, object],
+        preload: frozenset[str],
     ) -> _Server | str | None:
         """The server once it is ready; the reason when it refused; None when it did not start."""
         process = spawn(argv, cwd=cwd, env=env, namespaces=False)
@@ -69,7 +78,7 @@ class _Server:
             for line in process.lines(timeout_s=batch.STARTUP_S, cap=1 << 20):
                 row = batch.row_of(line)
                 if "ready" in row:
-                    return cls(process)
+                    return cls(process, preload)
                 if "refused" in row:
                     process.close()
                     return str(row["refused"])
@@ -126,18 +135,20 @@ class Servers:
         env = server_env(commands[0].env)
         identity = getattr(wrap, "identity", None)  # cheaper than building the sandbox's argv
         shown = identity() if callable(identity) else tuple(wrap(["assay-batch-server"]))
-        key: Key = (shown, str(cwd), tuple(sorted(env.items())), tuple(preload))
+        key: Key = (shown, str(cwd), tuple(sorted(env.items())))
         if key in self._refused:
             return None
+        wanted = frozenset(preload)
         server = self._live.pop(key, None)
-        if server is not None and not server.alive():
+        if server is not None and (not server.alive() or not wanted <= server.preload):
+            wanted |= server.preload  # one server per launch: the next preloads what both runs wanted
             server.close()
             server = None
         if server is None:
-            batch.compile_preload(preload)
-            config = batch.server_config(launch, preload, warm=True)
+            batch.compile_preload(sorted(wanted))
+            config = batch.server_config(launch, sorted(wanted), warm=True)
             argv = list(wrap([sys.executable, "-c", batch.server_source()]))
-            started = _Server.start(argv, cwd=cwd, env=env, config=config)
+            started = _Server.start(argv, cwd=cwd, env=env, config=config, preload=wanted)
             self.launches += 1
             if not isinstance(started, _Server):
                 if started is not None:

@@ -87,7 +87,11 @@ class Place:
         self.launch = batch.Launch(wrap=wrap, sandboxed=True, home=root / "home")
 
     def run(
-        self, servers: Servers, files: dict[str, str], *argvs: tuple[str, ...]
+        self,
+        servers: Servers,
+        files: dict[str, str],
+        *argvs: tuple[str, ...],
+        preload: tuple[str, ...] = ("pytest",),
     ) -> list[batch.Outcome | None]:
         for folder in (self.ws, self.home):  # what the session does before each run
             empty_tree(folder)
@@ -95,7 +99,7 @@ class Place:
             (self.ws / rel).write_text(text)
         hand_over(self.ws)
         commands = [batch.Command(argv, ENV, 60) for argv in argvs]
-        got = servers.run(commands, cwd=self.ws, launch=self.launch, preload=["pytest"], output_cap=1 << 20)
+        got = servers.run(commands, cwd=self.ws, launch=self.launch, preload=preload, output_cap=1 << 20)
         assert got is not None, servers.refused()
         return got
 
@@ -128,6 +132,19 @@ def test_a_server_kept_across_runs_carries_nothing_from_one_run_to_the_next(
         assert [_done(o) for o in second] == [(0, "clean\n"), (0, "")]
         assert second[0] is not None and second[0].forked  # the scan ran in a process forked from the server
         assert servers.launches == 1  # one sandbox served both runs
+
+
+@pytest.mark.parametrize("name", ISOLATIONS)
+def test_runs_that_want_more_or_less_preloaded_share_one_server(tmp_path: Path, name: str) -> None:
+    # a suite's runs alternate between checks that run pytest and checks that do not: one server
+    # per launch serves both, once it preloads what either wanted
+    place = Place(tmp_path, name)
+    show = ("python", "-c", "import sys; print('pytest' in sys.modules)")
+    with Servers() as servers:
+        got = [place.run(servers, {}, show, preload=want)[0] for want in ((), ("pytest",), (), ("pytest",))]
+        assert [_done(o)[0] for o in got] == [0, 0, 0, 0] and all(o is not None and o.forked for o in got)
+        assert servers.launches == 2  # the first server had no pytest; the second has it for every run
+        assert [_done(o)[1] for o in got] == ["False\n", "True\n", "True\n", "True\n"]
 
 
 @pytest.mark.parametrize("name", ISOLATIONS)
