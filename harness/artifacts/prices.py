@@ -14,13 +14,12 @@ providers report them, so they are not billed twice.
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import yaml
+from compiler.yamlio import read_plain
 
 PRICES_FILE = Path("specs") / "prices.yaml"
 KINDS = ("input", "output", "cache_read", "cache_write")
@@ -61,17 +60,10 @@ class PriceTable:
 def load_prices(project: Path | None) -> PriceTable | None:
     """The project's price table, or None when it has none.
 
-    Parsed once per version of the file: every grade prices its run, and parsing the YAML cost
-    more than the rest of a grade of a trivial run."""
+    Parsed once per version of the file (`read_plain`): every grade prices its run."""
     if project is None or not (project / PRICES_FILE).is_file():
         return None
-    st = (project / PRICES_FILE).stat()
-    return _load((project / PRICES_FILE).resolve(), st.st_mtime_ns, st.st_size)
-
-
-@functools.lru_cache(maxsize=16)
-def _load(path: Path, mtime_ns: int, size: int) -> PriceTable:
-    raw: Any = yaml.safe_load(path.read_text(encoding="utf-8"))
+    raw: Any = read_plain(project / PRICES_FILE)
     if not isinstance(raw, dict) or raw.get("kind") != "prices" or not isinstance(raw.get("models"), dict):
         raise PriceTableError(f"{PRICES_FILE}: expected kind: prices with a models map")
     if not raw.get("version"):

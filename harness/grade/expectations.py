@@ -23,11 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from compiler.yamlio import read_plain
 from harness.artifacts.grade_sections import ExpectationOutcome, Friction
 from harness.artifacts.run_view import RunView
 from harness.checks import events, snapshot, trace, transcript
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, Verdict, as_list
-from harness.grade.project import read_yaml
 
 EXPECTATIONS_DIR = Path("specs") / "expectations"
 PREDICATES = ("trace", "transcript", "events", "snapshot", "friction", "all", "any", "not")
@@ -50,7 +50,7 @@ def library(project: Path | None) -> dict[str, dict[str, Any]]:
     if project is None or not (project / EXPECTATIONS_DIR).is_dir():
         return found
     for path in sorted((project / EXPECTATIONS_DIR).glob("*.y*ml")):
-        raw = read_yaml(path)
+        raw = read_plain(path)
         if isinstance(raw, dict) and raw.get("kind") == "expectation" and raw.get("id"):
             found[str(raw["id"])] = raw
     return found

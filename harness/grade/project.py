@@ -8,15 +8,10 @@ is compiled, it grades by the run's own job.json.
 
 from __future__ import annotations
 
-import copy
-import functools
 import hashlib
 import json
 from functools import cache
 from pathlib import Path, PurePosixPath
-from typing import Any
-
-import yaml
 
 from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_job_file, load_manifest
 
@@ -81,19 +76,6 @@ def stale_inputs(project: Path | None) -> list[str]:
 @cache
 def _manifest(gen: Path, mtime_ns: int) -> Manifest:
     return load_manifest(gen)
-
-
-def read_yaml(path: Path) -> Any:
-    """A project file's YAML (the price table, an expectation), parsed once per version of the
-    file: grading a tree reads the same few files for every run, and parsing them cost more than
-    the rest of a grade of a trivial run. The caller gets its own copy."""
-    st = path.stat()
-    return copy.deepcopy(_yaml(path.resolve(), st.st_mtime_ns, st.st_size))
-
-
-@functools.lru_cache(maxsize=64)
-def _yaml(path: Path, mtime_ns: int, size: int) -> Any:
-    return yaml.safe_load(path.read_text(encoding="utf-8"))
 
 
 def project_dir(project: Path | None, relative: str | None) -> Path | None:

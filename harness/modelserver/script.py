@@ -25,8 +25,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field
+
+from compiler.yamlio import read_plain
 
 
 class ToolCall(BaseModel):
@@ -101,7 +102,7 @@ class Script(BaseModel):
 
 def load_script(path: Path) -> Script:
     """Read a YAML (or JSON) script file."""
-    raw = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    raw = read_plain(path) or {}
     return Script.model_validate(raw)
 
 

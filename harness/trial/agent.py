@@ -20,10 +20,9 @@ import sys
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 import adapters
 from compiler.contract import Job
+from compiler.yamlio import read_plain
 from harness.errors import UsageError
 from harness.plugins import Plugins
 from harness.trial.workspace import copy_tree
@@ -231,7 +230,7 @@ def _script(job: Job, project: Path, args: dict[str, Any]) -> dict[str, Any]:
         folder = (project / job.scenario.root).resolve()
         path = (folder / own).resolve()
         if path.is_file() and folder in path.parents:
-            script = yaml.safe_load(path.read_text(encoding="utf-8"))
+            script = read_plain(path)
             if isinstance(script, dict):
                 return script
     central = args.get("script")
@@ -239,7 +238,7 @@ def _script(job: Job, project: Path, args: dict[str, Any]) -> dict[str, Any]:
         found = _project_file(project, central)
         if found is None:
             raise UsageError(f"agent {job.agent.id!r}: script {central!r} not found under {project}")
-        script = yaml.safe_load(found.read_text(encoding="utf-8"))
+        script = read_plain(found)
         by_scenario = script.get("scenarios") if isinstance(script, dict) else None
         if isinstance(script, dict) and (
             "steps" in script
