@@ -10,11 +10,8 @@ by names, such as `negatives:`, where `x-keeps-newline` is just a name).
 
 from __future__ import annotations
 
-import copy
-import functools
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
 from typing import Any
 
 import yaml
@@ -25,20 +22,6 @@ Path_ = tuple[str | int, ...]
 """A key path inside a document: map keys and list indexes."""
 
 _BaseLoader: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-
-
-def read_plain(path: Path) -> Any:
-    """A YAML file read at run time (a scripted agent's script, a price table, an expectation) as
-    `yaml.safe_load` reads it, with libyaml where it is installed, and parsed once per version of
-    the file: a matrix reads the same few files for every trial, and parsing them in pure Python
-    had cost a trial more than its agent. The caller gets its own copy."""
-    st = path.stat()
-    return copy.deepcopy(_plain_file(path.resolve(), st.st_mtime_ns, st.st_size))
-
-
-@functools.lru_cache(maxsize=64)
-def _plain_file(path: Path, mtime_ns: int, size: int) -> Any:
-    return yaml.load(path.read_text(encoding="utf-8"), Loader=_BaseLoader)
 
 
 class _Composer(_BaseLoader):  # type: ignore[misc]

@@ -22,7 +22,9 @@ def _first_line() -> str:
 
 def test_the_first_line_installs_assay_and_the_readme_says_how_to_call_it() -> None:
     line = _first_line()
-    assert re.search(r"\.venv/bin/(uv )?pip install (-q )?(-p \.venv/bin/python )?-e (\.|'\.\[example\]') ", line), line
+    assert re.search(
+        r"\.venv/bin/(uv )?pip install (-q )?(-p \.venv/bin/python )?-e (\.|'\.\[example\]') ", line
+    ), line
     assert line.endswith(".venv/bin/nox -s demo"), line
     assert "`.venv/bin/assay --help`" in README
     pyproject = (ROOT / "pyproject.toml").read_text(encoding="utf-8")

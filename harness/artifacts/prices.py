@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.yamlio import read_plain
+from harness.artifacts.store import read_plain
 
 PRICES_FILE = Path("specs") / "prices.yaml"
 KINDS = ("input", "output", "cache_read", "cache_write")

@@ -1,18 +1,22 @@
 """Atomic writes and schema-checked reads: how every record reaches and leaves the disk.
 
 A reader sees a record's old content or its new content, never half of it, and a record
-written by a newer assay is refused with a message that says so rather than misread.
+written by a newer assay is refused with a message that says so rather than misread. The
+project's own YAML files that trials and grades read (`read_plain`) are parsed once per version.
 """
 
 from __future__ import annotations
 
+import copy
+import functools
 import json
 import os
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+import yaml
 from pydantic import BaseModel
 
 
@@ -21,6 +25,21 @@ class FutureSchemaError(ValueError):
 
 
 M = TypeVar("M", bound=BaseModel)
+_LOADER: type[Any] = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+
+
+def read_plain(path: Path) -> Any:
+    """A YAML file read at run time (a scripted agent's script, a price table, an expectation) as
+    `yaml.safe_load` reads it, with libyaml where it is installed, and parsed once per version of
+    the file: a matrix reads the same few files for every trial, and parsing them in pure Python
+    had cost a trial more than its agent. The caller gets its own copy."""
+    st = path.stat()
+    return copy.deepcopy(_plain_file(path.resolve(), st.st_mtime_ns, st.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _plain_file(path: Path, mtime_ns: int, size: int) -> Any:
+    return yaml.load(path.read_text(encoding="utf-8"), Loader=_LOADER)
 
 
 def write_atomic(path: Path, text: str, *, durable: bool = True) -> None:

@@ -23,9 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from compiler.yamlio import read_plain
 from harness.artifacts.grade_sections import ExpectationOutcome, Friction
 from harness.artifacts.run_view import RunView
+from harness.artifacts.store import read_plain
 from harness.checks import events, snapshot, trace, transcript
 from harness.checks.base import CheckContext, CheckError, CheckUnavailable, Verdict, as_list
 

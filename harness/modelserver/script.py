@@ -27,7 +27,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from compiler.yamlio import read_plain
+from harness.artifacts.store import read_plain
 
 
 class ToolCall(BaseModel):

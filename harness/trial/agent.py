@@ -22,7 +22,7 @@ from typing import Any
 
 import adapters
 from compiler.contract import Job
-from compiler.yamlio import read_plain
+from harness.artifacts.store import read_plain
 from harness.errors import UsageError
 from harness.plugins import Plugins
 from harness.trial.workspace import copy_tree

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from compiler.errors import Loc
-from compiler.yamlio import dotted, parse, read_plain
+from compiler.yamlio import dotted, parse
 
 
 def test_yaml12_scalars() -> None:
@@ -82,14 +80,3 @@ def test_alias_bomb_is_refused() -> None:
 def test_plain_aliases_are_fine() -> None:
     doc, errors = parse("a.yaml", "base: &b {x: 1}\nother: *b\n")
     assert errors == [] and doc.data == {"base": {"x": 1}, "other": {"x": 1}}
-
-
-def test_a_run_time_file_is_read_again_once_it_changes_and_each_caller_owns_its_copy(tmp_path: Path) -> None:
-    path = tmp_path / "script.yaml"
-    path.write_text("steps: [a, b]\nnetwork: off\n")
-    first = read_plain(path)
-    assert first == {"steps": ["a", "b"], "network": False}  # as yaml.safe_load reads it (YAML 1.1)
-    first["steps"].append("mine")
-    assert read_plain(path)["steps"] == ["a", "b"]
-    path.write_text("steps: [a, b, c]\n")  # another version: another size
-    assert read_plain(path) == {"steps": ["a", "b", "c"]}

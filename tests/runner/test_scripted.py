@@ -13,6 +13,7 @@ import pytest
 import yaml
 
 from compiler.contract import AgentSpec
+from harness.artifacts.store import read_plain
 from harness.modelserver import Script, ScriptedModelServer
 from harness.trial import run_trial
 from tests.helpers import bin_cell, make_job, none_cell
@@ -180,3 +181,14 @@ def test_ask_stops_on_a_refusal_unless_told_to_go_on(tmp_path: Path) -> None:
         go_on = [{"ask": {"text": "go", "on_error": "continue"}}, {"answer": {"after": True}}]
         code, _ = _agent(tmp_path, {"steps": go_on}, args=args)
         assert code == 0 and (tmp_path / "answer.json").exists()
+
+
+def test_a_script_is_read_again_once_it_changes_and_each_caller_owns_its_copy(tmp_path: Path) -> None:
+    path = tmp_path / "script.yaml"
+    path.write_text("steps: [a, b]\nnetwork: off\n")
+    first = read_plain(path)
+    assert first == {"steps": ["a", "b"], "network": False}  # as yaml.safe_load reads it (YAML 1.1)
+    first["steps"].append("mine")
+    assert read_plain(path)["steps"] == ["a", "b"]
+    path.write_text("steps: [a, b, c]\n")  # another version: another size
+    assert read_plain(path) == {"steps": ["a", "b", "c"]}
