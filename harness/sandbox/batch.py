@@ -75,9 +75,11 @@ class Launch(NamedTuple):
 @functools.cache
 def server_source() -> str:
     """The server's code, passed to `python -c` (the sandbox need not see assay's sources): the
-    protocol (`batch_server.py`), then the resets (`batch_reset.py`), then the call of its main."""
+    protocol (`batch_server.py`), the resets (`batch_reset.py`), the forked interpreters
+    (`batch_python.py`), then the call of its main."""
     here = Path(__file__).parent
-    parts = [(here / name).read_text(encoding="utf-8") for name in ("batch_server.py", "batch_reset.py")]
+    names = ("batch_server.py", "batch_reset.py", "batch_python.py")
+    parts = [(here / name).read_text(encoding="utf-8") for name in names]
     return "\n".join([*parts, "main()\n"])
 
 

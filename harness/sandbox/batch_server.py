@@ -1,7 +1,7 @@
 """The inside of a command batch: one sandbox launch runs several commands in turn.
 
-Run with `batch_reset.py` after it as the source of `python -c` inside the sandbox
-(`harness.sandbox.batch.server_source`), never imported there: the standard library only, and
+Run with `batch_reset.py` and `batch_python.py` after it as the source of `python -c` inside the
+sandbox (`harness.sandbox.batch.server_source`), never imported there: the standard library only, and
 nothing in the commands' `sys.modules` that a fresh interpreter would not have. It reads frames on
 stdin (ten digits of length, then a JSON document): its configuration, then a run of commands (a
 server kept across runs: one per run); it writes one JSON line per command on stdout as each ends.
@@ -75,17 +75,16 @@ _preload([str(n) for n in CONFIG.get("preload") or []])  # type: ignore[attr-def
 _KEEP = frozenset(sys.modules)
 
 import base64  # noqa: E402
-import contextlib  # noqa: E402
 import ctypes  # noqa: E402
 import gc  # noqa: E402
 import json  # noqa: E402
 import select  # noqa: E402
 import signal  # noqa: E402
 import time  # noqa: E402
-import types  # noqa: E402
 from typing import TYPE_CHECKING  # noqa: E402
 
-if TYPE_CHECKING:  # the second half of the program (see the docstring)
+if TYPE_CHECKING:  # the rest of the program (see the docstring)
+    from harness.sandbox.batch_python import become_python, python_argv
     from harness.sandbox.batch_reset import (
         Entry,
         TooBig,
@@ -101,57 +100,12 @@ _LIBC = ctypes.CDLL(None, use_errno=True)
 PR_SET_DUMPABLE = 4
 PR_SET_CHILD_SUBREAPER = 36
 CHUNK = 1 << 16
-STARTUP = ("PYTHON", "LANG", "LC_")
-"""Environment variables read when an interpreter starts: a fork needs the server's own values."""
 
 
 def emit(row: dict[str, object]) -> None:
     data = (json.dumps(row) + "\n").encode()
     while data:
         data = data[os.write(1, data) :]
-
-
-def python_argv(argv: list[str], env: dict[str, str]) -> list[str] | None:
-    """The interpreter arguments when argv runs this interpreter (by name or absolute path) with
-    `-m mod`, `-c code` or a script, else None."""
-    if len(argv) >= 3 and os.path.basename(argv[0]) in ("bash", "sh", "dash") and argv[1] == "-c":
-        if len(argv) != 3 or not _plain(argv[2]):
-            return None
-        argv = argv[2].split()
-    if len(argv) < 2 or not os.path.basename(argv[0]).startswith("python"):
-        return None
-    if "/" in argv[0] and not os.path.isabs(argv[0]):
-        return None
-    found = argv[0] if "/" in argv[0] else _which(argv[0], env.get("PATH", ""))
-    if found is None or os.path.realpath(found) != os.path.realpath(sys.executable):
-        return None
-    if os.path.dirname(found) != os.path.dirname(sys.executable):
-        return None  # another environment built on the same interpreter
-    if {k: v for k, v in env.items() if k.startswith(STARTUP)} != STARTUP_ENV:
-        return None
-    rest = argv[1:]
-    flag, rest = (rest[:1], rest[1:]) if rest[:1] == ["-P"] else ([], rest)  # -P: no unsafe path first
-    if rest and ((rest[0] in ("-m", "-c") and len(rest) >= 2) or not rest[0].startswith("-")):
-        return [*flag, *rest]
-    return None
-
-
-def _plain(command: str) -> bool:
-    """A shell string that is nothing but words: no quoting, expansion, redirection or operator
-    (an `=` past the first word is a literal: only before the command does one assign)."""
-    allowed = set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_./:,+@%=- \t")
-    return bool(command.strip()) and set(command) <= allowed and "=" not in command.split()[0]
-
-
-def _which(name: str, path: str) -> str | None:
-    for folder in path.split(os.pathsep):
-        candidate = os.path.join(folder or ".", name)
-        if os.path.isfile(candidate) and os.access(candidate, os.X_OK):
-            return candidate
-    return None
-
-
-STARTUP_ENV = {k: v for k, v in os.environ.items() if k.startswith(STARTUP)}
 
 
 def child(cmd: dict[str, object], out_w: int, err_w: int, forked: list[str] | None, home: str | None) -> None:
@@ -185,69 +139,6 @@ def child(cmd: dict[str, object], out_w: int, err_w: int, forked: list[str] | No
         code = become_python(forked, env)
     finally:
         os._exit(code)
-
-
-def become_python(args: list[str], env: dict[str, str]) -> int:
-    """Run `python <args>` in this (forked) interpreter as a fresh one would; the exit status."""
-    import atexit
-    import runpy
-    import traceback
-
-    os.environ.clear()
-    os.environ.update(env)
-    sys.dont_write_bytecode = bool(env.get("PYTHONDONTWRITEBYTECODE"))
-    for name in [m for m in sys.modules if m not in _KEEP]:
-        del sys.modules[name]
-    if "random" in sys.modules:
-        sys.modules["random"].seed()
-    main = types.ModuleType("__main__")
-    main.__dict__["__builtins__"] = __builtins__
-    sys.modules["__main__"] = main
-    safe, args = (True, args[1:]) if args[0] == "-P" else (bool(env.get("PYTHONSAFEPATH")), args)
-    code = 0
-    try:
-        try:
-            if args[0] == "-m":
-                sys.argv = ["-m", *args[2:]]
-                sys.path[:0] = [] if safe else [os.getcwd()]
-                runpy._run_module_as_main(args[1], alter_argv=True)  # type: ignore[attr-defined]
-            elif args[0] == "-c":
-                sys.argv = ["-c", *args[2:]]
-                sys.path[:0] = [] if safe else [""]
-                exec(compile(args[1], "<string>", "exec"), main.__dict__)
-            else:
-                script = os.path.abspath(args[0])  # as a fresh interpreter names its script
-                sys.argv = list(args)
-                sys.path[:0] = [] if safe else [os.path.dirname(script)]
-                with open(script, "rb") as fh:
-                    source = fh.read()
-                main.__dict__.update({"__file__": script, "__cached__": None})
-                exec(compile(source, script, "exec"), main.__dict__)  # the check's own script
-        except SystemExit as exc:
-            code = _exit_code(exc.code)
-        except BaseException as exc:  # what the interpreter prints for an uncaught error
-            # the first frame is this function's own, which a fresh interpreter has not (a `-c`
-            # command's frames are "<string>" as this server's are: the frame is skipped, not the name)
-            tb = exc.__traceback__.tb_next if exc.__traceback__ is not None else None
-            traceback.print_exception(type(exc), exc, tb)
-            code = 1
-        if "threading" in sys.modules:
-            sys.modules["threading"]._shutdown()
-        atexit._run_exitfuncs()
-    finally:
-        for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(Exception):  # a closed stream flushes nothing
-                stream.flush()
-    return code
-
-
-def _exit_code(value: object) -> int:
-    if value is None:
-        return 0
-    if isinstance(value, int):
-        return value & 0xFF
-    print(value, file=sys.stderr)
-    return 1
 
 
 def run_one(cmd: dict[str, object], home: str | None, signal_base: int) -> dict[str, object]:
