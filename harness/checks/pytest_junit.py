@@ -92,7 +92,8 @@ class PytestCheck:
         setup = [str(c) for c in as_list(param(spec, "setup"))]
         argv = [python, *PYTEST, *args, *tests]
         if setup:
-            argv = [shell(), "-c", SETUP, shell(), "\n".join(setup), *argv]
+            sh = shell()
+            argv = [sh, "-c", SETUP, sh, "\n".join(setup), *argv]
         where = str(param(spec, "cwd", "."))
         if where.startswith("/"):  # a folder only the sandbox shows (the workdir, /tests)
             argv, cwd = sandbox_cwd(argv, where, ctx), workspace
