@@ -26,6 +26,9 @@ from pathlib import Path
 
 from harness.artifacts.names import LOCK_FILE, SCRATCH_DIR
 
+SHM = "/dev/shm"
+"""The machine's shared-memory tmpfs (`host_tmp(memory=True)`)."""
+
 
 class TreeBusy(Exception):
     """Another runner holds the run tree."""
@@ -100,14 +103,20 @@ def _fresh_scratch(root: Path) -> Path:
     return mine
 
 
-def host_tmp(kind: str) -> Path:
+def host_tmp(kind: str, *, memory: bool = False) -> Path:
     """A short private folder in the machine's temp dir for what must stay short or outlive one
     tree (a Unix socket's folder, the per-process /etc copy): `assay-<kind>-<pid>-*`.
+
+    memory: in /dev/shm (a tmpfs) where this machine has one to write in, for small files made
+    and removed once per process: there a file costs no inode of a disk, which on some filesystems
+    (ext4 without a journal) means a scan past every inode freed in the last minutes.
 
     Folders of the same kind left by a process that no longer lives (a SIGKILL skips every
     cleanup) are removed first, so kills do not pile them up.
     """
     base = Path(os.environ.get("TMPDIR") or "/tmp")
+    if memory and os.path.isdir(SHM) and os.access(SHM, os.W_OK | os.X_OK):
+        base = Path(SHM)
     for old in base.glob(f"assay-{kind}-*-*"):
         pid = old.name.split("-")[2]
         if pid.isdigit() and int(pid) != os.getpid() and not _alive(int(pid)):

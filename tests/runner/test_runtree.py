@@ -158,6 +158,25 @@ def test_scratch_lives_in_the_tree_and_a_dead_holders_is_emptied(tmp_path: Path)
     assert not scratch.exists()
 
 
+def test_host_folders_made_once_per_process_live_in_memory_and_a_dead_ones_go(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    shm = tmp_path / "shm"
+    shm.mkdir()
+    monkeypatch.setattr(lock, "SHM", str(shm))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    dead = shm / "assay-etc-99999999-x"
+    dead.mkdir()
+    made = lock.host_tmp("etc", memory=True)
+    assert made.parent == shm and made.name.startswith(f"assay-etc-{os.getpid()}-")
+    assert (made.stat().st_mode & 0o777) == 0o700
+    assert not dead.exists()  # its process is gone
+    assert lock.host_tmp("gw").parent == tmp_path / "tmp"  # a socket's folder stays in TMPDIR
+    monkeypatch.setattr(lock, "SHM", str(tmp_path / "no-shm"))  # no tmpfs here: the temp dir serves
+    assert lock.host_tmp("etc", memory=True).parent == tmp_path / "tmp"
+
+
 @pytest.mark.parametrize(
     ("argv", "needle"),
     [

@@ -168,7 +168,7 @@ def _root_steps(spec: SandboxSpec, *, own_cwd: bool) -> list[str]:
     if not ids.switched or not own:
         return []
     chown = shutil.which("chown") or "chown"
-    return [f"{chown} -hR --from=0 {ids.uid}:{ids.gid} -- {' '.join(own)}"]
+    return [f"{chown} -hR --from=+0 +{ids.uid}:+{ids.gid} -- {' '.join(own)}"]  # +: numeric, no NSS lookup
 
 
 def _seccomp_redirect() -> str:

@@ -101,7 +101,7 @@ def filter_file() -> Path | None:
     from harness.artifacts.lock import host_tmp
 
     # In the machine's temp dir, not tempfile's: a runs tree's scratch (lock.hold) goes with its run.
-    folder = host_tmp("seccomp")
+    folder = host_tmp("seccomp", memory=True)
     atexit.register(shutil.rmtree, folder, True)
     path = folder / "userns.bpf"
     path.write_bytes(code)

@@ -106,7 +106,7 @@ def etc_snapshot() -> Path:
     from harness.artifacts.lock import host_tmp
     from harness.sandbox.pathsafe import copy_tree
 
-    folder = host_tmp("etc")
+    folder = host_tmp("etc", memory=True)
     atexit.register(shutil.rmtree, folder, True)
     for name in ETC_FILES:
         src = Path("/etc") / name

@@ -85,7 +85,7 @@ def _script(spec: SandboxSpec, root: Path) -> str:
     own = [m.src for m in spec.mounts if m.writable] + [o.upper for o in spec.overlays]
     if ids.switched and (own or spec.bind_cwd):
         targets = " ".join([*(['"$(pwd -P)"'] if spec.bind_cwd else []), *(shlex.quote(str(p)) for p in own)])
-        lines.append(f"{_tool('chown')} -hR --from=0 {ids.uid}:{ids.gid} -- {targets}")
+        lines.append(f"{_tool('chown')} -hR --from=+0 +{ids.uid}:+{ids.gid} -- {targets}")
     lines.append(f"{mount} -t tmpfs -o mode=755,nosuid,nodev assay-root {shlex.quote(r)}")
     view = toolchain()
     for entry in (e for e in view if not below_private_tmp(e)):
