@@ -5,7 +5,9 @@ overhead by stage, grading throughput, and the README's demo and test command on
    project's control cell (none/none/off) with its canaries -- as `assay matrix` from start to
    the last grade, parallel 4; then Inspect AI's 200 local-sandbox samples (one exec and a
    mock model each), `inspect eval` from start to end, 4 at once and all at once; in turns,
-   `--rounds` times. Prints each and the ratio of the medians (against Inspect's faster setting).
+   `--rounds` times. Prints each and the ratio of the medians (against Inspect's faster setting);
+   for reference, also assay on the same trials without a sandbox (`isolation: none`), which
+   tells what the sandbox costs from what the rest of the harness does.
 2. Overhead: the same trial run serially in this process (isolation auto), run and grade;
    the median per trial and its breakdown by stage (run.json `timings_s`, the record, the grade).
 3. Grading throughput: the example suite's runs graded by 2 workers (benchmarks/bench_grade.py).
@@ -53,7 +55,20 @@ scenarios: [perf-trivial]
 trials: {trials}
 parallel: 4
 seed: 1
+default: true
 """
+BARE = """\
+kind: matrix
+id: perf-bare
+agents: [noop]
+factors: {{ tool: [none], knowledge: [none], network: [off] }}
+scenarios: [perf-trivial]
+trials: {trials}
+parallel: 4
+options: {{ isolation: none }}
+seed: 1
+"""
+"""The same trials without a sandbox: a reference line, to tell the sandbox's cost from the rest."""
 SCENARIO = """\
 kind: scenario
 id: perf-trivial
@@ -81,6 +96,7 @@ def trivial_project(dest: Path, trials: int) -> Path:
     for rel in ("specs/project.yaml", "specs/prices.yaml", "specs/agents/noop.yaml"):
         shutil.copy(ROOT / rel, dest / rel)
     (dest / "specs" / "matrices" / "perf.yaml").write_text(MATRIX.format(trials=trials))
+    (dest / "specs" / "matrices" / "perf-bare.yaml").write_text(BARE.format(trials=trials))
     scenario = dest / "scenarios" / "perf-trivial"
     (scenario / "seed" / "app").mkdir(parents=True)
     (scenario / "scenario.yaml").write_text(SCENARIO)
@@ -112,6 +128,7 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
     """assay and Inspect AI in turns (`--rounds`): a change of load hits both alike; the ratio of the
     medians, against Inspect's faster setting (as many at once as assay, or all at once)."""
     ours: list[float] = []
+    bare: list[float] = []
     theirs: dict[int, list[float]] = {}
     for round_ in range(1, args.rounds + 1):
         before = load()
@@ -122,6 +139,11 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
             f"assay matrix --parallel {args.parallel}, start to last grade: {ours[-1]:.1f} s "
             f"({1000 * ours[-1] / args.trials:.0f} ms/trial; {before})"
         )
+        before = load()
+        bare.append(
+            assay(project, "matrix", "perf-bare", "--parallel", str(args.parallel), "--runs", str(runs))
+        )
+        print(f"  reference: the same trials without a sandbox (isolation none): {bare[-1]:.1f} s ({before})")
         if not args.inspect:
             print("Inspect AI: not measured (--inspect PY)")
             return
@@ -139,7 +161,8 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
     print(
         f"ratio assay/Inspect, medians of {args.rounds} round(s), Inspect's faster setting: "
         f"{statistics.median(ours) / best:.2f} (goal <= 0.5); "
-        f"by round: {', '.join(f'{r:.2f}' for r in paired)}"
+        f"by round: {', '.join(f'{r:.2f}' for r in paired)}; without a sandbox (reference) "
+        f"{statistics.median(bare) / best:.2f}"
     )
 
 
