@@ -92,6 +92,14 @@ def _pdeathsig_prefix() -> tuple[str, ...]:
     return (setpriv, "--pdeathsig", "KILL") if done.returncode == 0 else ()
 
 
+def warm() -> None:
+    """Find out, once, what this machine's launcher can do (a pid namespace, a parent-death
+    signal): each answer costs a process start, and threads that first ask at the same moment
+    would each pay it. Called before a pool starts, so its workers inherit the answers."""
+    pidns_available()
+    _pdeathsig_prefix()
+
+
 def launcher_argv(
     argv: Sequence[str],
     *,

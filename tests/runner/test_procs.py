@@ -57,6 +57,17 @@ def test_never_forked_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch)
         other.join()
 
 
+def test_the_launcher_is_probed_before_the_pool_starts_not_by_each_thread() -> None:
+    from harness.batch.executor.task import warm
+    from harness.sandbox import proc
+
+    proc.pidns_available.cache_clear()
+    proc._pdeathsig_prefix.cache_clear()
+    warm("none")  # what the runner does before it forks (threads asking at once would each probe)
+    assert proc.pidns_available.cache_info().currsize == 1
+    assert proc._pdeathsig_prefix.cache_info().currsize == 1
+
+
 @pytest.mark.slow
 def test_trials_run_in_forked_workers_and_every_outcome_comes_back(project: Path, tmp_path: Path) -> None:
     marker = f"1.{os.getpid()}"

@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from compiler.contract import Job
 from harness.artifacts.records import RunRecord, read_run
+from harness.sandbox import proc
 from harness.sandbox.isolation import select
 from harness.trial import faults, run_trial
 
@@ -106,6 +107,7 @@ def warm(isolation: str) -> None:
     25 s each where one takes 1 s)."""
     with _PROBE_LOCK:
         select(isolation)
+        proc.warm()
 
 
 IO_ERROR = "io-error"
