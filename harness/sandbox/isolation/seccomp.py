@@ -100,7 +100,7 @@ def filter_file() -> Path | None:
         return None
     from harness.artifacts.lock import host_tmp
 
-    # In the machine's temp dir, not tempfile's: a runs tree's scratch (lock.hold) goes with its run.
+    # In /dev/shm or the machine's temp dir, not tempfile's: a runs tree's scratch (lock.hold) goes with its run.
     folder = host_tmp("seccomp", memory=True)
     atexit.register(shutil.rmtree, folder, True)
     path = folder / "userns.bpf"
