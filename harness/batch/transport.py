@@ -189,19 +189,35 @@ def pack_tree(project: Path, rel: str) -> bytes:
     return buffer.getvalue()
 
 
+_CLEARED = stat.S_ISUID | stat.S_ISGID | stat.S_ISVTX | stat.S_IWGRP | stat.S_IWOTH
+"""Mode bits never extracted: the harness unpacks as root, and the files are the agent's."""
+_OUR_CHECKS = {"filter": "fully_trusted"} if hasattr(tarfile, "fully_trusted_filter") else {}
+"""extractall's own filter off (where this Python has one): `_safe_members` checks every member,
+the same on every Python 3.11 (3.11.2 has no filters; 3.14's default refuses absolute symlinks,
+which a workspace's virtualenv holds and a local run keeps as they are)."""
+
+
 def _safe_members(tar: tarfile.TarFile) -> Iterator[tarfile.TarInfo]:
-    """Members that land inside the destination: no absolute names, no `..`, nothing below a link."""
+    """Members that land inside the destination: no absolute names, no `..`, nothing below a link,
+    no name twice (a file after a link of its name would be written through it), no setuid,
+    setgid, sticky or group/other write bits. A symlink's target is kept as it is (it is data:
+    nothing is written through it, and readers of a run never follow one)."""
     links: set[PurePosixPath] = set()
+    seen: set[PurePosixPath] = set()
     for info in tar:
         name = PurePosixPath(info.name)
         if name.is_absolute() or ".." in name.parts:
             raise TransportError(f"archive member escapes its folder: {info.name!r}")
         if any(parent in links for parent in name.parents):
             raise TransportError(f"archive member lies below a symlink: {info.name!r}")
+        if name in seen:
+            raise TransportError(f"archive member appears twice: {info.name!r}")
+        seen.add(name)
         if info.issym():
             links.add(name)
         elif info.islnk() or not (info.isfile() or info.isdir()):
             raise TransportError(f"archive member of unsupported type: {info.name!r}")
+        info.mode &= ~_CLEARED
         yield info
 
 
@@ -223,7 +239,7 @@ def unpack(data: bytes, dest: Path, *, hold: str | None = None) -> bytes | None:
                 held = extracted.read() if extracted is not None else b""
             else:
                 members.append(info)
-        tar.extractall(dest, members=members, filter="tar")
+        tar.extractall(dest, members=members, **_OUR_CHECKS)  # type: ignore[arg-type]
     return held
 
 

@@ -142,6 +142,8 @@ def _tar(*members: tuple[str, bytes | None, str | None]) -> bytes:
         ([("../evil", b"x", None), ("run.json", b"{}", None)], "escapes"),
         ([("/abs", b"x", None), ("run.json", b"{}", None)], "escapes"),
         ([("ws", None, "/etc"), ("ws/passwd", b"x", None), ("run.json", b"{}", None)], "below a symlink"),
+        ([("pw", None, "/etc/passwd"), ("pw", b"x", None), ("run.json", b"{}", None)], "twice"),
+        ([("pw", None, "/etc/passwd"), ("./pw", b"x", None), ("run.json", b"{}", None)], "twice"),
     ],
 )
 def test_hostile_archives_are_refused(
@@ -150,3 +152,19 @@ def test_hostile_archives_are_refused(
     with pytest.raises(TransportError, match=message):
         install_run(_tar(*members), tmp_path / "runs" / "trial-01")
     assert not (tmp_path / "runs" / "trial-01").exists()
+
+
+def test_an_agents_links_come_back_as_links_and_no_setuid_bit_comes_back(tmp_path: Path) -> None:
+    run = _run_dir(tmp_path, "links")
+    venv = run / "workspace" / ".venv" / "bin"
+    venv.mkdir(parents=True)
+    (venv / "python").symlink_to("/usr/bin/python3")  # what `python -m venv` makes
+    (run / "workspace" / "up").symlink_to("../../../outside")
+    tool = run / "workspace" / "tool"
+    tool.write_text("#!/bin/sh\n")
+    tool.chmod(0o6777)
+    dest = tmp_path / "runs" / "trial-01"
+    install_run(pack_run(run), dest)
+    assert os.readlink(dest / "workspace/.venv/bin/python") == "/usr/bin/python3"
+    assert os.readlink(dest / "workspace/up") == "../../../outside"
+    assert oct((dest / "workspace/tool").stat().st_mode & 0o7777) == oct(0o755)
