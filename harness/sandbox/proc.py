@@ -66,9 +66,18 @@ class ProcResult:
     """Resource limits the command hit (memory, pids, file_size, cpu, workspace), set by the launcher."""
 
 
-@functools.cache
+_PROBING = threading.Lock()
+"""Held while the launcher's probes are first answered: threads that ask at once start one probe."""
+
+
 def pidns_available() -> bool:
     """True when commands can run as pid 1 of a new pid namespace here."""
+    with _PROBING:
+        return _pidns_probe()
+
+
+@functools.cache
+def _pidns_probe() -> bool:
     if shutil.which("unshare") is None:
         return False
     try:
@@ -83,8 +92,13 @@ def pidns_available() -> bool:
     return done.returncode == 0
 
 
-@functools.cache
 def _pdeathsig_prefix() -> tuple[str, ...]:
+    with _PROBING:
+        return _pdeathsig_probe()
+
+
+@functools.cache
+def _pdeathsig_probe() -> tuple[str, ...]:
     setpriv = shutil.which("setpriv")
     if setpriv is None:
         return ()
@@ -93,9 +107,8 @@ def _pdeathsig_prefix() -> tuple[str, ...]:
 
 
 def warm() -> None:
-    """Find out, once, what this machine's launcher can do (a pid namespace, a parent-death
-    signal): each answer costs a process start, and threads that first ask at the same moment
-    would each pay it. Called before a pool starts, so its workers inherit the answers."""
+    """Find out what this machine's launcher can do (a pid namespace, a parent-death signal)
+    before a pool starts, so its forked workers inherit the answers instead of each probing."""
     pidns_available()
     _pdeathsig_prefix()
 

@@ -57,15 +57,41 @@ def test_never_forked_while_another_thread_runs(monkeypatch: pytest.MonkeyPatch)
         other.join()
 
 
-def test_the_launcher_is_probed_before_the_pool_starts_not_by_each_thread() -> None:
+def test_the_launcher_is_probed_once_before_the_pool_starts_however_many_threads_ask(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    import shutil
+    import subprocess
+
     from harness.batch.executor.task import warm
     from harness.sandbox import proc
 
-    proc.pidns_available.cache_clear()
-    proc._pdeathsig_prefix.cache_clear()
-    warm("none")  # what the runner does before it forks (threads asking at once would each probe)
-    assert proc.pidns_available.cache_info().currsize == 1
-    assert proc._pdeathsig_prefix.cache_info().currsize == 1
+    started: list[str] = []
+    real = subprocess.run
+
+    def counted(argv: list[str], **kwargs: object) -> object:
+        started.append(os.path.basename(argv[0]))
+        time.sleep(0.05)  # a slow probe: every thread asks while the first still waits for it
+        return real(argv, **kwargs)  # type: ignore[call-overload]
+
+    expected = sorted(name for name in ("setpriv", "unshare") if shutil.which(name))
+    proc._pidns_probe.cache_clear()
+    proc._pdeathsig_probe.cache_clear()
+    monkeypatch.setattr(subprocess, "run", counted)
+    threads = [threading.Thread(target=proc.pidns_available) for _ in range(4)]
+    threads += [threading.Thread(target=proc._pdeathsig_prefix) for _ in range(4)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    assert sorted(started) == expected  # one probe each, not one per thread
+    proc._pidns_probe.cache_clear()
+    proc._pdeathsig_probe.cache_clear()
+    started.clear()
+    warm("none")  # what the runner does before it forks: the workers inherit both answers
+    proc.pidns_available()
+    proc._pdeathsig_prefix()
+    assert sorted(started) == expected
 
 
 @pytest.mark.slow
