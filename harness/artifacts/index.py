@@ -17,6 +17,7 @@ Concurrent writers (two grading workers, a report) are serialised by SQLite's lo
 
 from __future__ import annotations
 
+import json
 import os
 import sqlite3
 import threading
@@ -26,11 +27,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from harness.artifacts.index_db import LAYOUT, connect, create, quote, read_layout, write
+from harness.artifacts.index_db import LAYOUT, connect, create, quote, read_layout, touch, write
 from harness.artifacts.index_rows import Row, Scenarios, read_row
 from harness.artifacts.index_scan import known, scan
 from harness.artifacts.index_scan import locate as locate  # where every writer and reader finds it
-from harness.artifacts.names import INDEX_FILE, RUN_FILE
+from harness.artifacts.names import GRADE_FILE, INDEX_FILE, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
 BATCH = 5000
@@ -298,6 +299,68 @@ def record(run_dir: Path) -> int:
         except sqlite3.Error:
             continue
     return written
+
+
+def record_listing(run_dir: Path) -> int:
+    """After a derived file (its page, view.html) appeared in run_dir: the folder's mtime and listing
+    in every index above it whose row still holds the run.json and grade.json on disk (same size
+    and mtime); elsewhere the whole row (`record`). How many indexes were written.
+
+    The records are not read again: a page costs its index a stat and an UPDATE, not a second
+    parse of both records (the grade that came just before wrote them)."""
+    run_dir = run_dir.resolve()
+    try:
+        now = {
+            name: (st.st_size, st.st_mtime_ns)
+            for name in (RUN_FILE, GRADE_FILE)
+            if (st := _stat(run_dir / name)) is not None
+        }
+        dir_st = os.stat(run_dir)
+        listing = json.dumps(sorted(n for n in os.listdir(run_dir) if not n.startswith(".")))
+    except OSError:
+        return 0
+    written = 0
+    for folder in run_dir.parents:
+        path = folder / INDEX_FILE
+        if not path.is_file():
+            continue
+        rel = run_dir.relative_to(folder).as_posix()
+        try:
+            writer = _writer(path)
+            if writer is None:
+                continue
+            with writer.lock:
+                if read_layout(writer.con) != LAYOUT:
+                    continue
+                held = writer.con.execute(
+                    "SELECT run_size, run_mtime_ns, grade_size, grade_mtime_ns FROM records WHERE dir = ?",
+                    (rel,),
+                ).fetchone()
+                stored = (
+                    {
+                        name: (size, mtime)
+                        for name, size, mtime in ((RUN_FILE, *held[:2]), (GRADE_FILE, *held[2:]))
+                        if size is not None
+                    }
+                    if held
+                    else None
+                )
+                if stored != now:
+                    break  # not current: the whole row, below
+                touch(writer.con, rel, dir_st.st_mtime_ns, listing)
+                written += 1
+        except sqlite3.Error:
+            continue
+    else:
+        return written
+    return record(run_dir)
+
+
+def _stat(path: Path) -> os.stat_result | None:
+    try:
+        return os.stat(path)
+    except FileNotFoundError:
+        return None
 
 
 def ensure(root: Path) -> None:

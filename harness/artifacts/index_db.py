@@ -44,18 +44,35 @@ def write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
     con.execute("COMMIT")
 
 
+def touch(con: sqlite3.Connection, run_dir: str, dir_mtime_ns: int, files: str) -> None:
+    """A run folder's new mtime and listing (a derived file came or went; its records did not
+    change), in one transaction."""
+    con.execute("BEGIN IMMEDIATE")
+    try:
+        con.execute(
+            "UPDATE tree SET dir_mtime_ns = ?, files = ? WHERE dir = ?", (dir_mtime_ns, files, run_dir)
+        )
+        _stale(con, [run_dir])
+    except BaseException:
+        if con.in_transaction:
+            con.execute("ROLLBACK")
+        raise
+    con.execute("COMMIT")
+
+
+def _stale(con: sqlite3.Connection, dirs: list[str]) -> None:
+    """A block's cached aggregate is stale as soon as one run under it is written or removed."""
+    con.executemany("DELETE FROM facts WHERE dir = ?", [(d,) for d in dirs])
+    con.executemany("DELETE FROM aggregates WHERE substr(?, 1, length(block)) = block", [(d,) for d in dirs])
+    con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+
+
 def _write_rows(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
     for table in (*TABLES, "facts"):
         con.executemany(f"DELETE FROM {table} WHERE dir = ?", [(d,) for d in gone])
     for table in TABLES:
         con.executemany(_insert(table), [getattr(r, table) for r in rows])
-    con.executemany("DELETE FROM facts WHERE dir = ?", [(r.dir,) for r in rows])
-    # A block's cached aggregate is stale as soon as one run under it is written or removed.
-    con.executemany(
-        "DELETE FROM aggregates WHERE substr(?, 1, length(block)) = block",
-        [(d,) for d in (*gone, *(r.dir for r in rows))],
-    )
-    con.execute("UPDATE meta SET value = CAST(value AS INTEGER) + 1 WHERE key = 'generation'")
+    _stale(con, [*gone, *(r.dir for r in rows)])
 
 
 def connect(path: Path | str, *, shared: bool = False) -> sqlite3.Connection:

@@ -178,10 +178,11 @@ def render_page(run_dir: Path) -> str:
 
 
 def write_page(run_dir: Path) -> Path:
-    """Write `view.html` into the run directory (atomically) and refresh the run's index rows."""
+    """Write `view.html` into the run directory (atomically) and the run folder's new listing into its
+    indexes (the whole row where the records changed since it was written)."""
     path = run_dir / names.VIEW_FILE
     write_atomic(path, render_page(run_dir), durable=False)  # derived: rewritten from the records
-    index.record(run_dir)
+    index.record_listing(run_dir)
     return path
 
 

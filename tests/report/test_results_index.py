@@ -158,6 +158,34 @@ def test_the_grader_writes_its_grade_into_the_index(tmp_path: Path) -> None:
     assert rows[str(run.relative_to(tmp_path))] == ("ungradeable", "regraded elsewhere")
 
 
+def test_a_page_updates_the_listing_and_a_changed_record_the_whole_row(tmp_path: Path) -> None:
+    build_tree(tmp_path)
+    build_summary(tmp_path)
+    run = tmp_path / "s1/scripted/bin/none/off/trial-01"
+    rel = str(run.relative_to(tmp_path))
+
+    def row() -> tuple[int, list[str], str]:
+        with index.Index(tmp_path / INDEX_FILE, tmp_path, "") as idx:
+            ((mtime, files),) = idx.con.execute("SELECT dir_mtime_ns, files FROM tree WHERE dir = ?", (rel,))
+            ((error,),) = idx.con.execute("SELECT error FROM runs WHERE dir = ?", (rel,))
+        return mtime, json.loads(files), error
+
+    (run / "view.html").write_text("<p>page</p>", encoding="utf-8")  # records unchanged: the listing alone
+    assert index.record_listing(run) == 1
+    mtime, files, error = row()
+    assert mtime == run.stat().st_mtime_ns and "view.html" in files
+    idx, synced = index.open_index(tmp_path)
+    idx.close()
+    assert synced is not None and synced.read == 0  # current: nothing read again
+
+    # a regrade the index never heard of, then a page: the row is written whole, not only its listing
+    write_record(run / "grade.json", Grade(status=RunStatus.UNGRADEABLE, error="regraded unseen"))
+    (run / "view.html").unlink()
+    assert index.record_listing(run) == 1
+    mtime, files, error = row()
+    assert error == "regraded unseen" and "view.html" not in files and mtime == run.stat().st_mtime_ns
+
+
 WRITER = textwrap.dedent(
     """
     import sys
