@@ -66,6 +66,19 @@ def test_sees_only_its_workspace_and_toolchain(trial: Trial) -> None:
     assert set(seen["env"]) <= {"HOME", "PATH", "LANG", "PWD", "OLDPWD", "SHLVL", "_", "LC_CTYPE"}
 
 
+def test_the_sandbox_user_has_a_name_from_the_files_alone(trial: Trial) -> None:
+    out = trial.py(
+        "import os, pwd, grp; me = pwd.getpwuid(os.getuid());"
+        " print(me.pw_name, grp.getgrgid(os.getgid()).gr_name, me.pw_dir);"
+        " print([l for l in open('/etc/nsswitch.conf') if l.startswith(('passwd', 'group'))])"
+    )
+    assert out.returncode == 0, out.stderr
+    names, sources = out.stdout.splitlines()
+    assert len(names.split()) == 3
+    if trial.iso.name == "bwrap":  # its own /etc: users and groups from the snapshot's files, no daemon asked
+        assert sources == "['passwd: files\\n', 'group: files\\n']", sources
+
+
 def test_writes_land_in_workspace_and_toolchain_is_read_only(trial: Trial) -> None:
     out = trial.run(
         trial.spec(["/bin/sh", "-c", "echo hi > out.txt && (echo x > /usr/evil 2>/dev/null; echo $?)"])

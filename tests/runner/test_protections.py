@@ -10,6 +10,7 @@ import pytest
 from compiler.contract import Options
 from harness.commands._batch import _warn_unprotected
 from harness.sandbox.isolation import select
+from harness.sandbox.isolation.toolchain import files_only
 from harness.sandbox.protections import measure
 from harness.trial import run_trial
 from tests.helpers import make_job
@@ -41,3 +42,9 @@ def test_run_json_records_the_protections_and_what_each_tree_held(project: Path,
     assert {"workspace", "home", "tmp", "state", "outbox"} <= set(record.sandbox_trees)
     assert record.limits_applied["pids"].startswith("1024 ")
     assert record.limits_applied["timeout"].endswith("(runner)")
+
+
+def test_the_sandbox_etc_looks_users_and_groups_up_in_its_files_alone() -> None:
+    host = "# comment\npasswd:         files systemd\ngroup: compat sss\n#shadow: files\nhosts: files dns\n"
+    got = files_only(host).splitlines()
+    assert got == ["# comment", "passwd: files", "group: files", "#shadow: files", "hosts: files dns"]

@@ -128,8 +128,28 @@ def etc_snapshot() -> Path:
         )
         passwd.write_text(text[0])
         group.write_text(text[1])
+    nss = folder / "nsswitch.conf"
+    if nss.is_file():
+        nss.write_text(files_only(nss.read_text(errors="replace")))
     folder.chmod(0o755)
     return folder
+
+
+ACCOUNT_DATABASES = frozenset({"passwd", "group", "shadow", "gshadow", "initgroups"})
+
+
+def files_only(nsswitch: str) -> str:
+    """nsswitch.conf with users and groups looked up in /etc's files alone (the snapshot's passwd
+    and group, which name the sandbox's uid): the daemons other sources ask (systemd's userdb,
+    sssd, nscd, LDAP) are not reachable in a sandbox, and loading their modules cost every
+    program that looks up a user (setpriv does, for its numeric --reuid) about 0.7 ms."""
+    lines = []
+    for line in nsswitch.splitlines():
+        database, colon, _sources = line.partition(":")
+        if colon and database.strip() in ACCOUNT_DATABASES and not database.startswith("#"):
+            line = f"{database.strip()}: files"
+        lines.append(line)
+    return "\n".join(lines) + "\n"
 
 
 PRIVATE_TMP = (Path("/tmp"), Path("/var/tmp"))
