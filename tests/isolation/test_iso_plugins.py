@@ -75,8 +75,8 @@ def test_the_sandbox_user_has_a_name_from_the_files_alone(trial: Trial) -> None:
     assert out.returncode == 0, out.stderr
     names, sources = out.stdout.splitlines()
     assert len(names.split()) == 3
-    if trial.iso.name == "bwrap":  # its own /etc: users and groups from the snapshot's files, no daemon asked
-        assert sources == "['passwd: files\\n', 'group: files\\n']", sources
+    # its own /etc: users and groups from the snapshot's files, no daemon asked
+    assert sources == "['passwd: files\\n', 'group: files\\n']", sources
 
 
 def test_writes_land_in_workspace_and_toolchain_is_read_only(trial: Trial) -> None:
