@@ -7,7 +7,8 @@ overhead by stage, grading throughput, and the README's demo and test command on
    mock model each), `inspect eval` from start to end, 4 at once and all at once; in turns,
    `--rounds` times. Prints each and the ratio of the medians (against Inspect's faster setting);
    for reference, also assay on the same trials without a sandbox (`isolation: none`), which
-   tells what the sandbox costs from what the rest of the harness does.
+   tells what the sandbox costs from what the rest of the harness does. Then both on one trial /
+   one sample, which splits each wall time into its start-up and its cost per further trial.
 2. Overhead: the same trial run serially in this process (isolation auto), run and grade;
    the median per trial and its breakdown by stage (run.json `timings_s`, the record, the grade).
 3. Grading throughput: the example suite's runs graded by 2 workers (benchmarks/bench_grade.py).
@@ -130,6 +131,8 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
     ours: list[float] = []
     bare: list[float] = []
     theirs: dict[int, list[float]] = {}
+    ours_one: list[float] = []
+    theirs_one: list[float] = []
     for round_ in range(1, args.rounds + 1):
         before = load()
         runs = scratch / f"runs-{round_}"
@@ -155,6 +158,16 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
                 f"Inspect AI: {args.trials} local-sandbox samples (one exec, mock model), inspect eval, "
                 f"{width} at once: {wall:.1f} s ({before})"
             )
+        # The same commands on one trial / one sample: what each costs before its first trial.
+        ours_one.append(
+            assay(project, "matrix", "perf", "--trials", "1", "--runs", str(scratch / f"one-{round_}"))
+        )
+        theirs_one.append(
+            inspect_wall(args.inspect, args.trials, ["true"], scratch, parallel=args.parallel, limit=1)
+        )
+        print(
+            f"  one trial / one sample, start to end: assay {ours_one[-1]:.1f} s, Inspect AI {theirs_one[-1]:.1f} s"
+        )
     best = min(statistics.median(v) for v in theirs.values())
     # each round's own ratio too: on a shared machine the load can change more between rounds than within one
     paired = [wall / min(w[i] for w in theirs.values()) for i, wall in enumerate(ours)]
@@ -163,6 +176,18 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
         f"{statistics.median(ours) / best:.2f} (goal <= 0.5); "
         f"by round: {', '.join(f'{r:.2f}' for r in paired)}; without a sandbox (reference) "
         f"{statistics.median(bare) / best:.2f}"
+    )
+    if args.trials < 2:
+        return
+    start_ours, start_theirs = statistics.median(ours_one), statistics.median(theirs_one)
+    per = [
+        1000 * (statistics.median(v) - start) / (args.trials - 1)
+        for v, start in ((ours, start_ours), (theirs[args.parallel], start_theirs))
+    ]
+    print(
+        f"  split, medians: start-up (one trial / one sample) assay {start_ours:.1f} s, Inspect AI "
+        f"{start_theirs:.1f} s; each further trial at --parallel {args.parallel}: assay {per[0]:.1f} ms, "
+        f"Inspect AI {per[1]:.1f} ms"
     )
 
 

@@ -132,9 +132,10 @@ def inspect_wall(
     tiktoken_cache: str | None = None,
     *,
     parallel: int | None = None,
+    limit: int | None = None,
 ) -> float:
     """Wall seconds of `inspect eval` over n samples (local sandbox, mock model, one exec of argv each),
-    start to end; `parallel` samples at once (default all)."""
+    start to end; `parallel` samples at once (default all); `limit`: only the first that many."""
     task = scratch / "inspect_task.py"
     task.write_text(INSPECT_TASK.format(n=n, argv=argv), encoding="utf-8")
     env = {**os.environ, "INSPECT_LOG_DIR": str(scratch / "inspect-logs")}
@@ -144,6 +145,8 @@ def inspect_wall(
     width = str(parallel or n)
     argv_eval = [inspect, "eval", task.name, "--model", "mockllm/model", "--display", "none"]
     argv_eval += ["--max-samples", width, "--max-sandboxes", width, "--max-subprocesses", width]
+    if limit is not None:
+        argv_eval += ["--limit", str(limit)]
     start = time.perf_counter()
     done = subprocess.run(argv_eval, cwd=scratch, env=env, capture_output=True, text=True, check=False)
     wall = time.perf_counter() - start
