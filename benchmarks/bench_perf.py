@@ -188,6 +188,11 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
         f"  split, medians: start-up (one trial / one sample) assay {start_ours:.1f} s, Inspect AI "
         f"{start_theirs:.1f} s; each further trial at --parallel {args.parallel}: assay {per[0]:.1f} ms, "
         f"Inspect AI {per[1]:.1f} ms"
+        + (
+            " (a negative cost: the difference is within the start-up's variation; use more --rounds)"
+            if min(per) < 0
+            else ""
+        )
     )
 
 
