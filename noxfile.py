@@ -153,15 +153,12 @@ for _s in _MANIFEST.get("sessions", []) or []:  # type: ignore[union-attr]
         nox.session(name=_s["name"])(_bench_cell(str(_s["matrix"]), _s["cell"]))
 
 
-AGENT_CLIS = ("claude_code", "codex", "mini_swe_agent", "aider", "gemini_cli", "opencode")
-
-
 @nox.session
 def agents(session: nox.Session) -> None:
-    """Install the six verified agent CLIs into .cache/agents (once) and run the agents-marked
+    """Install every built-in adapter's agent CLI into .cache/agents (once) and run the agents-marked
     tests against the scripted model server (-- extra pytest args)."""
     py = noxenv.install(session)
-    session.run(py, "-m", "adapters.install", *AGENT_CLIS)
+    session.run(py, "-m", "adapters.install", "--all")
     _pytest(session, py, "-m", "agents", "tests/adapters", "tests/isolation", *session.posargs)
 
 

@@ -7,6 +7,7 @@ so a half-finished install never looks finished. Concurrent installers of the sa
 wait on a lock file.
 
     python -m adapters.install claude_code codex aider mini_swe_agent [--cache DIR]
+    python -m adapters.install --all            # every built-in adapter that runs a CLI
 
 The cache defaults to `$ASSAY_AGENT_CACHE` or `<project>/.cache/agents`; adapters find CLIs
 there through `BENCH_AGENT_CACHE`.
@@ -176,18 +177,23 @@ def install(pkg: Package, cache: Path | None = None) -> Installed:
 
 
 def main(argv: list[str] | None = None) -> int:
-    """`python -m adapters.install ADAPTER... [--cache DIR] [--version V]`."""
+    """`python -m adapters.install ADAPTER... | --all [--cache DIR] [--version V]`."""
     parser = argparse.ArgumentParser(
         prog="python -m adapters.install",
         description=__doc__,
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    parser.add_argument("adapters", nargs="+", help=f"built-in adapters: {', '.join(known())}")
+    parser.add_argument("adapters", nargs="*", help=f"built-in adapters: {', '.join(known())}")
+    parser.add_argument("--all", action="store_true", help="every built-in adapter that runs a CLI")
     parser.add_argument("--cache", type=Path, default=None, help="cache folder")
     parser.add_argument("--version", default=None, help="override the pinned version (one adapter)")
     args = parser.parse_args(argv)
+    if args.all == bool(args.adapters):
+        parser.error("name the adapters to install, or --all")
+    if args.all and args.version:
+        parser.error("--version overrides one adapter's pin, not --all's")
     try:
-        for name in args.adapters:
+        for name in sorted(known()) if args.all else args.adapters:
             pkg = package_for(name, {})
             if args.version:
                 pkg = replace(pkg, version=args.version)

@@ -11,6 +11,7 @@ import pytest
 from adapters import claude_code
 from adapters._common import AgentArgs, find_cli, read_bench
 from adapters.install import InstallError, dir_name, install, known, package_for
+from adapters.install import main as install_main
 from tests.adapters.helpers import agent_cache
 
 CLI_ADAPTERS = ["aider", "claude_code", "codex", "gemini_cli", "mini_swe_agent", "opencode"]
@@ -58,8 +59,16 @@ def test_adapters_find_their_cli_where_install_puts_it(adapter: str, tmp_path: P
     assert find_cli(bench, AgentArgs(), pkg) == binary
 
 
+def test_the_installer_takes_names_or_all_never_both_nor_neither(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in ([], ["--all", "codex"], ["--all", "--version", "1.0"]):
+        with pytest.raises(SystemExit) as stop:
+            install_main(argv)
+        assert stop.value.code == 2
+    assert "name the adapters to install, or --all" in capsys.readouterr().err
+
+
 @pytest.mark.agents
-@pytest.mark.parametrize("adapter", ["claude_code", "codex", "mini_swe_agent", "aider"])
+@pytest.mark.parametrize("adapter", CLI_ADAPTERS)  # `nox -s agents` installs them all (--all)
 def test_installed_once_and_version_reported(adapter: str) -> None:
     pkg = known()[adapter]
     if not (agent_cache() / dir_name(pkg.name, pkg.version) / "installed.json").is_file():
