@@ -9,6 +9,9 @@ overhead by stage, grading throughput, and the README's demo and test command on
    for reference, also assay on the same trials without a sandbox (`isolation: none`), which
    tells what the sandbox costs from what the rest of the harness does. Then both on one trial /
    one sample, which splits each wall time into its start-up and its cost per further trial.
+   Beside every wall time, the CPU time the whole machine spent meanwhile (/proc/stat, every
+   process and kernel thread) and the time the hypervisor stole; the CPU split the same way: the cost
+   of a trial, which the wall time shows only as far as the cores are busy.
 2. Overhead: the same trial run serially in this process (isolation auto), run and grade;
    the median per trial and its breakdown by stage (run.json `timings_s`, the record, the grade).
 3. Grading throughput: the example suite's runs graded by 2 workers (benchmarks/bench_grade.py).
@@ -34,7 +37,9 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
@@ -125,74 +130,130 @@ def assay(project: Path, *args: str) -> float:
     return wall
 
 
+class Cost(NamedTuple):
+    """One measured command: wall seconds, and the machine's busy and stolen CPU seconds meanwhile."""
+
+    wall: float
+    cpu: float
+    """Every process and kernel thread (/proc/stat): a namespace torn down after its sandbox's last
+    process ended (kernel workers) counts too, where the command's rusage would miss it."""
+    steal: float
+    """Taken by the hypervisor for other guests: how much the wall time is the host's noise."""
+
+
+def cpu_seconds() -> tuple[float, float]:
+    """(busy, steal) CPU seconds of the whole machine since boot, from /proc/stat's first line."""
+    user, nice, system, _idle, _iowait, irq, softirq, steal = (
+        int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
+    )
+    tick = os.sysconf("SC_CLK_TCK")
+    return (user + nice + system + irq + softirq) / tick, steal / tick
+
+
+def measured(command: Callable[..., float], *args: Any, **kwargs: Any) -> Cost:
+    """Run `command(*args, **kwargs)` (it returns its wall seconds) and what the machine's CPUs did
+    meanwhile."""
+    busy, steal = cpu_seconds()
+    wall = command(*args, **kwargs)
+    busy_after, steal_after = cpu_seconds()
+    return Cost(wall, busy_after - busy, steal_after - steal)
+
+
+def _said(cost: Cost, n: int, unit: str) -> str:
+    return (
+        f"{cost.wall:.1f} s ({1000 * cost.wall / n:.0f} ms/{unit}); CPU, whole machine, "
+        f"{cost.cpu:.1f} s ({1000 * cost.cpu / n:.0f} ms/{unit}), stolen {cost.steal:.1f} s"
+    )
+
+
 def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None:
     """assay and Inspect AI in turns (`--rounds`): a change of load hits both alike; the ratio of the
-    medians, against Inspect's faster setting (as many at once as assay, or all at once)."""
-    ours: list[float] = []
-    bare: list[float] = []
-    theirs: dict[int, list[float]] = {}
-    ours_one: list[float] = []
-    theirs_one: list[float] = []
+    medians, against Inspect's faster setting (as many at once as assay, or all at once). Beside
+    each wall time, the CPU time the whole machine spent meanwhile: what each trial costs, which the
+    wall time shows only as far as there are cores to spare."""
+    ours: list[Cost] = []
+    bare: list[Cost] = []
+    theirs: dict[int, list[Cost]] = {}
+    ours_one: list[Cost] = []
+    theirs_one: list[Cost] = []
+    n = args.trials
     for round_ in range(1, args.rounds + 1):
         before = load()
         runs = scratch / f"runs-{round_}"
-        ours.append(assay(project, "matrix", "perf", "--parallel", str(args.parallel), "--runs", str(runs)))
+        matrix = ("matrix", "perf", "--parallel", str(args.parallel), "--runs", str(runs))
+        ours.append(measured(assay, project, *matrix))
         print(
-            f"assay: {args.trials} trivial trials (noop, 1 contains check, control cell + canaries), "
-            f"assay matrix --parallel {args.parallel}, start to last grade: {ours[-1]:.1f} s "
-            f"({1000 * ours[-1] / args.trials:.0f} ms/trial; {before})"
+            f"assay: {n} trivial trials (noop, 1 contains check, control cell + canaries), "
+            f"assay matrix --parallel {args.parallel}, start to last grade: {_said(ours[-1], n, 'trial')}; "
+            f"{before}"
         )
         before = load()
-        bare.append(
-            assay(project, "matrix", "perf-bare", "--parallel", str(args.parallel), "--runs", str(runs))
+        bare_matrix = ("matrix", "perf-bare", "--parallel", str(args.parallel), "--runs", str(runs))
+        bare.append(measured(assay, project, *bare_matrix))
+        print(
+            f"  reference: the same trials without a sandbox (isolation none): {_said(bare[-1], n, 'trial')}; "
+            f"{before}"
         )
-        print(f"  reference: the same trials without a sandbox (isolation none): {bare[-1]:.1f} s ({before})")
         if not args.inspect:
             print("Inspect AI: not measured (--inspect PY)")
             return
-        for width in dict.fromkeys((args.parallel, args.trials)):  # as assay, and all at once
+        for width in dict.fromkeys((args.parallel, n)):  # as assay, and all at once
             before = load()
-            wall = inspect_wall(args.inspect, args.trials, ["true"], scratch, parallel=width)
-            theirs.setdefault(width, []).append(wall)
+            cost = measured(inspect_wall, args.inspect, n, ["true"], scratch, parallel=width)
+            theirs.setdefault(width, []).append(cost)
             print(
-                f"Inspect AI: {args.trials} local-sandbox samples (one exec, mock model), inspect eval, "
-                f"{width} at once: {wall:.1f} s ({before})"
+                f"Inspect AI: {n} local-sandbox samples (one exec, mock model), inspect eval, "
+                f"{width} at once: {_said(cost, n, 'sample')}; {before}"
             )
         # The same commands on one trial / one sample: what each costs before its first trial.
-        ours_one.append(
-            assay(project, "matrix", "perf", "--trials", "1", "--runs", str(scratch / f"one-{round_}"))
-        )
+        one = ("matrix", "perf", "--trials", "1", "--runs", str(scratch / f"one-{round_}"))
+        ours_one.append(measured(assay, project, *one))
         theirs_one.append(
-            inspect_wall(args.inspect, args.trials, ["true"], scratch, parallel=args.parallel, limit=1)
+            measured(inspect_wall, args.inspect, n, ["true"], scratch, parallel=args.parallel, limit=1)
         )
         print(
-            f"  one trial / one sample, start to end: assay {ours_one[-1]:.1f} s, Inspect AI {theirs_one[-1]:.1f} s"
+            f"  one trial / one sample, start to end: assay {ours_one[-1].wall:.1f} s "
+            f"(CPU {ours_one[-1].cpu:.1f} s), Inspect AI {theirs_one[-1].wall:.1f} s (CPU {theirs_one[-1].cpu:.1f} s)"
         )
-    best = min(statistics.median(v) for v in theirs.values())
+
+    def median(costs: list[Cost], field: str = "wall") -> float:
+        return statistics.median(getattr(c, field) for c in costs)
+
+    best = min(median(v) for v in theirs.values())
     # each round's own ratio too: on a shared machine the load can change more between rounds than within one
-    paired = [wall / min(w[i] for w in theirs.values()) for i, wall in enumerate(ours)]
+    paired = [c.wall / min(w[i].wall for w in theirs.values()) for i, c in enumerate(ours)]
     print(
         f"ratio assay/Inspect, medians of {args.rounds} round(s), Inspect's faster setting: "
-        f"{statistics.median(ours) / best:.2f} (goal <= 0.5); "
+        f"{median(ours) / best:.2f} (goal <= 0.5); "
         f"by round: {', '.join(f'{r:.2f}' for r in paired)}; without a sandbox (reference) "
-        f"{statistics.median(bare) / best:.2f}"
+        f"{median(bare) / best:.2f}"
     )
-    if args.trials < 2:
+    if n < 2:
         return
-    start_ours, start_theirs = statistics.median(ours_one), statistics.median(theirs_one)
-    per = [
-        1000 * (statistics.median(v) - start) / (args.trials - 1)
-        for v, start in ((ours, start_ours), (theirs[args.parallel], start_theirs))
-    ]
+    same = theirs[args.parallel]
+    split = {
+        measure: [
+            (median(whole, measure) - median(start, measure)) / (n - 1)
+            for whole, start in ((ours, ours_one), (same, theirs_one))
+        ]
+        for measure in ("wall", "cpu")
+    }
     print(
-        f"  split, medians: start-up (one trial / one sample) assay {start_ours:.1f} s, Inspect AI "
-        f"{start_theirs:.1f} s; each further trial at --parallel {args.parallel}: assay {per[0]:.1f} ms, "
-        f"Inspect AI {per[1]:.1f} ms"
+        f"  split, medians: start-up (one trial / one sample) assay {median(ours_one):.1f} s, Inspect AI "
+        f"{median(theirs_one):.1f} s; each further trial at --parallel {args.parallel}: "
+        f"assay {1000 * split['wall'][0]:.1f} ms, Inspect AI {1000 * split['wall'][1]:.1f} ms"
         + (
             " (a negative cost: the difference is within the start-up's variation; use more --rounds)"
-            if min(per) < 0
+            if min(split["wall"]) < 0
             else ""
         )
+    )
+    print(
+        f"  CPU, whole machine, medians: start-up assay {median(ours_one, 'cpu'):.1f} s, Inspect AI "
+        f"{median(theirs_one, 'cpu'):.1f} s; each further trial assay {1000 * split['cpu'][0]:.1f} ms, "
+        f"Inspect AI {1000 * split['cpu'][1]:.1f} ms (without a sandbox, assay "
+        f"{1000 * median(bare, 'cpu') / n:.1f} ms/trial all in); the {os.cpu_count()} cores hold the wall "
+        f"time near CPU / cores once the trials fill them"
     )
 
 
