@@ -4,7 +4,10 @@
 
 Figures printed:
 - per-process start overhead: `/bin/true` run bare (none), under bwrap, under unshare,
-  and under bwrap inside `confine` with memory+pids cgroups (median and p90, ms);
+  and under bwrap inside `confine` with memory+pids cgroups (median and p90, ms); then the
+  namespaces alone (root only): a fork, `unshare` of each namespace a sandbox has, a fork and
+  exec, against the same without namespaces -- the kernel's share of a launch, the rest being
+  the programs started on the way (setpriv, the shells, chown, bwrap);
 - per-trial overhead: a whole trial (`harness.trial.run_trial`: workspace, provisions,
   baseline commit, a command agent that exits at once, capture) under none, bwrap, unshare;
 - workspace preparation for a seed of N files totalling M MB: a full copy
@@ -18,6 +21,8 @@ Figures printed:
 from __future__ import annotations
 
 import argparse
+import ctypes
+import os
 import shutil
 import statistics
 import subprocess
@@ -90,6 +95,47 @@ def per_process(runs: int, work: Path) -> None:
             _row("bwrap + cgroups + rlimits", ms)
             + f"   +{statistics.median(ms) - statistics.median(base):.1f} ms over none"
         )
+    namespaces_alone(runs)
+
+
+_CLONE_NEW = {"mnt": 0x20000, "uts": 0x4000000, "ipc": 0x8000000, "pid": 0x20000000, "net": 0x40000000}
+
+
+def _forked(flags: int) -> None:
+    """Fork; the child unshares `flags`, forks again (the first process of a new pid namespace)
+    and that one execs /bin/true: a launch with nothing but the namespaces, no program between."""
+    libc = ctypes.CDLL(None, use_errno=True)
+    pid = os.fork()
+    if pid == 0:  # the child
+        try:
+            if flags and libc.unshare(flags) != 0:
+                os._exit(3)
+            inner = os.fork()
+            if inner == 0:
+                os.execv("/bin/true", ["/bin/true"])
+            os._exit(0 if os.waitpid(inner, 0)[1] == 0 else 1)
+        except BaseException:
+            os._exit(2)
+    if os.waitpid(pid, 0)[1] != 0:
+        raise SystemExit(f"unshare({flags:#x}) failed in the child")
+
+
+def namespaces_alone(runs: int) -> None:
+    """What the kernel's namespaces of a sandbox cost by themselves, against the same two forks
+    and exec without them: the floor under any sandbox, however its processes are arranged."""
+    if os.geteuid() != 0:
+        print("  namespaces alone                   skipped: needs root (no user namespace here)")
+        return
+    every = 0
+    for flag in _CLONE_NEW.values():
+        every |= flag
+    bare = _times(lambda: _forked(0), runs)
+    print(_row("fork, fork, exec (no namespaces)", bare))
+    ms = _times(lambda: _forked(every), runs)
+    print(
+        _row(f"  + new {'/'.join(_CLONE_NEW)} ns", ms)
+        + f"   {statistics.median(ms) - statistics.median(bare):+.1f} ms: the namespaces"
+    )
 
 
 def per_trial(runs: int, tmp: Path) -> None:
