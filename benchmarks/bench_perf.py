@@ -37,15 +37,14 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Callable
 from pathlib import Path
-from typing import Any, NamedTuple
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "benchmarks"))
 
 from bench_runner import inspect_wall  # noqa: E402
+from machine import Cost, load, measured  # noqa: E402
 
 from compiler.contract import iter_jobs  # noqa: E402
 from harness.artifacts.records import read_run  # noqa: E402
@@ -88,11 +87,6 @@ checks:
 """
 
 
-def load() -> str:
-    one, five, _ = os.getloadavg()
-    return f"load {one:.1f}/{five:.1f} on {os.cpu_count()} cores"
-
-
 def trivial_project(dest: Path, trials: int) -> Path:
     """The example project's factors and control cell, one trivial scenario, a matrix of it."""
     for folder in ("tools", "guides", "wiki"):
@@ -128,35 +122,6 @@ def assay(project: Path, *args: str) -> float:
     if done.returncode != 0:
         raise SystemExit(f"assay {' '.join(args)} exited {done.returncode}:\n{done.stderr[-3000:]}")
     return wall
-
-
-class Cost(NamedTuple):
-    """One measured command: wall seconds, and the machine's busy and stolen CPU seconds meanwhile."""
-
-    wall: float
-    cpu: float
-    """Every process and kernel thread (/proc/stat): a namespace torn down after its sandbox's last
-    process ended (kernel workers) counts too, where the command's rusage would miss it."""
-    steal: float
-    """Taken by the hypervisor for other guests: how much the wall time is the host's noise."""
-
-
-def cpu_seconds() -> tuple[float, float]:
-    """(busy, steal) CPU seconds of the whole machine since boot, from /proc/stat's first line."""
-    user, nice, system, _idle, _iowait, irq, softirq, steal = (
-        int(n) for n in Path("/proc/stat").read_text().split("\n", 1)[0].split()[1:9]
-    )
-    tick = os.sysconf("SC_CLK_TCK")
-    return (user + nice + system + irq + softirq) / tick, steal / tick
-
-
-def measured(command: Callable[..., float], *args: Any, **kwargs: Any) -> Cost:
-    """Run `command(*args, **kwargs)` (it returns its wall seconds) and what the machine's CPUs did
-    meanwhile."""
-    busy, steal = cpu_seconds()
-    wall = command(*args, **kwargs)
-    busy_after, steal_after = cpu_seconds()
-    return Cost(wall, busy_after - busy, steal_after - steal)
 
 
 def _said(cost: Cost, n: int, unit: str) -> str:
