@@ -203,22 +203,23 @@ def side_by_side(project: Path, args: argparse.Namespace, scratch: Path) -> None
         ]
         for measure in ("wall", "cpu")
     }
+    noise = {
+        measure: " (a negative cost: the difference is within the start-up's variation; use more --rounds)"
+        if min(costs) < 0
+        else ""
+        for measure, costs in split.items()
+    }
     print(
         f"  split, medians: start-up (one trial / one sample) assay {median(ours_one):.1f} s, Inspect AI "
         f"{median(theirs_one):.1f} s; each further trial at --parallel {args.parallel}: "
-        f"assay {1000 * split['wall'][0]:.1f} ms, Inspect AI {1000 * split['wall'][1]:.1f} ms"
-        + (
-            " (a negative cost: the difference is within the start-up's variation; use more --rounds)"
-            if min(split["wall"]) < 0
-            else ""
-        )
+        f"assay {1000 * split['wall'][0]:.1f} ms, Inspect AI {1000 * split['wall'][1]:.1f} ms{noise['wall']}"
     )
     print(
         f"  CPU, whole machine, medians: start-up assay {median(ours_one, 'cpu'):.1f} s, Inspect AI "
         f"{median(theirs_one, 'cpu'):.1f} s; each further trial assay {1000 * split['cpu'][0]:.1f} ms, "
-        f"Inspect AI {1000 * split['cpu'][1]:.1f} ms (without a sandbox, assay "
-        f"{1000 * median(bare, 'cpu') / n:.1f} ms/trial all in); the {os.cpu_count()} cores hold the wall "
-        f"time near CPU / cores once the trials fill them"
+        f"Inspect AI {1000 * split['cpu'][1]:.1f} ms{noise['cpu']}; without a sandbox, assay "
+        f"{1000 * median(bare, 'cpu') / n:.1f} ms/trial all in (on {os.cpu_count()} cores the wall time "
+        f"cannot fall below CPU time / {os.cpu_count()})"
     )
 
 

@@ -1,6 +1,7 @@
 """What the machine did while a benchmark ran: its load, and its CPU time across every process and
-kernel thread (`/proc/stat`), which a command's own rusage misses (a namespace torn down by a kernel
-worker after the sandbox's last process ended) and a shared machine's wall time blurs.
+kernel thread (`/proc/stat`). That counts what a command's own rusage misses (a namespace torn down
+by a kernel worker after the sandbox's last process ended), and, on a shared machine, the others'
+work too: read it beside the load, on a quiet machine.
 
     cost = measured(run_something, arg)   # run_something returns its wall seconds
     print(cost.wall, cost.cpu, cost.steal, load())
