@@ -5,8 +5,8 @@
 Figures printed:
 - per-process start overhead: `/bin/true` run bare (none), under bwrap, under unshare,
   and under bwrap inside `confine` with memory+pids cgroups (median and p90, ms); then the
-  namespaces alone (root only): a fork, `unshare` of each namespace a sandbox has, a fork and
-  exec, against the same without namespaces -- the kernel's share of a launch, the rest being
+  namespaces alone (root only): a fork, `unshare` of the five namespaces a sandbox has, a fork
+  and exec, against the same without namespaces -- the kernel's share of a launch, the rest being
   the programs started on the way (setpriv, the shells, chown, bwrap);
 - per-trial overhead: a whole trial (`harness.trial.run_trial`: workspace, provisions,
   baseline commit, a command agent that exits at once, capture) under none, bwrap, unshare;
@@ -99,16 +99,16 @@ def per_process(runs: int, work: Path) -> None:
 
 
 _CLONE_NEW = {"mnt": 0x20000, "uts": 0x4000000, "ipc": 0x8000000, "pid": 0x20000000, "net": 0x40000000}
+_LIBC = ctypes.CDLL(None, use_errno=True)
 
 
 def _forked(flags: int) -> None:
     """Fork; the child unshares `flags`, forks again (the first process of a new pid namespace)
     and that one execs /bin/true: a launch with nothing but the namespaces, no program between."""
-    libc = ctypes.CDLL(None, use_errno=True)
     pid = os.fork()
     if pid == 0:  # the child
         try:
-            if flags and libc.unshare(flags) != 0:
+            if flags and _LIBC.unshare(flags) != 0:
                 os._exit(3)
             inner = os.fork()
             if inner == 0:
@@ -126,9 +126,7 @@ def namespaces_alone(runs: int) -> None:
     if os.geteuid() != 0:
         print("  namespaces alone                   skipped: needs root (no user namespace here)")
         return
-    every = 0
-    for flag in _CLONE_NEW.values():
-        every |= flag
+    every = sum(_CLONE_NEW.values())  # distinct bits
     bare = _times(lambda: _forked(0), runs)
     print(_row("fork, fork, exec (no namespaces)", bare))
     ms = _times(lambda: _forked(every), runs)
