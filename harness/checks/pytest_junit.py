@@ -63,7 +63,9 @@ stdout (fd 3 takes the original stdout, the terminal output goes to stderr):
   is the one pytest picks without a configuration file (the common folder of the working folder
   and the tests, else the tests' own), so test ids stay as they were;
 - no conftest.py above the tests' common folder is loaded (`--confcutdir`): one the agent put at
-  the workspace's root would run inside pytest and could pass every test.
+  the workspace's root would run inside pytest and could pass every test. One in the tests'
+  own folder is the suite's and is loaded like the tests: tests the agent may not edit stay out
+  of the scenario's `writable`, with an `unchanged` check on them (docs/checks.md).
 
 The test paths come in ASSAY_PYTEST_TESTS (a JSON list), resolved inside the sandbox. A
 scenario that wants a file's configuration names it in `args` (`["-c", "pyproject.toml"]`:
