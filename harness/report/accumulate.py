@@ -36,6 +36,8 @@ class GroupAcc:
     budget_stops: int = 0
     passed: int = 0
     usable: int = 0
+    unpriced: int = 0
+    """Graded runs with usage but no cost (a model the price table lacks)."""
     tokens: Moments = field(default_factory=Moments)
     cost: Moments = field(default_factory=Moments)
     pass_moments: Moments = field(default_factory=Moments)
@@ -69,6 +71,7 @@ class GroupAcc:
             self.tokens.add(tokens)
         if cost is not None:
             self.cost.add(cost)
+        self.unpriced += run.unpriced is not None
 
     def merge(self, other: GroupAcc) -> None:
         """Pool another group's runs into this one (pooled rows are unions of cells)."""
@@ -82,6 +85,7 @@ class GroupAcc:
             "budget_stops",
             "passed",
             "usable",
+            "unpriced",
         ):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.tokens.merge(other.tokens)
@@ -105,12 +109,16 @@ class GroupAcc:
         )
 
     def cost_model(self) -> Cost:
+        """Tokens and USD per run and per usable result. No USD when a run with usage went unpriced:
+        a mean over the priced runs alone is one an agent could steer by naming an unpriced model."""
         peak = self.metrics.get("peak_context")
+        priced = self.cost.n > 0 and not self.unpriced
         return Cost(
             tokens_per_run=self.tokens.mean if self.tokens.n else None,
             tokens_per_usable=self.tokens.total / self.usable if self.tokens.n and self.usable else None,
-            cost_per_run=self.cost.mean if self.cost.n else None,
-            cost_per_usable=self.cost.total / self.usable if self.cost.n and self.usable else None,
+            cost_per_run=self.cost.mean if priced else None,
+            cost_per_usable=self.cost.total / self.usable if priced and self.usable else None,
+            unpriced_runs=self.unpriced,
             peak_context=metric_stat(peak) if peak is not None and peak.n else None,
         )
 

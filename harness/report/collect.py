@@ -118,6 +118,10 @@ class RunFacts:
     """`AgentEnd.cause` when the agent's own doing ended the run (graded all the same), else None."""
     context_advisory: bool = False
     """context.json named unexpected context or was unreadable (advisory: shown, never an exclusion)."""
+    unsafe_edits: int = 0
+    """Files the agent changed outside the scenario's `writable` (run.json `unsafe_edits_count`)."""
+    unpriced: str | None = None
+    """Why a run with usage has no cost (grade `usage.price_table`: a model the table lacks), else None."""
 
     @property
     def tokens(self) -> float | None:
@@ -354,5 +358,11 @@ def run_facts(
         usage_differs=grade.usage.adapter_differs if grade is not None else (),
         agent_end=end.cause if end is not None else None,
         context_advisory=grade is not None and bool(grade.context.unexpected or grade.context.error),
+        unsafe_edits=run.unsafe_edits_count,
+        unpriced=(
+            grade.usage.price_table or "no price"
+            if grade is not None and grade.usage.present and grade.usage.cost_usd is None
+            else None
+        ),
         digest=digest(sections),
     )

@@ -33,7 +33,7 @@ from harness.report.collect import (
 )
 from harness.report.sections import SectionDigest, digest
 
-FACTS_VERSION = "5"
+FACTS_VERSION = "6"
 """Bumped whenever RunFacts or their derivation change: every cached row is derived again."""
 
 COLUMNS = ("dir", "facts", "run_json", "grade_json", "read_error", "family", "split", "files")
@@ -109,6 +109,8 @@ def dump(facts: RunFacts | Unreadable) -> str:
             f.usage_differs,
             f.agent_end,
             f.context_advisory,
+            f.unsafe_edits,
+            f.unpriced,
         ],
         separators=(",", ":"),
     )
@@ -149,6 +151,8 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
         usage_differs=tuple(d[25]),
         agent_end=d[26],
         context_advisory=d[27],
+        unsafe_edits=d[28],
+        unpriced=d[29],
         digest=SectionDigest(
             tuple(d[19][0]),
             tuple(d[19][1]),

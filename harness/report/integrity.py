@@ -9,7 +9,9 @@ same share of their runs. What the agent's own doing ended early (a timeout, a l
 exit 75 nothing on the harness's side explains, a failed earlier session) stays in the rates,
 graded on what it left, and is counted per agent and condition beside the exclusions. It also
 counts the runs whose adapter reported usage other than the gateway's own account (the gateway's
-is the one used).
+is the one used), the passing runs that changed files outside their scenario's `writable` (a check
+that reads such a file judged the agent's copy of it), and the runs with usage but no price, whose
+condition then shows no USD at all (a mean over the priced runs alone could be steered).
 """
 
 from __future__ import annotations
@@ -22,6 +24,9 @@ from harness.report.summary import Diagnostic
 
 EXCLUDED = ("invalid", "failed_to_run", "ungradeable")
 """Statuses that take a run out of every rate (ungraded runs are a to-do, not an exclusion)."""
+
+REASONS = 5
+"""Distinct reasons kept per condition for unpriced runs (the rest are counted together)."""
 
 Cond = tuple[str | None, str, str]
 """(version, agent, condition)"""
@@ -58,6 +63,11 @@ class Integrity:
         """Runs whose context.json named unexpected context or was unreadable (advisory)."""
         self.controls: set[Cond] = set()
         self.usage: dict[str, Evidence] = defaultdict(Evidence)
+        self.unsafe: dict[Cond, Evidence] = defaultdict(Evidence)
+        """Passing runs that changed files outside their scenario's `writable`."""
+        self.unpriced: dict[Cond, Counter[str]] = defaultdict(Counter)
+        """Graded runs with usage but no cost, by why."""
+        self.unpriced_evidence: dict[Cond, Evidence] = defaultdict(Evidence)
 
     def add(self, run: RunFacts) -> None:
         cond = (run.version, run.agent, run.condition)
@@ -76,6 +86,13 @@ class Integrity:
             self.context.add(run.dir)
         if run.usage_differs:
             self.usage[run.agent].add(run.dir)
+        if run.status == "graded" and run.passed and run.unsafe_edits:
+            self.unsafe[cond].add(run.dir)
+        if run.status == "graded" and run.unpriced is not None:
+            why = self.unpriced[cond]
+            # the model's name is the agent's to write: a few reasons kept, never one per run
+            why[run.unpriced if run.unpriced in why or len(why) < REASONS else "other reasons"] += 1
+            self.unpriced_evidence[cond].add(run.dir)
 
     def merge(self, other: Integrity) -> None:
         """Fold in another part of the tree."""
@@ -93,6 +110,12 @@ class Integrity:
         self.controls |= other.controls
         for agent, ev in other.usage.items():
             self.usage[agent].merge(ev)
+        for cond, ev in other.unsafe.items():
+            self.unsafe[cond].merge(ev)
+        for cond, why in other.unpriced.items():
+            self.unpriced[cond].update(why)
+        for cond, ev in other.unpriced_evidence.items():
+            self.unpriced_evidence[cond].merge(ev)
 
     def _share(self, cond: Cond) -> str:
         return f"{sum(self.excluded[cond].values())}/{self.runs[cond]}"
@@ -175,6 +198,34 @@ class Integrity:
                         "gateway's own account; the gateway's is the one counted"
                     ),
                     evidence=ev.listing(),
+                )
+            )
+        for cond in sorted(self.unsafe, key=lambda c: (str(c[0]), c[1], c[2])):
+            ev = self.unsafe[cond]
+            out.append(
+                Diagnostic(
+                    kind="unsafe-edits",
+                    severity="warning",
+                    message=(
+                        f"{_name(cond)}: {ev.count} passing run(s) changed files outside their scenario's "
+                        "`writable`; a check that reads such a file judged the agent's copy of it (an "
+                        "`unchanged` check on those files fails such a run): read the diffs before trusting the rate"
+                    ),
+                    evidence=ev.listing(),
+                )
+            )
+        for cond in sorted(self.unpriced, key=lambda c: (str(c[0]), c[1], c[2])):
+            why = self.unpriced[cond]
+            listed = "; ".join(f"{reason} ({n})" for reason, n in sorted(why.items()))
+            out.append(
+                Diagnostic(
+                    kind="unpriced",
+                    severity="warning",
+                    message=(
+                        f"{_name(cond)}: {sum(why.values())}/{self.runs[cond]} run(s) reported usage that "
+                        f"could not be priced ({listed}): no USD is given for it"
+                    ),
+                    evidence=self.unpriced_evidence[cond].listing(),
                 )
             )
         return out

@@ -89,6 +89,10 @@ class Cost(Model):
     tokens_per_usable: float | None = Field(description="All graded runs' tokens divided by usable results.")
     cost_per_run: float | None = Field(description="Mean USD per graded run.")
     cost_per_usable: float | None = Field(description="All graded runs' USD divided by usable results.")
+    unpriced_runs: int = Field(
+        default=0,
+        description="Graded runs with usage but no price (a model specs/prices.yaml lacks): while any, no USD is given.",
+    )
     peak_context: MetricStat | None = Field(description="Peak context over graded runs.")
 
 

@@ -98,3 +98,57 @@ def test_unexpected_context_is_shown_never_excluded(tmp_path: Path) -> None:
     )
     assert _diagnostics(tmp_path, "excluded") == [] and _diagnostics(tmp_path, "invalid") == []
     assert _diagnostics(tmp_path, "context-advisory") == [message]  # again, from the index's cached facts
+
+
+def _unpriced(model: str) -> dict[str, object]:
+    usage = Usage(
+        present=True, turns=1, input=10, output=5, total=15, price_table=f"v1: model {model} is not priced"
+    )
+    return {"usage": usage}
+
+
+def test_a_run_with_usage_but_no_price_takes_the_usd_off_its_condition(tmp_path: Path) -> None:
+    """An agent that names an unpriced model in its usage must not leave the cost mean on its cheap runs."""
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1)
+    add_run(tmp_path, scenario="s", cell=BIN, trial=1, cost=0.02)
+    add_run(tmp_path, scenario="s", cell=BIN, trial=2, cost=None, sections=_unpriced("pricey"))
+    for _ in range(2):  # the walk, then the index's cached facts
+        summary = build_summary(tmp_path)
+        (treated,) = [g for g in summary.groups if g.by == "condition" and g.condition == BIN]
+        (control,) = [g for g in summary.groups if g.by == "condition" and g.condition == CONTROL]
+        assert (treated.cost.cost_per_run, treated.cost.cost_per_usable, treated.cost.unpriced_runs) == (
+            None,
+            None,
+            1,
+        )
+        assert treated.cost.tokens_per_run is not None  # the tokens are still counted
+        assert (control.cost.cost_per_run, control.cost.unpriced_runs) == (0.01, 0)
+        assert [d.message for d in summary.diagnostics if d.kind == "unpriced"] == [
+            "scripted bin/none/off: 1/2 run(s) reported usage that could not be priced "
+            "(v1: model pricey is not priced (1)): no USD is given for it"
+        ]
+
+
+def test_unpriced_reasons_are_kept_few_whatever_models_the_agent_names(tmp_path: Path) -> None:
+    for t in range(1, 9):
+        add_run(tmp_path, scenario="s", cell=BIN, trial=t, cost=None, sections=_unpriced(f"m{t}"))
+    (message,) = _diagnostics(tmp_path, "unpriced")
+    assert message.startswith("scripted bin/none/off: 8/8 run(s)")
+    assert "other reasons (3)" in message and message.count("is not priced") == 5
+
+
+def test_passing_runs_that_edited_outside_writable_are_a_warning(tmp_path: Path) -> None:
+    outside = {"unsafe_edits": ("tests/conftest.py",), "unsafe_edits_count": 1}
+    add_run(tmp_path, scenario="s", cell=BIN, trial=1, run_fields=outside)
+    add_run(tmp_path, scenario="s", cell=BIN, trial=2, passed=False, run_fields=outside)
+    add_run(tmp_path, scenario="s", cell=BIN, trial=3)
+    add_run(tmp_path, scenario="s", cell=CONTROL, trial=1, passed=False, run_fields=outside)
+    for _ in range(2):
+        found = [d for d in build_summary(tmp_path).diagnostics if d.kind == "unsafe-edits"]
+        assert [(d.severity, d.message.split(";")[0]) for d in found] == [
+            (
+                "warning",
+                "scripted bin/none/off: 1 passing run(s) changed files outside their scenario's `writable`",
+            )
+        ]
+        assert [e.split("/")[-1] for e in found[0].evidence] == ["trial-01"]
