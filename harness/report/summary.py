@@ -215,7 +215,7 @@ class Diagnostic(Model):
     """Something a reader must know before trusting a number, with the evidence."""
 
     kind: str = Field(
-        description="headroom, infra, claimed-infra, sandbox, limit, invalid, failed_to_run, ungradeable, excluded, exclusions-differ, agent-ended, context-advisory, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
+        description="headroom, infra, claimed-infra, sandbox, limit, invalid, failed_to_run, ungradeable, excluded, exclusions-differ, agent-ended, context-advisory, unsafe-edits, unpriced, variance, regrade, flaky-check, no-signal-check, no-discrimination, no-control, ..."
     )
     severity: Literal["info", "warning", "error"]
     message: str
