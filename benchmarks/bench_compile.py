@@ -26,11 +26,11 @@ languages: [python]
 factors:
   tool:
     none: { canaries: { absent: [mytool] } }
-    bin: { path: [tools/bin], trace: [mytool], forbid_words: [mytool] }
-    bin+skill: { extends: bin, skill_dir: guides }
+    bin: { path: [../tools/bin], trace: [mytool], forbid_words: [mytool] }
+    bin+skill: { extends: bin, skill_dir: ../guides }
   knowledge:
     none: {}
-    wiki: { links: { wiki: wiki } }
+    wiki: { links: { wiki: ../wiki } }
     web: { adapter: { web: true } }
   network:
     off: { network: false, canaries: { network: off } }
@@ -88,8 +88,17 @@ def make_project(root: Path, *, scenarios: int, cells50: bool = False) -> None:
         (root / "specs/project.yaml").write_text(PROJECT)
     for i in range(1, 5):
         (root / f"specs/agents/a{i}.yaml").write_text(
-            f"kind: agent\nid: a{i}\nadapter: scripted\nargs: {{ script: s{i}.yaml }}\n"
+            f"kind: agent\nid: a{i}\nadapter: scripted\nargs: {{ script: scripts/s{i}.yaml }}\n"
         )
+        (root / "scripts").mkdir(exist_ok=True)
+        (root / f"scripts/s{i}.yaml").write_text("steps:\n  - run: python -m py_compile app/main.py\n")
+    if not cells50:  # the folders the project's factor levels provide
+        (root / "tools/bin").mkdir(parents=True)
+        (root / "tools/bin/mytool").write_text("#!/bin/sh\nexit 0\n")
+        (root / "tools/bin/mytool").chmod(0o755)
+        for folder in ("guides", "wiki"):
+            (root / folder).mkdir()
+            (root / folder / "README.md").write_text(f"The {folder} of the benchmark's tool.\n")
     (root / "specs/checks/lint.yaml").write_text(LINT)
     (root / "specs/matrices/default.yaml").write_text(MATRIX)
     for n in range(scenarios):

@@ -4,9 +4,12 @@ The runner reads them outside the sandbox (harness/agents.py), so a missing or e
 file would fail every trial of the agent; here it is a spec error instead:
 
 - `args.script` (any adapter; the scripted agent's script): a project file, given
-  project-relative or relative to specs/agents/, that parses as YAML;
+  project-relative or relative to specs/agents/, that is a valid script;
 - `args.scenario_script` (the scripted agent): a path inside each scenario's folder,
   `scenarios/<id>/<scenario_script>`, holding that scenario's own script.
+
+A script is valid when it parses and has the shape adapters/scripted.py reads
+(`compiler.specs.script`), each step naming exactly one action (E244).
 
 A scripted agent must have steps for every scenario a matrix runs it on: its scenario's
 own script, or an entry of `scenarios:` (or `default:` / top-level `steps:`) in its
@@ -17,15 +20,36 @@ agent, when it is a gap in the benchmark (E237, checked in the expand stage).
 from __future__ import annotations
 
 import posixpath
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
 
-from compiler.errors import Collector, Loc
-from compiler.load import Inputs
+from compiler.errors import Collector, Loc, SpecError
+from compiler.load import Inputs, not_utf8
+from compiler.paths import not_a_link_out
 from compiler.provided import AGENT_DIR, agent_file_candidates
+from compiler.rawcheck import model_of
+from compiler.specs.script import ACTIONS, ScriptDoc, StepDoc
 from compiler.yamlio import Doc, Path_, dotted, parse
 
 SCRIPTED = "scripted"
+
+
+class Coverage(NamedTuple):
+    """Which scenarios a valid script has steps for, picked as adapters/scripted.py picks them:
+    `scenarios.<id>`, else `scenarios.default`, else `steps`."""
+
+    named: frozenset[str]
+    """Scenario ids with an entry of their own under `scenarios:`."""
+    others: bool
+    """Whether every other scenario gets steps (`scenarios.default`, or `steps`)."""
+    where: Loc
+    """Where the steps would be (the `scenarios:` key, or the script's start), for an error."""
+    path: str
+    """The key path of `where`, as an error prints it."""
+
+    def covers(self, scenario: str) -> bool:
+        """Whether the script has steps for this scenario."""
+        return scenario in self.named or self.others
 
 
 @dataclass(frozen=True)
@@ -34,16 +58,23 @@ class Script:
 
     file: str | None
     """Project-relative script file (`args.script`), if any."""
-    covers: frozenset[str] | None
-    """Scenario ids of its `scenarios:` map; None when it covers every scenario (`default:` or `steps:`)."""
+    coverage: Coverage | None
+    """What `file` has steps for (None: no valid file)."""
     per_scenario: str | None
     """`args.scenario_script`: the script's path inside each scenario's folder."""
+    own: dict[str, Coverage | None] = field(default_factory=dict)
+    """Scenario folder -> what its own script covers, for each folder that has one (None: invalid)."""
+    problems: tuple[SpecError, ...] = ()
+    """Errors in the scenarios' own scripts: the expand stage reports them, so that `assay new
+    scripts` (which needs only the validate stage) can still rewrite a broken one."""
 
-    def has_steps(self, scenario: str, root: str, files: dict[str, str]) -> bool:
-        """Whether the agent has steps for this scenario (`root` its folder, `files` the input hashes)."""
-        if self.per_scenario is not None and f"{root}/{self.per_scenario}" in files:
-            return True
-        return self.file is not None and (self.covers is None or scenario in self.covers)
+    def has_steps(self, scenario: str, root: str) -> bool:
+        """Whether the agent has steps for this scenario (`root` its folder); an invalid script of
+        its own counts as having them, since its errors are reported already."""
+        if root in self.own:  # the scenario's own script wins, steps or not (harness/trial/agent.py)
+            own = self.own[root]
+            return own is None or own.covers(scenario)
+        return self.coverage is not None and self.coverage.covers(scenario)
 
     def hint(self, scenario: str, root: str) -> str:
         """What to write so the agent has steps for a scenario."""
@@ -71,7 +102,10 @@ def _script_file(c: Collector, doc: Doc, path: Path_, value: Any, inputs: Inputs
         c.add(doc.loc(path), dotted(path), "E211", f"path {value!r} escapes the project")
         return None
     found = next((r for r in inside if r in inputs.agent_files or r in inputs.data), None)
-    if found is None:
+    away = next((r for r in inside if r in inputs.outside), None)
+    if found is None and away is not None:
+        not_a_link_out(c, doc.loc(path), path, away, inputs.outside)
+    elif found is None:
         c.add(
             doc.loc(path),
             dotted(path),
@@ -82,23 +116,61 @@ def _script_file(c: Collector, doc: Doc, path: Path_, value: Any, inputs: Inputs
     return found
 
 
-def _covers(c: Collector, rel: str, data: bytes) -> frozenset[str] | None:
-    """The scenarios a script has steps for (None: all); its syntax errors are spec errors in it."""
+def read_script(c: Collector, rel: str, data: bytes) -> Coverage | None:
+    """What a script file has steps for; None (and its errors in `c`) when it is not a valid script."""
     try:
         text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        c.add(Loc(rel, 1, 1), "", "E001", "the script is not UTF-8")
-        return frozenset()
-    script, errors = parse(rel, text)
-    c.extend(errors)
-    if not isinstance(script.data, dict):
-        if not errors:
-            c.add(script.loc(()), "", "E103", "a script is a map with `steps:` or `scenarios:`")
-        return frozenset()
-    by_scenario = script.data.get("scenarios")
-    if "steps" in script.data or (isinstance(by_scenario, dict) and "default" in by_scenario):
+    except UnicodeDecodeError as exc:
+        c.extend([not_utf8(rel, data, exc)])
         return None
-    return frozenset(by_scenario) if isinstance(by_scenario, dict) else frozenset()
+    doc, errors = parse(rel, text)
+    c.extend(errors)
+    spec: ScriptDoc | None = model_of(c, doc, ScriptDoc) if not errors else None
+    if spec is None:
+        return None
+    before = len(c.errors)
+    _one_action_each(c, doc, ("steps",), spec.steps)
+    for sid, steps in (spec.scenarios or {}).items():
+        _one_action_each(c, doc, ("scenarios", sid), steps)
+    if len(c.errors) > before:
+        return None
+    # A list given, even an empty one, is steps written on purpose (as the runner reads them).
+    by_scenario = spec.scenarios or {}
+    others = "default" in by_scenario or spec.steps is not None
+    key: Path_ = ("scenarios",) if spec.scenarios is not None else ()
+    return Coverage(frozenset(by_scenario) - {"default"}, others, doc.loc(key, key=True), dotted(key))
+
+
+def _one_action_each(c: Collector, doc: Doc, path: Path_, steps: list[StepDoc] | None) -> None:
+    """Every step names exactly one action, in nested `choose` and `repeat` steps too."""
+    for i, step in enumerate(steps or ()):
+        sp = (*path, i)
+        named = [a for a in ACTIONS if a in step.model_fields_set]
+        if len(named) != 1:
+            c.add(
+                doc.loc(sp),
+                dotted(sp),
+                "E244",
+                f"a step needs exactly one action (got {', '.join(named) or 'none'})",
+                f"one of: {', '.join(ACTIONS)}",
+            )
+        for j, option in enumerate(step.choose or ()):
+            _one_action_each(c, doc, (*sp, "choose", j, "steps"), option.steps)
+        if step.repeat is not None:
+            _one_action_each(c, doc, (*sp, "repeat", "steps"), step.repeat.steps)
+
+
+def _own_scripts(per: str, inputs: Inputs) -> tuple[dict[str, Coverage | None], tuple[SpecError, ...]]:
+    """Each scenario's own script (`per` inside its folder), read and checked, with its errors."""
+    mine = Collector()
+    own: dict[str, Coverage | None] = {}
+    for folder in inputs.scenario_dirs:
+        rel = f"{folder}/{per}"
+        if rel in inputs.data:
+            own[folder] = read_script(mine, rel, inputs.data[rel])
+        elif not not_a_link_out(mine, Loc(rel, 1, 1), (), rel, inputs.outside):
+            own[folder] = None
+    return own, tuple(mine.errors)
 
 
 def check(c: Collector, doc: Doc, adapter: str, args: dict[str, Any], inputs: Inputs) -> Script | None:
@@ -132,5 +204,6 @@ def check(c: Collector, doc: Doc, adapter: str, args: dict[str, Any], inputs: In
                 "docs/scripted-agent.md",
             )
         return None
-    covers = _covers(c, file, inputs.agent_files.get(file) or inputs.data[file]) if file else frozenset()
-    return Script(file=file, covers=covers, per_scenario=per)
+    coverage = read_script(c, file, inputs.agent_files.get(file) or inputs.data[file]) if file else None
+    own, problems = _own_scripts(per, inputs) if per is not None else ({}, ())
+    return Script(file=file, coverage=coverage, per_scenario=per, own=own, problems=problems)

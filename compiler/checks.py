@@ -15,9 +15,10 @@ from pydantic import BaseModel, Field, create_model
 
 from compiler.contract import CheckSpec
 from compiler.errors import Collector, did_you_mean
-from compiler.rawcheck import model_of
+from compiler.rawcheck import check, model_of
 from compiler.render import render_field
 from compiler.specs import CheckKindDoc
+from compiler.specs.base import SpecModel
 from compiler.specs.checks import BUILTIN, TEMPLATE_FIELDS, CheckCommon
 from compiler.yamlio import Doc, Path_, dotted
 
@@ -35,13 +36,17 @@ _PY = {
 }
 
 
+def _param_fields(params_json: str) -> dict[str, Any]:
+    """Each parameter of a kind as an optional field of its type."""
+    return {
+        name: (_PY[p.get("type", "any")] | None, Field(default=None, description=p.get("description")))
+        for name, p in json.loads(params_json).items()
+    }
+
+
 @cache
 def _user_model(kind_id: str, params_json: str) -> type[BaseModel]:
-    params = json.loads(params_json)
-    fields: dict[str, Any] = {}
-    for name, p in params.items():
-        tp = _PY[p.get("type", "any")]
-        fields[name] = (tp | None, Field(default=None, description=p.get("description")))
+    fields = _param_fields(params_json)
     fields["with_"] = (
         dict[str, Any] | None,
         Field(default=None, alias="with", description="Parameters of the kind."),
@@ -49,11 +54,30 @@ def _user_model(kind_id: str, params_json: str) -> type[BaseModel]:
     return create_model(f"Check_{kind_id}", __base__=CheckCommon, **fields)
 
 
+@cache
+def _params_model(kind_id: str, params_json: str) -> type[BaseModel]:
+    return create_model(f"Params_{kind_id}", __base__=SpecModel, **_param_fields(params_json))
+
+
+def _params_json(kind: CheckKindDoc) -> str:
+    return json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True)
+
+
 def user_model(kind: CheckKindDoc) -> type[BaseModel]:
     """The model of a check entry of a user kind: common fields, its params inline, or `with:`."""
-    return _user_model(
-        kind.id, json.dumps({k: v.model_dump() for k, v in kind.params.items()}, sort_keys=True)
-    )
+    return _user_model(kind.id, _params_json(kind))
+
+
+def params_model(kind: CheckKindDoc) -> type[BaseModel]:
+    """The model of a user kind's parameters alone (a check's `with:`), each typed as the kind says."""
+    return _params_model(kind.id, _params_json(kind))
+
+
+@cache
+def default_model(type_name: str) -> type[BaseModel]:
+    """A model whose one field, `default`, has a parameter type: a kind's default is of its type."""
+    field: Any = (_PY[type_name] | None, Field(default=None, description="The parameter's default."))
+    return create_model(f"Default_{type_name}", __base__=SpecModel, default=field)
 
 
 def resolve_check(
@@ -123,6 +147,8 @@ def resolve_check(
     before = len(c.errors)
     # Parameter names are fields of the kind: an `x-` key among them is an extension.
     given = {k: v for k, v in (params.pop("with", {}) or {}).items() if not k.startswith("x-")}
+    known = {k: v for k, v in given.items() if k in user.params}
+    c.extend(check(doc, params_model(user), known, (*path, "with")))  # typed as inline ones are
     for k in list(params):
         given.setdefault(k, params.pop(k))
     values: dict[str, Any] = {}

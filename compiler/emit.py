@@ -35,6 +35,7 @@ from compiler.contract import (
     Variant,
 )
 from compiler.expand import MatrixPlan, Plan, package_dir
+from compiler.pipeline import OUTPUTS_FILE, outputs_record
 from compiler.resolved import Validated
 from compiler.sandbox import clamp
 
@@ -264,14 +265,18 @@ def _write(path: Path, text: str) -> bool:
         pass
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except OSError:
+        tmp.unlink(missing_ok=True)
+        raise
     return True
 
 
 def emit(plan: Plan, generated: Path) -> int:
     """Write generated/ for a plan; returns the number of files written (unchanged files are kept)."""
-    files = {rel: pretty(jf) for rel, jf in job_files(plan).items()}
+    files = {rel: pretty(jf) for rel, jf in sorted(job_files(plan).items())}
     written = 0
     jobs_root = generated / JOBS_DIR
     if jobs_root.is_dir():
@@ -281,7 +286,8 @@ def emit(plan: Plan, generated: Path) -> int:
         for d in sorted((p for p in jobs_root.rglob("*") if p.is_dir()), reverse=True):
             if not any(d.iterdir()):
                 d.rmdir()
-    for rel, text in sorted(files.items()):
+    files[MANIFEST_FILE] = pretty(manifest(plan))  # last: a manifest never names a file not yet written
+    for rel, text in files.items():
         written += _write(generated / rel, text)
-    written += _write(generated / MANIFEST_FILE, pretty(manifest(plan)))
+    _write(generated / OUTPUTS_FILE, outputs_record({rel: text.encode() for rel, text in files.items()}))
     return written

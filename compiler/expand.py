@@ -13,7 +13,8 @@ from compiler import matrix as gha
 from compiler import rules
 from compiler.contract import Canaries, Cell, Limits, Options, Provisions
 from compiler.errors import Collector
-from compiler.paths import rel_path
+from compiler.paths import not_a_link_out, rel_path
+from compiler.rawcheck import EXTENSION
 from compiler.resolved import MatrixIn, Validated
 from compiler.specs import ProjectDoc
 
@@ -143,6 +144,11 @@ def make_cell(c: Collector, v: Validated, combo: dict[str, Any]) -> Cell:
     )
 
 
+def _entries(raw: list[dict[str, Any]] | None) -> list[dict[str, Any]]:
+    """include/exclude entries without their `x-*` keys: extensions, never matrix keys to match."""
+    return [{k: v for k, v in entry.items() if not k.startswith(EXTENSION)} for entry in raw or []]
+
+
 def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -> MatrixPlan:
     spec, doc = m.spec, m.doc
     factors = list(v.levels)
@@ -156,7 +162,7 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
         def keep(combo: dict[str, Any]) -> bool:
             return "/".join(combo[f] for f in factors) in wanted
 
-    exp = gha.expand(axes, spec.exclude or [], spec.include or [], keep=keep)
+    exp = gha.expand(axes, _entries(spec.exclude), _entries(spec.include), keep=keep)
     runs: dict[str, list[tuple[str, str]]] = {s: [] for s in scenarios}
     used: dict[str, Cell] = {}
     kept_fitted: set[int] = set()  # includes that extended at least one combination that runs
@@ -221,6 +227,8 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
                 f"cell '{cell}' runs nothing: "
                 + (f"a constraint prunes it ({why})" if why else "every combination is excluded"),
             )
+    if not any(runs.values()) and not (spec.cells and not used):  # listed cells that run nothing: E229
+        _selects_nothing(c, m, scenarios, exp.excluded)
     trials = spec.trials or 1
     total = sum(len(r) for r in runs.values()) * trials
     cap = spec.max_jobs if spec.max_jobs is not None else DEFAULT_MAX_JOBS
@@ -236,8 +244,11 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
     upd: dict[str, Any] = {}
     for key in ("skill_dir", "wiki_dir"):
         val = getattr(options, key)
+        rel = rel_path(c, doc, ("options", key), val) if val is not None else None
+        if rel is not None:
+            not_a_link_out(c, doc.loc(("options", key)), ("options", key), rel, v.outside)
         if val is not None:
-            upd[key] = (rel_path(c, doc, ("options", key), val) or val).rstrip("/")
+            upd[key] = (rel or val).rstrip("/")
     ordered = {name: used[name] for name in all_cells if name in used}
     ordered.update({n: cl for n, cl in used.items() if n not in ordered})
     return MatrixPlan(
@@ -253,6 +264,19 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
     )
 
 
+def _selects_nothing(c: Collector, m: MatrixIn, scenarios: list[str], excluded: int) -> None:
+    """A matrix without a single trial: an error at the key that emptied it (E283)."""
+    spec, doc = m.spec, m.doc
+    if not scenarios:
+        where: tuple[str, ...] = ("scenarios",) if spec.scenarios not in (None, "all") else ()
+        why = "no scenario matches `scenarios:`" if where else "the project has no scenario"
+    elif excluded:
+        where, why = ("exclude",), "`exclude:` removes every combination"
+    else:
+        where, why = ("factors",) if spec.factors else (), "a constraint prunes every combination"
+    c.add(doc.loc(where, key=True), ".".join(where), "E283", f"the matrix selects no trial: {why}")
+
+
 PACKAGES_DIR = ".cache/versions"
 """Where a version given as `package:` is installed, one folder per label (its PATH entry)."""
 
@@ -263,16 +287,29 @@ def package_dir(label: str) -> str:
 
 
 def _scripted(c: Collector, v: Validated, plans: dict[str, MatrixPlan]) -> None:
-    """A scripted agent has steps for every scenario a matrix runs it on (compiler.agentargs)."""
+    """A scripted agent has steps for every scenario a matrix runs it on (compiler.agentargs); a
+    scenario's own script without them is an error in that script, at its steps."""
+    for each in v.scripts.values():
+        c.extend(each.problems)
     missing: dict[str, set[str]] = {}
     for plan in plans.values():
         for sid, pairs in plan.runs.items():
-            for agent in {a for _, a in pairs}:
+            root = v.scenarios[sid].job.root
+            for agent in sorted({a for _, a in pairs}):
                 script = v.scripts.get(agent)
-                if script is not None and not script.has_steps(
-                    sid, v.scenarios[sid].job.root, v.input_hashes
-                ):
+                if script is None or script.has_steps(sid, root):
+                    continue
+                own = script.own.get(root)
+                if own is None:
                     missing.setdefault(agent, set()).add(sid)
+                    continue
+                c.add(
+                    own.where,
+                    own.path,
+                    "E237",
+                    f"this script has no steps for {sid}, and scripted agent '{agent}' runs it there",
+                    "add steps (`assay new scripts --force` rewrites it from the reference and negatives)",
+                )
     for agent, sids in sorted(missing.items()):
         script = v.scripts[agent]
         path = ("args", "scenario_script" if script.per_scenario else "script")

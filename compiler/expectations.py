@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any
 
 from compiler.errors import Collector, did_you_mean
+from compiler.ids import check_slug
 from compiler.rawcheck import model_of
 from compiler.specs.grading import PREDICATES, ExpectationDoc, ExpectationEntry, PredicateDoc, WhenDoc
 from compiler.yamlio import Doc, Path_, dotted
@@ -87,6 +88,8 @@ def entries(
         entry = ExpectationEntry(ref=item) if isinstance(item, str) else item
         assert isinstance(entry, ExpectationEntry)
         _when(c, doc, (*path, "when"), entry.when, levels)
+        if entry.id is not None:
+            check_slug(c, doc, (*path, "id"), entry.id, "expectation id")
         own = entry.model_dump(by_alias=True, exclude_none=True, exclude={"ref", "name", "meta"})
         name = entry.ref or entry.name
         if name is None:

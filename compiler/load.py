@@ -55,6 +55,8 @@ class Inputs:
     """Paths a level names that do not exist (an error, E235)."""
     host: dict[str, str | None] = field(default_factory=dict)
     """Host files command agents name (absolute path -> sha256, `directory`, or None: missing)."""
+    outside: dict[str, str] = field(default_factory=dict)
+    """Project paths that are links to places outside the project -> where they lead (never read)."""
 
     def under(self, folder: str) -> list[str]:
         """Input files below a folder, sorted."""
@@ -69,6 +71,8 @@ class Inputs:
             h.update(f"{rel}\0absent\n".encode())
         for path in sorted(self.host):
             h.update(f"{path}\0{self.host[path]}\n".encode())
+        for rel in sorted(self.outside):
+            h.update(f"{rel}\0outside {self.outside[rel]}\n".encode())
         return h.hexdigest()
 
 
@@ -97,20 +101,37 @@ def scan(root: Path) -> Inputs:
                     rel = p.relative_to(root).as_posix()
                     spec_files.append(rel)
                     data[rel] = p.read_bytes()
-    scenario_dirs: list[str] = []
+    outside: dict[str, str] = {}
     sroot = root / SCENARIO_DIR
     if sroot.is_dir():
         for d in sorted(p for p in sroot.iterdir() if p.is_dir() and not p.name.startswith((".", "_"))):
-            scenario_dirs.append(d.relative_to(root).as_posix())
-            for p in files_under(d):
-                data[p.relative_to(root).as_posix()] = p.read_bytes()
-    return inputs_of(root, data, provided(root, {r: data[r] for r in spec_files}))
+            # Below d only a file can be a link (files_under enters no linked folder).
+            for p in [d] if _leaves(root, d) else files_under(d):
+                rel = p.relative_to(root).as_posix()
+                if p == d or (p.is_symlink() and _leaves(root, p)):  # what it leads to is no input
+                    outside[rel] = str(p.resolve())
+                else:
+                    data[rel] = p.read_bytes()
+    named = provided(root, {r: data[r] for r in spec_files})
+    return inputs_of(root, data, named, outside)
 
 
-def inputs_of(root: Path, data: dict[str, bytes], named: Provided | None = None) -> Inputs:
-    """Inputs from file contents already in memory (what `scan` read, or a test's dict)."""
+def _leaves(root: Path, p: Path) -> bool:
+    """Whether a path below the project root resolves to a place outside it (through a link)."""
+    return not p.resolve().is_relative_to(root.resolve())
+
+
+def inputs_of(
+    root: Path, data: dict[str, bytes], named: Provided | None = None, outside: dict[str, str] | None = None
+) -> Inputs:
+    """Inputs from file contents already in memory (what `scan` read, or a test's dict); `outside`:
+    links in the scenarios that lead out of the project (a seed's link is copied as a link)."""
     named = named or Provided()
+    outside = {**(outside or {}), **named.outside}
     hashes = {rel: hashlib.sha256(b).hexdigest() for rel, b in data.items()}
+    for rel, target in outside.items():
+        if rel.startswith(f"{SCENARIO_DIR}/") and rel.count("/") >= 2:  # a file of a scenario
+            hashes[rel] = hashlib.sha256(f"link to {target}".encode()).hexdigest()
     for rel, digest in named.hashes.items():
         hashes.setdefault(rel, digest)
     folders: dict[str, list[str]] = {}
@@ -123,7 +144,7 @@ def inputs_of(root: Path, data: dict[str, bytes], named: Provided | None = None)
         sorted(
             {
                 "/".join(r.split("/")[:2])
-                for r in data
+                for r in hashes
                 if r.startswith(f"{SCENARIO_DIR}/")
                 and r.count("/") >= 2
                 and not r.split("/")[1].startswith((".", "_"))
@@ -140,6 +161,7 @@ def inputs_of(root: Path, data: dict[str, bytes], named: Provided | None = None)
         dict(named.agent_files),
         frozenset(named.absent),
         dict(named.host),
+        outside,
     )
 
 
@@ -170,6 +192,17 @@ def not_utf8(rel: str, data: bytes, exc: UnicodeDecodeError) -> SpecError:
     )
 
 
+def _link_out(rel: str, target: str) -> SpecError:
+    """A scenario folder or file that is a link to a place outside the project (E211)."""
+    return SpecError.at(
+        Loc(rel, 1, 1),
+        "",
+        "E211",
+        f"'{rel}' is a link to {target}, outside the project",
+        "a scenario lives inside the project: copy it in instead of linking to it",
+    )
+
+
 @cache
 def builtin_adapters() -> tuple[str, ...] | None:
     """The built-in adapters' short names, as the installed `adapters` package lists them in its
@@ -189,8 +222,14 @@ def parse_sources(inputs: Inputs) -> Sources:
     """Parse every spec file and scenario file; syntax errors are collected, not raised."""
     src = Sources(inputs, adapters=builtin_adapters())
     files = list(inputs.spec_files)
+    for rel, target in sorted(inputs.outside.items()):
+        if rel.startswith(f"{SCENARIO_DIR}/") and (rel.count("/") == 1 or rel.endswith(SCENARIO_FILES)):
+            src.errors.append(_link_out(rel, target))
+            src.unparsed.append(rel.split("/")[1])  # it exists: references to it are not errors again
     for d in inputs.scenario_dirs:
         present = [f"{d}/{name}" for name in SCENARIO_FILES if f"{d}/{name}" in inputs.data]
+        if not present and any(f"{d}/{name}" in inputs.outside for name in SCENARIO_FILES):
+            continue
         if not present:
             src.errors.append(
                 SpecError.at(

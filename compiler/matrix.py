@@ -24,6 +24,8 @@ class Expanded:
     appended_by: list[int | None]
     fitted_by: list[tuple[int, ...]]
     """For each combination, the include entries that fitted (extended) it; none for appended ones."""
+    excluded: int = 0
+    """How many combinations the exclude entries removed."""
 
 
 def _matches(combo: dict[str, Any], entry: dict[str, Any]) -> bool:
@@ -48,6 +50,7 @@ def expand(
     )
     if keep is not None:
         combos = [c for c in combos if keep(c)]
+    kept = len(combos)
     if exclude:
         combos = [c for c in combos if not any(_matches(c, ex) for ex in exclude)]
     base = [dict(c) for c in combos]
@@ -69,5 +72,8 @@ def expand(
             appended.append(dict(entry))
             extra.append(i)
     return Expanded(
-        result + appended, appended_by + extra, [tuple(f) for f in fitted_by] + [() for _ in appended]
+        result + appended,
+        appended_by + extra,
+        [tuple(f) for f in fitted_by] + [() for _ in appended],
+        kept - len(base),
     )

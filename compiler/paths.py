@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import posixpath
+from collections.abc import Mapping
 
-from compiler.errors import Collector
+from compiler.errors import Collector, Loc
 from compiler.yamlio import Doc, Path_, dotted
+
+LINK_HINT = "a path in a spec stays inside the project: copy what it links to into the project"
 
 
 def rel_path(c: Collector, doc: Doc, path: Path_, value: str, *, base_file: str | None = None) -> str | None:
@@ -37,3 +40,12 @@ def ws_path(c: Collector, doc: Doc, path: Path_, value: str) -> bool:
         c.add(doc.loc(path), dotted(path), "E213", f"glob {value!r}: '**' must be a whole path segment")
         return False
     return True
+
+
+def not_a_link_out(c: Collector, loc: Loc, path: Path_, rel: str, outside: Mapping[str, str]) -> bool:
+    """False (and E211) when the project path `rel` is a link to a place outside the project."""
+    target = outside.get(rel)
+    if target is None:
+        return True
+    c.add(loc, dotted(path), "E211", f"'{rel}' is a link to {target}, outside the project", LINK_HINT)
+    return False

@@ -24,6 +24,8 @@ MAX_PROVIDED = 20_000
 AGENT_DIR = "specs/agents"
 """An agent argument naming a file is project-relative, or relative to this folder (as the runner reads it)."""
 LEVEL_PATHS = ("files", "home_files", "links")
+OPTION_DIRS = ("skill_dir", "wiki_dir")
+"""Folders a matrix's `options:` name (project-relative guide and knowledge folders)."""
 
 
 @dataclass
@@ -37,6 +39,8 @@ class Provided:
     """Project-relative paths a level names that do not exist."""
     host: dict[str, str | None] = field(default_factory=dict)
     """Host files command agents run by absolute path -> sha256, `directory`, or None: missing."""
+    outside: dict[str, str] = field(default_factory=dict)
+    """Project-relative paths specs name that are links out of the project -> where they lead."""
 
 
 def files_under(base: Path) -> list[Path]:
@@ -56,7 +60,10 @@ def _agent_args(root: Path, top: Path, args: dict[str, Any], out: Provided) -> N
         for rel in agent_file_candidates(value):
             try:
                 target = (root / rel).resolve()
-                if target.is_relative_to(top) and target.is_file():
+                if target.is_file() and not target.is_relative_to(top):
+                    out.outside[rel] = str(target)  # refused (E211), never read
+                    break
+                if target.is_file():
                     data = target.read_bytes()
                     out.agent_files[rel] = data
                     out.hashes[rel] = hashlib.sha256(data).hexdigest()
@@ -93,12 +100,11 @@ def _level_files(root: Path, top: Path, spec: str, named: list[str], out: Provid
         if not target.exists():
             out.absent.add(rel)
             continue
+        if not target.is_relative_to(top):
+            out.outside[rel] = str(target)  # a link out of the project: refused (E211), never read
+            continue
         # The project root itself, or its build and run folders, are no provision to hash.
-        if (
-            not target.is_relative_to(top)
-            or target == top
-            or target.relative_to(top).parts[0] in NOT_PROVIDED
-        ):
+        if target == top or target.relative_to(top).parts[0] in NOT_PROVIDED:
             continue
         for p in [target] if target.is_file() else files_under(target)[:MAX_PROVIDED]:
             out.hashes[p.relative_to(top).as_posix()] = hashlib.sha256(p.read_bytes()).hexdigest()
@@ -109,7 +115,7 @@ def provided(root: Path, specs: dict[str, bytes]) -> Provided:
     out = Provided()
     top = root.resolve()
     for rel, raw in specs.items():
-        if b"project" not in raw and b"args" not in raw and b"command" not in raw:
+        if not any(word in raw for word in (b"project", b"args", b"command", b"_dir")):
             continue
         try:
             doc = parse(rel, raw.decode("utf-8"))[0].data  # its errors are the validate stage's
@@ -124,4 +130,25 @@ def provided(root: Path, specs: dict[str, bytes]) -> Provided:
             _agent_args(root, top, doc["args"], out)
         elif doc.get("kind") == "project" and isinstance(doc.get("factors"), dict):
             _level_files(root, top, rel, _level_names(doc), out)
+        options = doc.get("options") if doc.get("kind") == "matrix" else (doc.get("defaults") or {})
+        if isinstance(options, dict) and doc.get("kind") == "project":
+            options = options.get("options")
+        if isinstance(options, dict):
+            _option_dirs(root, top, rel, options, out)
     return out
+
+
+def _option_dirs(root: Path, top: Path, spec: str, options: dict[str, Any], out: Provided) -> None:
+    """A matrix's guide and knowledge folders (`options.skill_dir`, `wiki_dir`) that are links out
+    of the project (the runner reads them when a level uses one)."""
+    for key in OPTION_DIRS:
+        value = options.get(key)
+        if not isinstance(value, str) or value.startswith("/"):
+            continue
+        rel = posixpath.normpath(posixpath.join(posixpath.dirname(spec), value))
+        try:
+            target = (root / rel).resolve()
+        except (OSError, ValueError):
+            continue
+        if rel != ".." and not rel.startswith("../") and target.exists() and not target.is_relative_to(top):
+            out.outside[rel] = str(target)

@@ -9,6 +9,7 @@ unknown keys, a "did you mean".
 from __future__ import annotations
 
 import json
+import math
 import types
 import typing
 from functools import cache, lru_cache
@@ -30,7 +31,7 @@ _BUILDING: set[str] = set()
 def _rule(tp: Any) -> dict[str, Any]:
     origin = typing.get_origin(tp)
     if tp is Any or tp is object:
-        return {}
+        return {"nullable": True}
     if origin is Annotated:
         base, *extra = typing.get_args(tp)
         meta = [m for x in extra for m in (x.metadata if isinstance(x, FieldInfo) else [x])]
@@ -64,14 +65,18 @@ def _name(model: type[BaseModel]) -> str:
 
 
 def _bounds(rule: dict[str, Any], metadata: list[Any]) -> dict[str, Any]:
-    """A field's numeric bounds (pydantic `ge`/`gt`/`le`) as cerberus `min`/`gt`/`max`."""
+    """A field's bounds (pydantic `ge`/`gt`/`le`, `min_length`) as cerberus `min`/`gt`/`max`, `minlength`."""
     for m in metadata:
+        if getattr(m, "min_length", None) is not None:
+            rule["minlength"] = m.min_length
         if getattr(m, "ge", None) is not None:
             rule["min"] = m.ge
         if getattr(m, "gt", None) is not None:
             rule["gt"] = m.gt
         if getattr(m, "le", None) is not None:
             rule["max"] = m.le
+        if getattr(m, "allow_inf_nan", None) is False:
+            rule["finite"] = True
     return rule
 
 
@@ -103,6 +108,11 @@ class _Validator(cerberus.Validator):  # type: ignore[misc]
         """{'type': 'number'}"""
         if isinstance(value, int | float) and not isinstance(value, bool) and not value > bound:
             self._error(field, f"must be greater than {bound}")
+
+    def _validate_finite(self, finite: bool, field: str, value: Any) -> None:
+        """{'type': 'boolean'}"""
+        if finite and isinstance(value, float) and not math.isfinite(value):
+            self._error(field, "is not a finite number")
 
 
 @cache
@@ -211,7 +221,7 @@ def _type_name(rule: Any) -> str:
     }.get(str(rule), str(rule))
 
 
-def _describe(v: Any) -> str:
+def describe(v: Any) -> str:
     if isinstance(v, bool):
         return "true" if v else "false"
     if v is None:
@@ -252,12 +262,22 @@ def _branch(err: Any) -> list[Any] | None:
 def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> list[SpecError]:
     """Validate `data` (default: the whole document) against the model's cerberus schema."""
     value = doc.data if data is None else data
-    schema = cerberus_schema(model)
     if not isinstance(value, dict):
-        return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {_describe(value)}")]
+        return [SpecError.at(doc.loc(base), dotted(base), "E103", f"expected a map, got {describe(value)}")]
     value = drop_extensions(value, model)
-    if _passes(model, json.dumps(value, sort_keys=True)):
-        return []
+    try:
+        return [] if _passes(model, json.dumps(value, sort_keys=True)) else _errors(doc, model, value, base)
+    except RecursionError:  # cerberus's error tree grows faster than the nesting (a deep `all:` of `all:`)
+        return [
+            SpecError.at(
+                doc.loc(base), dotted(base), "E001", "nested too deeply to check", "nest fewer levels"
+            )
+        ]
+
+
+def _errors(doc: Doc, model: type[BaseModel], value: dict[str, Any], base: Path_) -> list[SpecError]:
+    """Each error cerberus finds in a value that fails the model's schema, as a SpecError."""
+    schema = cerberus_schema(model)
     v = _validator(model)
     v.validate(value, normalize=False)
     out: list[SpecError] = []
@@ -283,7 +303,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                     doc.loc(path),
                     where,
                     "E103",
-                    f"expected {_type_name(err.constraint)}, got {_describe(err.value)}",
+                    f"expected {_type_name(err.constraint)}, got {describe(err.value)}",
                 )
             )
         elif code == cerberus.errors.MIN_VALUE.code:
@@ -292,20 +312,22 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                     doc.loc(path),
                     where,
                     "E104",
-                    f"{_describe(err.value)} is less than the minimum {err.constraint}",
+                    f"{describe(err.value)} is less than the minimum {err.constraint}",
                 )
             )
+        elif code == cerberus.errors.MIN_LENGTH.code:
+            out.append(_too_few(doc, path, err.value, err.constraint))
         elif code == cerberus.errors.MAX_VALUE.code:
             out.append(
                 SpecError.at(
                     doc.loc(path),
                     where,
                     "E104",
-                    f"{_describe(err.value)} is more than the maximum {err.constraint}",
+                    f"{describe(err.value)} is more than the maximum {err.constraint}",
                 )
             )
         elif code == cerberus.errors.CUSTOM.code and err.info:
-            out.append(SpecError.at(doc.loc(path), where, "E104", f"{_describe(err.value)} {err.info[0]}"))
+            out.append(SpecError.at(doc.loc(path), where, "E104", f"{describe(err.value)} {err.info[0]}"))
         elif code == cerberus.errors.UNALLOWED_VALUE.code:
             allowed = ", ".join(str(a) for a in err.constraint)
             out.append(
@@ -313,7 +335,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                     doc.loc(path),
                     where,
                     "E104",
-                    f"{_describe(err.value)} is not allowed",
+                    f"{describe(err.value)} is not allowed",
                     f"one of: {allowed}",
                 )
             )
@@ -328,7 +350,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                     doc.loc(path),
                     where,
                     "E104",
-                    f"{_describe(err.value)} is not allowed",
+                    f"{describe(err.value)} is not allowed",
                     f"one of: {allowed}, or another type: "
                     + " or ".join(
                         _type_name(r.get("type", "any")) for r in err.constraint if "allowed" not in r
@@ -339,7 +361,7 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
             kinds = [_type_name(r.get("type", "any")) for r in err.constraint]
             out.append(
                 SpecError.at(
-                    doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {_describe(err.value)}"
+                    doc.loc(path), where, "E103", f"expected {' or '.join(kinds)}, got {describe(err.value)}"
                 )
             )
         else:
@@ -347,6 +369,15 @@ def check(doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) 
                 SpecError.at(doc.loc(path), where, "E100", f"invalid value ({err.rule}: {err.constraint})")
             )
     return out
+
+
+def _too_few(doc: Doc, path: Path_, value: Any, minimum: int) -> SpecError:
+    """A list or map with fewer items than its field needs: at its key (an empty list selects nothing)."""
+    what = "list" if isinstance(value, list) else "map" if isinstance(value, dict) else "text"
+    count = f"{len(value)} entry" if len(value) == 1 else f"{len(value)} entries"
+    message = f"the {what} is empty" if not value else f"the {what} has {count}; it needs at least {minimum}"
+    hint = f"give at least {minimum}, or leave the key out" if what != "text" else ""
+    return SpecError.at(doc.loc(path, key=True), dotted(path), "E104", message, hint)
 
 
 def model_of(c: Collector, doc: Doc, model: type[BaseModel], data: Any = None, base: Path_ = ()) -> Any:

@@ -60,6 +60,8 @@ class Validated:
     """Scripted agents by id: which scenarios their scripts have steps for."""
     absent: frozenset[str] = frozenset()
     """Paths a level names that do not exist."""
+    outside: dict[str, str] = field(default_factory=dict)
+    """Project paths that are links out of the project -> where they lead."""
 
     def inputs_under(self, folder: str) -> list[str]:
         """Input files below a project-relative folder, sorted."""

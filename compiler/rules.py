@@ -8,7 +8,10 @@ import re
 from collections import defaultdict
 from typing import Any
 
+from compiler.checks import default_model
 from compiler.errors import Collector, Loc, did_you_mean
+from compiler.ids import check_slug
+from compiler.rawcheck import check, describe
 from compiler.render import TemplateError, template_error, undefined_names
 from compiler.resolved import MatrixIn, ScenarioIn, Validated
 from compiler.specs import CheckKindDoc, ProjectDoc
@@ -21,21 +24,12 @@ TEMPLATE_NAMES = ("scenario", "project", "params")
 
 
 def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) -> None:
-    """A user kind: exactly one result reader, max_param names a parameter, authority known."""
-    set_readers = [k for k in ("exit", "count", "json_path") if getattr(spec.result, k) is not None]
-    if len(set_readers) > 1:
-        c.add(
-            doc.loc(("result",)), "result", "E150", f"result has {', '.join(set_readers)}; give exactly one"
-        )
-    count = spec.result.count
-    if count is not None and count.max_param is not None and count.max_param not in spec.params:
-        c.add(
-            doc.loc(("result", "count", "max_param")),
-            "result.count.max_param",
-            "E151",
-            f"max_param '{count.max_param}' is not a parameter of this kind",
-            did_you_mean(count.max_param, spec.params),
-        )
+    """A user kind: one result reader, defaults of their parameters' types, authority known, and a
+    run template whose names are its parameters."""
+    _result_reader(c, doc, spec)
+    for name, param in spec.params.items():
+        if param.default is not None:  # a default is of its parameter's type, as a given value is
+            c.extend(check(doc, default_model(param.type), {"default": param.default}, ("params", name)))
     if spec.authority is not None and spec.authority not in project.authorities:
         c.add(
             doc.loc(("authority",)),
@@ -56,6 +50,33 @@ def check_kind(c: Collector, doc: Doc, spec: CheckKindDoc, project: ProjectDoc) 
             doc.line_loc(("run",), line),
             ("run",),
             f"'{name}' is undefined" + (f" ({did_you_mean(name, spec.params)})" if spec.params else ""),
+        )
+
+
+def _result_reader(c: Collector, doc: Doc, spec: CheckKindDoc) -> None:
+    """Exactly one result reader; a count's max_param names an integer parameter of the kind."""
+    set_readers = [k for k in ("exit", "count", "json_path") if getattr(spec.result, k) is not None]
+    if len(set_readers) > 1:
+        c.add(
+            doc.loc(("result",)), "result", "E150", f"result has {', '.join(set_readers)}; give exactly one"
+        )
+    name = spec.result.count.max_param if spec.result.count else None
+    path = ("result", "count", "max_param")
+    if name is not None and name not in spec.params:
+        c.add(
+            doc.loc(path),
+            dotted(path),
+            "E151",
+            f"max_param '{name}' is not a parameter of this kind",
+            did_you_mean(name, spec.params),
+        )
+    elif name is not None and spec.params[name].type != "integer":
+        c.add(
+            doc.loc(path),
+            dotted(path),
+            "E151",
+            f"max_param '{name}' is a parameter of type {spec.params[name].type}",
+            "declare it `type: integer`: it is the most findings a check allows",
         )
 
 
@@ -140,6 +161,15 @@ def _keys_ok(c: Collector, doc: Doc, path: Path_, entry: dict[str, Any], v: Vali
                 did_you_mean(key, allowed),
             )
             continue
+        if where == "matrix" and not isinstance(value, str):
+            c.add(
+                doc.loc(kp),
+                dotted(kp),
+                "E103",
+                f"expected a string, got {describe(value)}",
+                "an entry names one value per key; write one entry per value",
+            )
+            continue
         _value_ok(c, doc, kp, key, value, v, where)
 
 
@@ -186,13 +216,15 @@ def cross_file(c: Collector, v: Validated) -> None:
 
 def _level_paths(c: Collector, v: Validated) -> None:
     """Paths a level names (PATH folders, files, links, skill dir) stay inside the project and exist."""
-    from compiler.paths import rel_path
+    from compiler.paths import not_a_link_out, rel_path
 
     doc = v.project_doc
     raw_factors = doc.data.get("factors") or {}
 
     def present(path: Path_, value: Any) -> None:
         rel = rel_path(c, doc, path, value) if isinstance(value, str) else None
+        if rel is not None and not not_a_link_out(c, doc.loc(path), path, rel, v.outside):
+            return
         if rel is not None and rel in v.absent:
             c.add(
                 doc.loc(path),
@@ -282,10 +314,23 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
     for key in ("include", "exclude"):
         for i, entry in enumerate(getattr(m.spec, key) or []):
             _keys_ok(c, doc, (key, i), entry, v, "matrix")
-    from compiler.validate import check_slug
+    _version_labels(c, m)
 
+
+def _version_labels(c: Collector, m: MatrixIn) -> None:
+    """Each side of a version comparison has its own slug label (it names its jobs and runs)."""
+    first: dict[str, str] = {}
     for name, ver in (m.spec.versions or {}).items():
-        check_slug(c, doc, ("versions", name, "label"), ver.label, "version label")
+        path = ("versions", name, "label")
+        if check_slug(c, m.doc, path, ver.label, "version label") and ver.label in first:
+            c.add(
+                m.doc.loc(path),
+                dotted(path),
+                "E111",
+                f"duplicate version label '{ver.label}'",
+                f"versions.{first[ver.label]} has it too: each version needs its own label",
+            )
+        first.setdefault(ver.label, name)
 
 
 def _families(c: Collector, v: Validated) -> None:

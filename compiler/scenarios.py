@@ -11,8 +11,9 @@ from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
 from compiler.errors import Collector, did_you_mean
 from compiler.expectations import Levels
 from compiler.expectations import entries as expectation_entries
+from compiler.ids import check_slug
 from compiler.load import Sources, not_utf8
-from compiler.paths import rel_path, ws_path
+from compiler.paths import not_a_link_out, rel_path, ws_path
 from compiler.rawcheck import model_of
 from compiler.render import render_field
 from compiler.resolved import ScenarioIn
@@ -32,7 +33,7 @@ def _tree(src: Sources, folder: str, sub: str) -> list[str]:
 
 
 def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, what: str) -> str | None:
-    if rel is None:
+    if rel is None or not not_a_link_out(c, doc.loc(path), path, rel, src.inputs.outside):
         return None
     data = src.inputs.data.get(rel)
     if data is None:
@@ -45,6 +46,15 @@ def _text(c: Collector, src: Sources, doc: Doc, path: Path_, rel: str | None, wh
         return None
 
 
+def _step_name(c: Collector, doc: Doc, i: int, name: str | None, taken: set[str]) -> str:
+    """A step's name (default step-NN): a slug, since it names the step's folders, and unique."""
+    path: Path_ = ("steps", i, "name") if name is not None else ("steps", i)
+    name = name if name is not None else f"step-{i + 1:02d}"
+    if check_slug(c, doc, path, name, "step name") and name in taken:
+        c.add(doc.loc(path), dotted(path), "E111", f"duplicate step name '{name}'", "name each step once")
+    return name
+
+
 def _steps(
     c: Collector, doc: Doc, spec: ScenarioDoc, src: Sources, folder: str, ctx: dict[str, Any]
 ) -> list[Step]:
@@ -54,34 +64,33 @@ def _steps(
         sp = ("steps", i)
         pf = rel_path(c, doc, (*sp, "prompt"), st.prompt)
         raw = _text(c, src, doc, (*sp, "prompt"), pf, "step prompt")
-        evidence: dict[str, str] = {}
-        for dest, source in (st.evidence or {}).items():
-            ws_path(c, doc, (*sp, "evidence", dest), dest)
-            rel = rel_path(c, doc, (*sp, "evidence", dest), source)
-            if rel is not None and rel not in src.inputs.data:
-                c.add(
-                    doc.loc((*sp, "evidence", dest)),
-                    dotted((*sp, "evidence", dest)),
-                    "E230",
-                    f"evidence file '{rel}' not found",
-                )
-            if rel is not None and f"{folder}/seed/{dest}" in src.inputs.data:
-                c.add(
-                    doc.loc((*sp, "evidence", dest), key=True),
-                    dotted((*sp, "evidence", dest)),
-                    "E214",
-                    f"evidence '{dest}' collides with a seed file",
-                )
-            evidence[dest] = rel or source
         steps.append(
             Step(
-                name=st.name or f"step-{i + 1:02d}",
+                name=_step_name(c, doc, i, st.name, {s.name for s in steps}),
                 prompt=render_field(c, doc, (*sp, "prompt"), raw or "", ctx, file=pf),
-                evidence=evidence,
+                evidence={
+                    dest: _evidence(c, doc, (*sp, "evidence", dest), source, src, folder)
+                    for dest, source in (st.evidence or {}).items()
+                },
                 fresh_repo=bool(st.fresh_repo),
             )
         )
     return steps
+
+
+def _evidence(c: Collector, doc: Doc, path: Path_, source: str, src: Sources, folder: str) -> str:
+    """One evidence file of a step (workspace path -> project file): it exists, inside the project,
+    and shadows no seed file."""
+    dest = str(path[-1])
+    ws_path(c, doc, path, dest)
+    rel = rel_path(c, doc, path, source)
+    if rel is None or not not_a_link_out(c, doc.loc(path), path, rel, src.inputs.outside):
+        return rel or source
+    if rel not in src.inputs.data:
+        c.add(doc.loc(path), dotted(path), "E230", f"evidence file '{rel}' not found")
+    if f"{folder}/seed/{dest}" in src.inputs.hashes:
+        c.add(doc.loc(path, key=True), dotted(path), "E214", f"evidence '{dest}' collides with a seed file")
+    return rel
 
 
 def _checks(
@@ -99,7 +108,7 @@ def _checks(
     seen: dict[str, int] = {}
     for i, check_raw in enumerate(spec.checks or []):
         chk = resolve_check(c, doc, i, check_raw, kinds, ctx, kind_docs)
-        if chk is None:
+        if chk is None or not check_slug(c, doc, ("checks", i, "id"), chk.id, "check id"):
             continue
         if chk.id in seen:
             c.add(
@@ -159,6 +168,8 @@ def _negatives(
     neg_dir = "negative" if own.endswith(".json") and _tree(src, folder, "negative") else "negatives"
     for name, neg in (spec.negatives or {}).items():
         np_: Path_ = ("negatives", name)
+        if not check_slug(c, doc, np_, name, "negative name", key=True):
+            continue  # it names the overlay's folder: nothing else about it can be right
         if not neg.fails:
             c.add(
                 doc.loc((*np_, "fails")),
@@ -177,7 +188,9 @@ def _negatives(
                     "name the check alone",
                 )
             if cid not in seen and cid not in {
-                ch.get("id") for ch in spec.checks or [] if isinstance(ch, dict)
+                ch.get("id")
+                for ch in spec.checks or []
+                if isinstance(ch, dict) and isinstance(ch.get("id"), str)
             }:
                 c.add(
                     doc.loc((*np_, "fails", j)),
@@ -186,7 +199,10 @@ def _negatives(
                     f"unknown check id '{cid}'",
                     did_you_mean(cid, seen),
                 )
-        patch = rel_path(c, doc, (*np_, "patch"), neg.patch) if neg.patch else None
+        pp = (*np_, "patch")
+        patch = rel_path(c, doc, pp, neg.patch) if neg.patch else None
+        if patch is not None and not not_a_link_out(c, doc.loc(pp), pp, patch, src.inputs.outside):
+            continue
         if patch is not None and patch not in src.inputs.data:
             c.add(
                 doc.loc((*np_, "patch")),

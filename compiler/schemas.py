@@ -19,7 +19,8 @@ from typing import Any
 from pydantic import BaseModel
 
 from compiler.checks import user_model
-from compiler.contract import Job, JobFile, Manifest
+from compiler.contract import ISOLATIONS, Job, JobFile, Manifest
+from compiler.ids import DOTTED
 from compiler.specs import KINDS, CheckKindDoc
 from compiler.specs.checks import BUILTIN, UserCheck
 from compiler.specs.grading import PREDICATES
@@ -137,6 +138,30 @@ def _one_predicate(schema: dict[str, Any], *, unless: tuple[str, ...] = ()) -> N
         schema.update(one)
 
 
+MATRIX_ENTRY: dict[str, Any] = {
+    "type": "object",
+    "additionalProperties": {"type": "string"},
+    "patternProperties": EXTENSIONS,
+}
+"""An include/exclude entry: one level, agent or scenario per key (compiler.rules), `x-*` keys free."""
+
+
+PARAM_TYPES = {
+    "string": "string",
+    "integer": "integer",
+    "number": "number",
+    "boolean": "boolean",
+    "list": "array",
+    "dict": "object",
+}
+"""A user kind's parameter types (`any` aside) as JSON Schema types."""
+
+
+def _branch(prop: dict[str, Any], json_type: str) -> dict[str, Any]:
+    """The alternative of an optional field's schema that has the JSON type (the field itself if plain)."""
+    return next((b for b in prop.get("anyOf", []) if b.get("type") == json_type), prop)
+
+
 def _rules(kind: str, schema: dict[str, Any]) -> None:
     """Rules of one document the compiler checks beside the model's shape."""
     defs = schema.get("$defs", {})
@@ -175,6 +200,31 @@ def _rules(kind: str, schema: dict[str, Any]) -> None:
             schema["properties"][name]["minItems"] = 1
     if "NegativeDoc" in defs:
         defs["NegativeDoc"]["properties"]["fails"]["minItems"] = 1
+    _values(kind, schema, defs)
+
+
+def _values(kind: str, schema: dict[str, Any], defs: dict[str, Any]) -> None:
+    """Values the compiler refuses beside the model's types: a matrix entry's lists, an unknown
+    isolation, a parameter's default of another type."""
+    if kind == "matrix":
+        for name in ("include", "exclude"):
+            _branch(schema["properties"][name], "array")["items"] = MATRIX_ENTRY
+    if "OptionsDoc" in defs:  # a known isolation or a plug-in's dotted path (compiler.validate)
+        isolation = defs["OptionsDoc"]["properties"]["isolation"]
+        isolation.pop("type", None)
+        isolation["anyOf"] = [
+            {"enum": list(ISOLATIONS)},
+            {"type": "string", "pattern": DOTTED},
+            {"type": "null"},
+        ]
+    if "ParamDoc" in defs:  # a default is of its parameter's type (compiler.rules.check_kind)
+        defs["ParamDoc"]["allOf"] = [
+            {
+                "if": {"properties": {"type": {"const": name}}, "required": ["type"]},
+                "then": {"properties": {"default": {"type": [json_type, "null"]}}},
+            }
+            for name, json_type in PARAM_TYPES.items()
+        ]
 
 
 def _nullable(node: Any) -> Any:

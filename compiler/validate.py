@@ -7,40 +7,26 @@ the merged raw data, then the pydantic model. Then the cross-file rules
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from compiler import agentargs, rawcheck, rules, scenarios
-from compiler.contract import LIMITS_OFF, AgentSpec, Limits, Options
+from compiler.contract import ISOLATIONS, LIMITS_OFF, AgentSpec, Limits, Options
 from compiler.errors import Collector, Loc, did_you_mean
 from compiler.expectations import library as expectation_library
 from compiler.hostfiles import named_host_files
+from compiler.ids import check_slug, is_dotted
 from compiler.load import Sources
 from compiler.merge import merge_values, overlay
-from compiler.rawcheck import model_of
+from compiler.rawcheck import describe, model_of
 from compiler.resolved import MatrixIn, Validated
 from compiler.specs import KINDS, AgentDoc, CheckKindDoc, MatrixDoc, PricesDoc, ProjectDoc
-from compiler.specs.base import SLUG
-from compiler.yamlio import Doc, Path_, dotted
+from compiler.yamlio import Doc, dotted
 
-_SLUG = re.compile(SLUG)
 INHERITABLE = ("agent", "matrix", "scenario")
 PROJECT_FILE = "specs/project.yaml"
+PRICES_FILE = "specs/prices.yaml"
+"""The price table (harness/artifacts/prices.py reads it from there)."""
 NOT_INHERITED = ("id", "extends", "default", "kind")
-
-
-def check_slug(c: Collector, doc: Doc, path: Path_, value: Any, what: str) -> bool:
-    """Ids are slugs; report one that is not."""
-    if isinstance(value, str) and _SLUG.match(value):
-        return True
-    c.add(
-        doc.loc(path),
-        dotted(path),
-        "E110",
-        f"{what} {value!r} is not a slug",
-        "use lowercase letters, digits and - _ . + (starting with a letter or digit)",
-    )
-    return False
 
 
 def _by_id(c: Collector, docs: list[Doc], kind: str) -> dict[str, Doc]:
@@ -171,31 +157,68 @@ def _defaults_doc(pdoc: Doc, project: ProjectDoc) -> Doc:
     return out
 
 
+def _isolation(c: Collector, doc: Doc, name: str) -> None:
+    """A matrix's isolation is a known short name or a dotted path (found when the run starts)."""
+    if name not in ISOLATIONS and not is_dotted(name):
+        c.add(
+            doc.loc(("options", "isolation")),
+            "options.isolation",
+            "E104",
+            f"unknown isolation {name!r}",
+            f"one of: {', '.join(ISOLATIONS)}, or a dotted path pkg.mod:Class",
+        )
+
+
+def _prices(c: Collector, docs: list[Doc]) -> None:
+    """The price table: one, at PRICES_FILE, the only file the grader and the gateway read."""
+    for doc in docs:
+        model_of(c, doc, PricesDoc)
+        if doc.file != PRICES_FILE:
+            c.add(
+                doc.loc(("kind",)),
+                "kind",
+                "E133",
+                f"a price table outside {PRICES_FILE}"
+                + (" (a second one)" if any(d.file == PRICES_FILE for d in docs) else ""),
+                f"costs are read from {PRICES_FILE} alone: move the table there, or merge it into it",
+            )
+
+
+def _kind_of(c: Collector, doc: Doc) -> str | None:
+    """The document's `kind:`, one of KINDS; None (and an error) when it has none or another."""
+    if not isinstance(doc.data, dict):
+        c.add(doc.loc(()), "", "E103", "a spec file must be a map with `kind:`")
+        return None
+    kind = doc.data.get("kind")
+    if isinstance(kind, str) and kind in KINDS:
+        return kind
+    if kind is None:
+        c.add(doc.loc(()), "kind", "E102", "missing required key 'kind'", f"one of: {', '.join(KINDS)}")
+    elif not isinstance(kind, str):
+        c.add(
+            doc.loc(("kind",)),
+            "kind",
+            "E103",
+            f"expected a string, got {describe(kind)}",
+            f"one of: {', '.join(KINDS)}",
+        )
+    else:
+        c.add(doc.loc(("kind",)), "kind", "E104", f"unknown kind {kind!r}", did_you_mean(kind, KINDS))
+    return None
+
+
 def validate(src: Sources, fingerprint: str) -> Validated:
     """Check every document and every cross-file rule; raise SpecErrors with all problems."""
     c = Collector()
     c.extend(src.errors)
     by_kind: dict[str, list[Doc]] = {k: [] for k in KINDS}
+    kindless: set[str] = set()  # ids of documents without a valid kind: they exist, with errors of their own
     for doc in src.docs:
-        if not isinstance(doc.data, dict):
-            c.add(doc.loc(()), "", "E103", "a spec file must be a map with `kind:`")
-            continue
-        kind = doc.data.get("kind")
-        if kind not in KINDS:
-            if kind is None:
-                c.add(
-                    doc.loc(()), "kind", "E102", "missing required key 'kind'", f"one of: {', '.join(KINDS)}"
-                )
-            else:
-                c.add(
-                    doc.loc(("kind",)),
-                    "kind",
-                    "E104",
-                    f"unknown kind {kind!r}",
-                    did_you_mean(str(kind), KINDS),
-                )
-            continue
-        by_kind[kind].append(doc)
+        kind = _kind_of(c, doc)
+        if kind is not None:
+            by_kind[kind].append(doc)
+        elif isinstance(doc.data, dict) and isinstance(doc.data.get("id"), str):
+            kindless.add(doc.data["id"])
 
     projects = by_kind["project"]
     if not projects:
@@ -242,7 +265,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             kind_docs[ident] = doc
             rules.check_kind(c, doc, spec, project)
 
-    broken: set[str] = set(src.unparsed)
+    broken: set[str] = set(src.unparsed) | kindless
     for kind in INHERITABLE:
         broken |= {d.data["id"] for d in by_kind[kind] if isinstance(d.data.get("id"), str)}
     agents: dict[str, AgentSpec] = {}
@@ -309,13 +332,13 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         named = spec.limits.model_dump(exclude_none=True) if spec.limits else {}
         limits = Limits(**{k: None if v == LIMITS_OFF else v for k, v in named.items()})
         options = Options(**(spec.options.model_dump(exclude_none=True) if spec.options else {}))
+        _isolation(c, merged, options.isolation)
         matrices[ident] = MatrixIn(spec, merged, limits, options)
 
     # Read by the grader at grade time; validated here so a typo is a positioned spec error.
     exp_docs = _by_id(c, by_kind["expectation"], "expectation")
     expectations = expectation_library(c, exp_docs, levels)
-    for doc in by_kind["prices"]:
-        model_of(c, doc, PricesDoc)
+    _prices(c, by_kind["prices"])
 
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(
@@ -348,6 +371,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         input_folders=src.inputs.folders,
         scripts=scripts,
         absent=src.inputs.absent,
+        outside=src.inputs.outside,
     )
     rules.cross_file(c, result)
     c.raise_if_any()

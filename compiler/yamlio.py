@@ -119,8 +119,18 @@ MAX_NODES = 200_000
 """Nodes one document may expand to: aliases are allowed, an alias bomb is not."""
 
 
+MAX_DEPTH = 100
+"""Levels of nesting one document may have: far past any spec, short of Python's recursion limit."""
+
+
 class _TooLarge(Exception):
     pass
+
+
+class _TooDeep(Exception):
+    def __init__(self, node: yaml.Node) -> None:
+        super().__init__()
+        self.node = node
 
 
 def _block_start(file: str, node: yaml.ScalarNode, lines: list[str]) -> Loc:
@@ -135,6 +145,8 @@ def _block_start(file: str, node: yaml.ScalarNode, lines: list[str]) -> Loc:
 def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError], lines: list[str]) -> Any:
     if len(doc.values) >= MAX_NODES:
         raise _TooLarge
+    if len(path) > MAX_DEPTH:
+        raise _TooDeep(node)
     doc.values[path] = _mark(doc.file, node)
     if isinstance(node, yaml.ScalarNode):
         if node.style in ("|", ">"):
@@ -211,6 +223,16 @@ def _build(doc: Doc, node: yaml.Node, path: Path_, errors: list[SpecError], line
     return out
 
 
+def _too_deep(loc: Loc) -> SpecError:
+    return SpecError.at(
+        loc,
+        "",
+        "E001",
+        f"the document is nested more than {MAX_DEPTH} levels deep",
+        "a spec is a few levels of maps and lists",
+    )
+
+
 def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
     """Parse one YAML (or JSON) document; syntax errors come back as SpecErrors."""
     doc = Doc(file, None)
@@ -228,11 +250,16 @@ def parse(file: str, text: str) -> tuple[Doc, list[SpecError]]:
         ]
     except yaml.YAMLError as exc:
         return doc, [SpecError.at(Loc(file, 1, 1), "", "E001", f"YAML error: {exc}")]
+    except RecursionError:  # the pure-Python composer recurses once per level (libyaml stops at 1000)
+        return doc, [_too_deep(Loc(file, 1, 1))]
     if node is None:
         return doc, [SpecError.at(Loc(file, 1, 1), "", "E006", "the file is empty", "start it with `kind:`")]
     errors: list[SpecError] = []
     try:
         doc.data = _build(doc, node, (), errors, text.splitlines())
+    except _TooDeep as exc:
+        doc.data, doc.values, doc.keys = None, {}, {}
+        return doc, [_too_deep(_mark(file, exc.node))]
     except _TooLarge:
         doc.data, doc.values, doc.keys = None, {}, {}
         return doc, [

@@ -23,6 +23,7 @@ from compiler.contract.base import (
 )
 from compiler.contract.job import (
     BUDGETS,
+    ISOLATIONS,
     LIMITS_OFF,
     CorruptJob,
     Job,
@@ -71,6 +72,7 @@ from compiler.contract.scenario import (
 
 __all__ = [
     "BUDGETS",
+    "ISOLATIONS",
     "JOBS_DIR",
     "LIMITS_OFF",
     "MANIFEST_FILE",

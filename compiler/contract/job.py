@@ -19,6 +19,10 @@ LIMITS_OFF = "none"
 BUDGETS = ("input_tokens", "output_tokens", "total_tokens", "model_requests", "cost_usd")
 """The limits that are budgets of model spend (the model gateway enforces them)."""
 
+ISOLATIONS = ("auto", "bwrap", "none", "unshare")
+"""The isolation plug-ins' short names (harness/sandbox/isolation REGISTRY, and `auto`); any other
+isolation is named by a dotted path `pkg.mod:Class`."""
+
 
 class Limits(OmitUnset):
     """Per-trial resource limits. Every resource limit is on by default; a spec turns one off only by

@@ -7,7 +7,7 @@ pinned by its version, recorded with every cost computed from it.
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
@@ -99,15 +99,19 @@ class ExpectationEntry(PredicateDoc):
     meta: dict[str, Any] | None = Field(default=None, description="Free-form metadata.")
 
 
+Price = Annotated[float, Field(ge=0, allow_inf_nan=False)]
+"""USD per million tokens: a finite number, at least 0."""
+
+
 class Rates(SpecModel):
     """USD per million tokens of one model."""
 
-    input: float = Field(description="Uncached input tokens.")
-    output: float = Field(description="Output tokens (reasoning included).")
-    cache_read: float | None = Field(
+    input: Price = Field(description="Uncached input tokens.")
+    output: Price = Field(description="Output tokens (reasoning included).")
+    cache_read: Price | None = Field(
         default=None, description="Cache-read input tokens (default: the input rate)."
     )
-    cache_write: float | None = Field(
+    cache_write: Price | None = Field(
         default=None, description="Cache-write input tokens (default: the input rate)."
     )
 
@@ -116,7 +120,7 @@ class PricesDoc(SpecModel):
     """`specs/prices.yaml`: the pinned price table costs are computed from (never the agent's own figure)."""
 
     kind: Literal["prices"] = Field(description="Always `prices`.")
-    version: str = Field(description="Table version, recorded with every cost.")
+    version: str = Field(min_length=1, description="Table version, recorded with every cost.")
     unit: Literal["usd_per_million_tokens"] = Field(
         default="usd_per_million_tokens", description="The only unit."
     )

@@ -2,22 +2,25 @@
 
 from __future__ import annotations
 
-from typing import Any, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import Field
 
 from compiler.specs.base import SpecModel
 from compiler.specs.project import LimitsDoc, OptionsDoc
 
+Names = Annotated[list[str], Field(min_length=1)]
+"""A list that selects: an empty one would select nothing."""
+
 
 class ScenarioFilter(SpecModel):
     """Select scenarios by attribute."""
 
     split: Literal["train", "test"] | None = Field(default=None, description="Only this split.")
-    family: str | list[str] | None = Field(default=None, description="Only these families.")
-    language: str | list[str] | None = Field(default=None, description="Only these languages.")
-    ids: list[str] | None = Field(default=None, description="Only these ids.")
-    tags: str | list[str] | None = Field(default=None, description="Only scenarios with one of these tags.")
+    family: str | Names | None = Field(default=None, description="Only these families.")
+    language: str | Names | None = Field(default=None, description="Only these languages.")
+    ids: Names | None = Field(default=None, description="Only these ids.")
+    tags: str | Names | None = Field(default=None, description="Only scenarios with one of these tags.")
 
 
 class VersionDoc(SpecModel):
@@ -47,14 +50,14 @@ class MatrixDoc(SpecModel):
         default=None, description="The matrix nox bench-<cell> sessions come from (exactly one)."
     )
     agents: list[str] | None = Field(default=None, description="Agent ids.")
-    factors: dict[str, list[str]] | None = Field(
+    factors: dict[str, Names] | None = Field(
         default=None, description="Factor -> levels to use (default: all levels)."
     )
-    cells: list[str] | None = Field(
+    cells: Names | None = Field(
         default=None,
         description="Only these cells (names like bin/none/off), as seed 000's matrix.json lists them.",
     )
-    scenarios: Literal["all"] | list[str] | ScenarioFilter | None = Field(
+    scenarios: Literal["all"] | Names | ScenarioFilter | None = Field(
         default=None, description="`all`, a list of ids, or a filter."
     )
     trials: int | None = Field(default=None, ge=1, description="Trials per agent x cell x scenario.")
@@ -73,7 +76,7 @@ class MatrixDoc(SpecModel):
         default=None, description="Stop at the first failed trial (default false)."
     )
     versions: dict[str, VersionDoc] | None = Field(
-        default=None, description="Version comparison: name -> version."
+        default=None, min_length=2, description="Version comparison: name -> version (two or more)."
     )
     until: Literal["planned", "decided"] | None = Field(
         default=None,

@@ -5,8 +5,10 @@ from pathlib import Path
 
 import pytest
 
-from compiler.contract import iter_jobs, load_job, load_manifest, parse_job_id
-from compiler.pipeline import compile_project
+from compiler.contract import ISOLATIONS, iter_jobs, load_job, load_manifest, parse_job_id
+from compiler.errors import SpecErrors
+from compiler.pipeline import build, compile_project
+from tests.helpers import assay
 
 
 def _tree(root: Path) -> dict[str, bytes]:
@@ -197,3 +199,64 @@ def test_rounds_and_budgets_reach_the_manifest_and_jobs_and_leave_hashes_alone(
     spec.write_text(spec.read_text().replace("limits: { total_tokens: 9000, cost_usd: 0.5 }\n", ""))
     compile_project(proj)
     assert load_job(proj / "generated", jid).hash == before.hash
+
+
+def test_generated_in_the_way_is_a_spec_error_naming_it(valid_project: Path, tmp_path: Path) -> None:
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    (proj / "generated").write_text("not a folder\n")
+    with pytest.raises(SpecErrors) as info:
+        compile_project(proj)
+    [err] = info.value.errors
+    assert (err.file, err.code) == ("generated", "E290")
+    assert "a file stands where the compiler needs a folder" in err.message
+    (proj / "generated").unlink()
+    (proj / "generated" / "jobs").mkdir(parents=True)
+    (proj / "generated" / "jobs" / "default").write_text("")
+    with pytest.raises(SpecErrors) as info:
+        compile_project(proj)
+    assert [(e.file, e.code) for e in info.value.errors] == [("generated/jobs/default", "E290")]
+    cli = assay("--project", proj, "compile")
+    assert cli.returncode == 2 and "Traceback" not in cli.stderr
+    assert cli.stderr.startswith("generated/jobs/default:1:1: error[E290]: (document): cannot write")
+
+
+def test_an_output_deleted_or_edited_since_is_written_again(valid_project: Path, tmp_path: Path) -> None:
+    gen = tmp_path / "gen"
+    compile_project(valid_project, generated=gen)
+    job = gen / "jobs" / "default" / "sum-answer.json"
+    first = job.read_bytes()
+    assert compile_project(valid_project, generated=gen).up_to_date
+    job.unlink()
+    again = compile_project(valid_project, generated=gen)
+    assert not again.up_to_date and job.read_bytes() == first
+    edited = first.replace(b'"trials":2', b'"trials":9')
+    assert edited != first
+    job.write_bytes(edited)
+    assert not compile_project(valid_project, generated=gen).up_to_date and job.read_bytes() == first
+    (gen / "manifest.json").write_text((gen / "manifest.json").read_text() + " ")
+    assert not compile_project(valid_project, generated=gen).up_to_date
+    assert compile_project(valid_project, generated=gen).up_to_date
+
+
+def test_x_keys_of_an_exclude_entry_are_no_matrix_keys(valid_project: Path, tmp_path: Path) -> None:
+    """An `x-*` key annotates an entry: an exclude entry with one still excludes what it names."""
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    matrix = proj / "specs/matrices/default.yaml"
+    before = build(proj).matrices["default"].jobs
+    text = matrix.read_text()
+    matrix.write_text(
+        text.replace(
+            "{ tool: bin, agent: scripted-weak }", "{ tool: bin, agent: scripted-weak, x-why: slow }"
+        )
+    )
+    assert build(proj).matrices["default"].jobs == before
+    matrix.write_text(text.replace("agent: scripted-good }", "agent: scripted-good, x-why: [a, note] }"))
+    assert build(proj).matrices["default"].jobs == before
+
+
+def test_the_isolation_names_are_the_harness_registrys() -> None:
+    from harness.sandbox.isolation import ISOLATIONS as PLUGINS
+
+    assert sorted(ISOLATIONS) == PLUGINS.names()

@@ -11,9 +11,10 @@ from pydantic import BaseModel, ValidationError
 from compiler.rawcheck import cerberus_schema, check
 from compiler.specs import KINDS
 from compiler.specs.checks import BUILTIN
+from compiler.specs.script import ScriptDoc
 from compiler.yamlio import parse
 
-MODELS: list[type[BaseModel]] = [*KINDS.values(), *dict.fromkeys(BUILTIN.values())]
+MODELS: list[type[BaseModel]] = [*KINDS.values(), *dict.fromkeys(BUILTIN.values()), ScriptDoc]
 
 
 def _models_in(model: type[BaseModel], seen: set[type[BaseModel]]) -> None:
@@ -106,6 +107,18 @@ SAMPLES: list[tuple[str, dict[str, Any]]] = [
         {"kind": "scenario", "id": "s", "expectations": ["a", {"ref": "b", "when": {"levels": {}}}]},
     ),
     ("scenario", {"kind": "scenario", "id": "s", "expectations": [{"transcript": {"rol": "user"}}]}),
+    ("scenario", {"kind": "scenario", "id": "s", "checks": [{"id": "a", "kind": "answer", "equals": None}]}),
+    ("matrix", {"kind": "matrix", "id": "m", "cells": []}),
+    ("matrix", {"kind": "matrix", "id": "m", "factors": {"tool": []}}),
+    ("matrix", {"kind": "matrix", "id": "m", "scenarios": []}),
+    ("matrix", {"kind": "matrix", "id": "m", "scenarios": {"tags": [], "family": "a"}}),
+    ("matrix", {"kind": "matrix", "id": "m", "versions": {"a": {"label": "x"}}}),
+    ("matrix", {"kind": "matrix", "id": "m", "versions": {"a": {"label": "x"}, "b": {"label": "y"}}}),
+    ("prices", {"kind": "prices", "version": "1", "models": {"m": {"input": 1, "output": 2.5}}}),
+    ("prices", {"kind": "prices", "version": "1", "models": {"m": {"input": -1, "output": 2.5}}}),
+    ("prices", {"kind": "prices", "version": "1", "models": {"m": {"input": float("nan"), "output": 1}}}),
+    ("prices", {"kind": "prices", "version": "1", "models": {"m": {"input": 1, "output": float("inf")}}}),
+    ("prices", {"kind": "prices", "version": "", "models": {}}),
 ]
 
 
@@ -117,6 +130,35 @@ def test_cerberus_and_pydantic_agree(kind: str, data: dict[str, Any]) -> None:
     raw_ok = not check(doc, model)
     try:
         model.model_validate(data)
+        typed_ok = True
+    except ValidationError:
+        typed_ok = False
+    assert raw_ok == typed_ok
+
+
+SCRIPTS: list[dict[str, Any]] = [
+    {"seed": 1, "steps": [{"write": {"path": "a", "content": "b"}}, {"read_trace": None}]},
+    {
+        "steps": [
+            {"choose": [{"weight": "$skill", "steps": [{"run": "true", "when": {"not": {"chance": 0.5}}}]}]}
+        ]
+    },
+    {"steps": [{"repeat": {"times": "forever", "steps": [{"ask": {"text": "hi", "on_error": "continue"}}]}}]},
+    {"steps": [{"repeat": {"times": "twice"}}]},
+    {"steps": [{"edit": {"path": "a"}}]},
+    {"steps": [{"when": {"on_pth": "ruff"}, "run": "x"}]},
+    {"scenarios": {"default": [{"exit": 0}], "s": [{"sleep": -1}]}},
+    {"scenarios": {"s": {"run": "x"}}},
+]
+
+
+@pytest.mark.parametrize("data", SCRIPTS)
+def test_cerberus_and_pydantic_agree_on_scripts(data: dict[str, Any]) -> None:
+    doc, _ = parse("x.yaml", "{}")
+    doc.data = data
+    raw_ok = not check(doc, ScriptDoc)
+    try:
+        ScriptDoc.model_validate(data)
         typed_ok = True
     except ValidationError:
         typed_ok = False

@@ -81,8 +81,9 @@ def _expressible(folder: Path, line: str) -> tuple[str, str] | None:
     if m is None or m["code"] not in EXPRESSIBLE or any(k in m["msg"] for k in BEYOND):
         return None
     data = _data(folder / m["file"], m["file"])
-    if data is None or data.get("kind") not in VALIDATORS or "extends" in data:
-        return None
+    kind = data.get("kind") if data is not None else None
+    if data is None or not isinstance(kind, str) or kind not in VALIDATORS or "extends" in data:
+        return None  # no schema to pick for a kind that is unknown, or no kind at all
     return m["file"], m["path"]
 
 

@@ -9,7 +9,7 @@ import pytest
 
 from compiler.errors import SpecErrors
 from compiler.pipeline import build
-from compiler.render import TemplateError, render
+from compiler.render import MAX_RENDERED, TemplateError, render
 
 
 def test_sandbox_and_strict_undefined() -> None:
@@ -65,3 +65,31 @@ def test_sandbox_violation_is_a_spec_error(valid_project: Path, tmp_path: Path) 
         "scenarios/fix-unused-import/scenario.yaml",
         10,
     )
+
+
+@pytest.mark.parametrize(
+    ("template", "line"),
+    [
+        ("{{ 'x' * 100000000000 }}", 1),  # a MemoryError before the cap
+        ("fine\n{{ 'x' * 10**8 }}", 2),  # 100 MB of prompt before the cap
+        ("{{ [0] * 10**9 }}", 1),
+        ("{{ 10 ** (10 ** 10) }}", 1),  # hours of arithmetic before the cap
+        ("{{ 'x'.ljust(10**10) }}", 1),
+        ("{{ 'x' | center(10**10) }}", 1),
+        ("a\nb\n{% for i in range(100000) %}{{ 'y' * 100 }}{% endfor %}", 3),  # 10 MB, 100 bytes at a time
+    ],
+)
+def test_a_template_that_renders_too_much_is_a_template_error(template: str, line: int) -> None:
+    with pytest.raises(TemplateError, match="more than") as info:
+        render(template, {})
+    assert info.value.line == line
+
+
+def test_the_size_cap_is_generous_and_covers_plain_text() -> None:
+    assert (
+        render("{{ 'ab' * 3 }} {{ 2 ** 64 }} {{ 'x' | center(5) }}", {})
+        == "ababab 18446744073709551616   x  "
+    )
+    assert len(render("{{ 'x' * MAX }}", {"MAX": MAX_RENDERED})) == MAX_RENDERED
+    with pytest.raises(TemplateError, match="more than"):
+        render("x" * (MAX_RENDERED + 1), {})

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 from compiler.errors import Loc
-from compiler.yamlio import dotted, parse
+from compiler.rawcheck import check
+from compiler.specs import ExpectationDoc
+from compiler.yamlio import MAX_DEPTH, dotted, parse
 
 
 def test_yaml12_scalars() -> None:
@@ -80,3 +82,22 @@ def test_alias_bomb_is_refused() -> None:
 def test_plain_aliases_are_fine() -> None:
     doc, errors = parse("a.yaml", "base: &b {x: 1}\nother: *b\n")
     assert errors == [] and doc.data == {"base": {"x": 1}, "other": {"x": 1}}
+
+
+def test_deep_nesting_is_an_error_not_a_recursion() -> None:
+    deep = "a: 1\nb: " + "[" * 600 + "]" * 600 + "\n"
+    doc, errors = parse("deep.yaml", deep)
+    assert doc.data is None
+    assert [(e.code, e.line, e.col) for e in errors] == [("E001", 2, MAX_DEPTH + 4)]
+    assert "nested more than" in errors[0].message
+    _, ok = parse("deep.yaml", "b: " + "[" * MAX_DEPTH + "]" * MAX_DEPTH + "\n")
+    assert ok == []
+
+
+def test_a_predicate_nested_too_deep_for_the_raw_check_is_an_error() -> None:
+    # cerberus builds its error tree recursively, far deeper than the nesting itself
+    text = "kind: expectation\nid: d\n" + "all: [{" * 40 + "trace: {command: 1}" + "}]" * 40 + "\n"
+    doc, errors = parse("x.yaml", text)
+    assert errors == []
+    [err] = check(doc, ExpectationDoc)
+    assert (err.code, err.message) == ("E001", "nested too deeply to check")
