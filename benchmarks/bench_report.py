@@ -130,6 +130,7 @@ def generate(tree: Path, runs: int) -> float:
                         ),
                         failed_layers=() if passed else ("agent",),
                         grader_hash="g" * 16,
+                        graded_at=61.0,
                         metrics={"tool_calls": float(rng.randint(0, 30))},
                         tool_use=ToolUse(
                             present=ci > 0,

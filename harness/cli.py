@@ -1,7 +1,8 @@
 """The `assay` command: one entry point, one subcommand module each.
 
 Each module in `harness.commands` defines `HELP`, `configure(parser)` and
-`execute(args) -> int`. Modules keep their heavy imports inside `execute`, so
+`execute(args) -> int`, and may define `INTERRUPTED`: what an interrupted run of it left, said
+after `assay: interrupted`. Modules keep their heavy imports inside `execute`, so
 `assay --help` stays fast. Exceptions become exit codes here and only here:
 0 ok, 1 failures, 2 spec or usage error, 3 nothing selected, 4 run tree held by another
 runner, 74 run tree unwritable (full disk, read-only), 130 interrupted (SIGINT, SIGTERM, SIGHUP).
@@ -22,7 +23,7 @@ from collections.abc import Iterator, Sequence
 from types import FrameType, ModuleType
 
 from compiler.errors import SpecErrors, render
-from harness.errors import AssayError
+from harness.errors import IO_ERRNOS, AssayError, TreeUnwritable, io_detail
 
 COMMANDS = (
     "compile",
@@ -79,7 +80,7 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
             continue
         child = sub.add_parser(name, help=module.HELP, description=module.HELP)
         module.configure(child)
-        child.set_defaults(_execute=module.execute)
+        child.set_defaults(_execute=module.execute, _interrupted=getattr(module, "INTERRUPTED", None))
     return parser
 
 
@@ -120,7 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code
     except KeyboardInterrupt as exc:
         why = f" ({exc.args[0]})" if exc.args else ""
-        _say(f"assay: interrupted{why}; running trials were recorded as interrupted, rerun to resume")
+        after = f"; {args._interrupted}" if args._interrupted else ""  # what the command left, if it says
+        _say(f"assay: interrupted{why}{after}")
         return 130
     except SpecErrors as exc:
         fmt = getattr(args, "spec_format", "text")
@@ -129,6 +131,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AssayError as exc:
         _say(f"assay: error: {exc}")
         return exc.exit_code
+    except OSError as exc:
+        if exc.errno not in IO_ERRNOS:
+            raise  # a bug, or a file the command should have told apart itself
+        # A full, read-only or failing disk under any command: one line, as `assay matrix` says it.
+        _say(f"assay: error: {io_detail(exc)}")
+        return TreeUnwritable.exit_code
 
 
 if __name__ == "__main__":

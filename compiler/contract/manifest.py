@@ -172,7 +172,11 @@ class Manifest(Frozen):
 
 
 def _check_version(found: object, what: Path) -> None:
-    if not isinstance(found, int) or found > SCHEMA_VERSION:
+    if isinstance(found, bool) or not isinstance(found, int):
+        raise ValueError(
+            f"{what}: no valid schema_version ({found!r}): damaged, or not written by `assay compile`; recompile"
+        )
+    if found > SCHEMA_VERSION:
         raise ValueError(
             f"{what}: schema_version {found!r} is newer than this assay understands ({SCHEMA_VERSION}); "
             "upgrade assay or recompile with this version"
@@ -182,9 +186,14 @@ def _check_version(found: object, what: Path) -> None:
 def _json_file(path: Path) -> Any:
     """A generated file's JSON; a damaged one is a ValueError that names it."""
     try:
-        return json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(path.read_text(encoding="utf-8"))
     except ValueError as exc:
         raise ValueError(f"{path}: not valid JSON, damaged or half-written ({exc})") from None
+    if not isinstance(data, dict):
+        raise ValueError(
+            f"{path}: not a JSON object ({type(data).__name__}): damaged; run `assay compile` again"
+        )
+    return data
 
 
 def load_manifest(generated_dir: Path | str) -> Manifest:

@@ -210,7 +210,8 @@ def open_index(root: Path, *, sync: bool = True) -> tuple[Index, SyncStats | Non
     A tree the index cannot be written in (read-only) gets an index in memory for this reader only.
     """
     root = root.resolve()
-    if (root / RUN_FILE).is_file():  # one run: read it alone, in memory (an index above keys it differently)
+    # One run (run.json of whatever kind): read it alone, in memory (an index above keys it differently).
+    if os.path.lexists(root / RUN_FILE):
         index = Index(":memory:", root, "")
         return index, index.sync() if sync else None
     path, prefix = locate(root)

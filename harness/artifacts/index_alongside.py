@@ -12,6 +12,7 @@ as the rows say and no row was written since the reader read the index's write c
 
 from __future__ import annotations
 
+import os
 import sqlite3
 import subprocess
 import sys
@@ -73,7 +74,7 @@ def start_check(root: Path) -> Alongside | None:
     yet: the reader syncs first)."""
     root = root.resolve()
     path, prefix = locate(root)
-    if not path.is_file() or (root / RUN_FILE).is_file():
+    if not path.is_file() or os.path.lexists(root / RUN_FILE):
         return None
     return Alongside(path, root, prefix)
 

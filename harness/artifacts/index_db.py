@@ -16,7 +16,8 @@ from pathlib import Path
 
 from harness.artifacts.index_rows import JSON_COLUMNS, TABLES, Row
 
-INDEX_SCHEMA = 2
+INDEX_SCHEMA = 3
+"""Bumped whenever what a row holds changes (3: read_error names incomplete and non-file records)."""
 BUSY_TIMEOUT_S = 60.0
 LAYOUT = hashlib.sha256(json.dumps([INDEX_SCHEMA, TABLES, sorted(JSON_COLUMNS)]).encode()).hexdigest()[:16]
 """Changes whenever a record gains a field: an index of another layout is rebuilt, not misread."""

@@ -21,7 +21,7 @@ from pydantic import BaseModel
 
 from harness.artifacts.names import GRADE_FILE, JOB_FILE, RUN_FILE
 from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord
-from harness.artifacts.store import FutureSchemaError
+from harness.artifacts.store import FutureSchemaError, read_file
 
 IDENTITY = ("job_id", "job_hash", "matrix", "scenario", "cell", "agent", "trial", "version", "model")
 """run.json fields kept under their own names; the rest of run.json is `run_<field>`."""
@@ -89,13 +89,24 @@ def _digest(data: bytes) -> str:
     return hashlib.blake2b(data, digest_size=16).hexdigest()
 
 
-def _read_bytes(path: str) -> tuple[bytes, os.stat_result] | None:
+class _Raw(NamedTuple):
+    """A record file as read."""
+
+    data: bytes | None
+    """None: there, but not readable (its reason is in the row's errors)."""
+    st: os.stat_result
+
+
+def _read_bytes(path: str, errors: list[str]) -> _Raw | None:
+    """A record's bytes and stat; None when it is gone. One that cannot be read (a folder of its
+    name, no permission) has no bytes, its reason appended to errors: a row the report counts."""
     try:
-        with open(path, "rb") as fh:
-            st = os.fstat(fh.fileno())
-            return fh.read(), st
+        return _Raw(*read_file(path))
     except FileNotFoundError:
         return None
+    except (OSError, ValueError) as exc:
+        errors.append(f"{os.path.basename(path)}: {str(exc)[:200]}")
+        return _Raw(None, os.lstat(path))
 
 
 def _pick(data: dict[str, Any], column: Column) -> Any:
@@ -129,7 +140,18 @@ def _load(raw: bytes, name: str, current: int, run_dir: str, errors: list[str]) 
         raise FutureSchemaError(
             f"{run_dir}/{name}: schema_version {version} is newer than this assay understands ({current}); upgrade assay"
         )
+    missing = [key for key in _REQUIRED[name] if key not in data]
+    if missing:  # what every such record holds: this one is damaged (its model would refuse it too)
+        errors.append(f"{name}: not a complete record (no {', '.join(missing)})")
+        return {}
     return data
+
+
+_REQUIRED = {
+    name: tuple(key for key, field in model.model_fields.items() if field.is_required())
+    for name, model in ((RUN_FILE, RunRecord), (GRADE_FILE, Grade))
+}
+"""Per record, the fields its model requires."""
 
 
 class Scenarios:
@@ -162,13 +184,17 @@ def read_row(run_dir: str, rel: str, scenarios: Scenarios | None = None) -> Row 
     """
     dir_st = os.stat(run_dir)
     files = frozenset(os.listdir(run_dir))
-    run = _read_bytes(os.path.join(run_dir, RUN_FILE)) if RUN_FILE in files else None
+    errors: list[str] = []
+    run = _read_bytes(os.path.join(run_dir, RUN_FILE), errors) if RUN_FILE in files else None
     if run is None:
         return None
-    grade = _read_bytes(os.path.join(run_dir, GRADE_FILE)) if GRADE_FILE in files else None
-    errors: list[str] = []
-    run_data = _load(run[0], RUN_FILE, RUN_SCHEMA, run_dir, errors)
-    grade_data = _load(grade[0], GRADE_FILE, GRADE_SCHEMA, run_dir, errors) if grade is not None else {}
+    run_data = _load(run.data, RUN_FILE, RUN_SCHEMA, run_dir, errors) if run.data is not None else {}
+    grade = _read_bytes(os.path.join(run_dir, GRADE_FILE), errors) if GRADE_FILE in files else None
+    grade_data = (
+        _load(grade.data, GRADE_FILE, GRADE_SCHEMA, run_dir, errors)
+        if grade is not None and grade.data is not None
+        else {}
+    )
     family, split = (scenarios or Scenarios()).lookup(run_data.get("scenario"), run_dir, files)
     listing = json.dumps(sorted(n for n in files if not n.startswith(".")))
     return Row(
@@ -176,18 +202,18 @@ def read_row(run_dir: str, rel: str, scenarios: Scenarios | None = None) -> Row 
         tree=(rel, dir_st.st_mtime_ns, listing, family, split, "; ".join(errors) or None),
         records=(
             rel,
-            run[1].st_size,
-            run[1].st_mtime_ns,
-            _digest(run[0]),
-            grade[1].st_size if grade else None,
-            grade[1].st_mtime_ns if grade else None,
-            _digest(grade[0]) if grade else None,
-            _compact(run_data) if run_data else run[0].decode("utf-8", errors="replace"),
+            run.st.st_size,
+            run.st.st_mtime_ns,
+            _digest(run.data or b""),
+            grade.st.st_size if grade else None,
+            grade.st.st_mtime_ns if grade else None,
+            _digest(grade.data or b"") if grade else None,
+            _compact(run_data) if run_data else (run.data or b"").decode("utf-8", errors="replace"),
             None
             if grade is None
             else _compact(grade_data)
             if grade_data
-            else grade[0].decode("utf-8", "replace"),
+            else (grade.data or b"").decode("utf-8", "replace"),
         ),
         runs=(
             rel,

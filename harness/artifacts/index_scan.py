@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 import sqlite3
-import stat
 from collections.abc import Iterator
 from pathlib import Path
 from urllib.parse import quote
@@ -39,7 +38,7 @@ def scan(root: str, known: dict[str, int]) -> Iterator[tuple[str, int]]:
     folders are never entered, as in `harness.artifacts.run_tree.find_runs`. Each folder is opened
     once and its children looked up from it (`fstatat`), not by their whole path.
     """
-    if "" in known or os.path.isfile(os.path.join(root, RUN_FILE)):
+    if "" in known or os.path.lexists(os.path.join(root, RUN_FILE)):
         yield "", os.stat(root).st_mtime_ns
         return
     stack = [""]
@@ -72,8 +71,9 @@ def _children(fd: int, rel: str, known: dict[str, int], stack: list[str]) -> Ite
     for name in subdirs:
         child = prefix + name
         if child not in known:
-            try:
-                is_run = stat.S_ISREG(os.stat(f"{name}/{RUN_FILE}", dir_fd=fd).st_mode)
+            try:  # whatever its kind: a run.json that is not a file is an unreadable run, counted
+                os.stat(f"{name}/{RUN_FILE}", dir_fd=fd, follow_symlinks=False)
+                is_run = True
             except OSError:
                 is_run = False
             if not is_run:

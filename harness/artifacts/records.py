@@ -285,12 +285,17 @@ class CheckOutcome(Record):
 
 
 class Grade(Record):
-    """grade.json: the grader's verdict on one run (owned by the grader; sections are additive)."""
+    """grade.json: the grader's verdict on one run (owned by the grader; sections are additive).
+
+    The verdict (`passed`, `usable`), what it rests on (`checks`), which grader made it
+    (`grader_hash`) and when (`graded_at`) have no default: every grade assay ever wrote holds
+    them, so a grade.json without one is damaged, and reads as no grade (regraded), never as a
+    failed run."""
 
     schema_version: int = Field(default=GRADE_SCHEMA, description="Record version.")
     status: RunStatus
-    passed: bool = Field(default=False, description="Every check passed (meaningful only when graded).")
-    usable: bool = Field(default=False, description="Passed with no error-severity lint finding.")
+    passed: bool = Field(description="Every check passed (meaningful only when graded).")
+    usable: bool = Field(description="Passed with no error-severity lint finding.")
     error: str | None = Field(default=None, description="Why the run is failed_to_run or ungradeable.")
     invalid: str | None = Field(
         default=None,
@@ -302,10 +307,12 @@ class Grade(Record):
         description="How the agent's own doing ended the run (from run.json): the run is graded on what "
         "it left and counts as not passed unless its checks pass.",
     )
-    checks: tuple[CheckOutcome, ...] = ()
+    checks: tuple[CheckOutcome, ...] = Field(description="Every check's verdict (none when not graded).")
     failed_layers: tuple[str, ...] = ()
-    grader_hash: str = Field(default="", description="Hash of grader code version + checks + grader files.")
-    graded_at: float = Field(default=0.0, description="Epoch seconds.")
+    grader_hash: str = Field(
+        description="Hash of grader code version + checks + grader files (empty when no job was read)."
+    )
+    graded_at: float = Field(description="Epoch seconds.")
     metrics: dict[str, float] = Field(
         default_factory=dict, description="The grader's half of the metrics (see merge_metrics)."
     )

@@ -43,10 +43,15 @@ def is_finished(run_dir: Path, job: Job) -> bool:
 
 
 def clear(run_dir: Path) -> None:
-    """Remove whatever an unfinished earlier attempt left (run.json first, so nothing looks finished)."""
+    """Remove whatever an unfinished earlier attempt left (run.json first, so nothing looks finished).
+
+    A run.json that is not a file (a folder of that name in a damaged tree) never looks finished and
+    goes with the rest."""
     if not run_dir.exists():
         return
-    (run_dir / RUN_FILE).unlink(missing_ok=True)
+    record = run_dir / RUN_FILE
+    if record.is_symlink() or not record.is_dir():
+        record.unlink(missing_ok=True)
     # Read-only copies of knowledge folders must become writable before they can be removed.
     for dirpath, _dirs, _files in os.walk(run_dir):
         mode = os.stat(dirpath).st_mode
@@ -120,11 +125,12 @@ def find_runs(root: Path) -> list[Path]:
     """Every run directory under root, found by manifest rather than by depth, sorted.
 
     A run directory's own artifact folders are not descended into: a workspace may hold
-    anything, including a file an agent named run.json.
+    anything, including a file an agent named run.json. A run.json that is not a file (a folder
+    of that name) still marks a run: an unreadable one, counted, never silently left out.
     """
     found: list[Path] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        if RUN_FILE in filenames:
+        if RUN_FILE in filenames or RUN_FILE in dirnames:
             found.append(Path(dirpath))
             dirnames[:] = []
             continue

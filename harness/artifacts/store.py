@@ -11,6 +11,7 @@ import copy
 import functools
 import json
 import os
+import stat
 import tempfile
 from collections.abc import Iterable
 from pathlib import Path
@@ -68,6 +69,11 @@ def _stage(path: Path, chunks: Iterable[str], *, durable: bool) -> Path:
             fh.flush()
             if durable:
                 os.fsync(fh.fileno())
+    except OSError as exc:
+        Path(tmp).unlink(missing_ok=True)
+        if exc.filename is None:  # a write or close names no file: say whose content did not fit
+            raise OSError(exc.errno, exc.strerror, str(path)) from exc
+        raise
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
@@ -103,6 +109,29 @@ class Staged:
         self.files = []
 
 
+def read_file(path: Path | str) -> tuple[bytes, os.stat_result]:
+    """A record's bytes and the stat of what was read.
+
+    Something other than a file where a record belongs (a folder named run.json, a FIFO, a
+    device) is a damaged record, a ValueError: never a read that fails as a bug or blocks."""
+    fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO opens without a writer
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise ValueError(f"{path}: not a file (a {_kind(st.st_mode)} has its name)")
+    except BaseException:
+        os.close(fd)
+        raise
+    with os.fdopen(fd, "rb") as fh:
+        return fh.read(), st
+
+
+def _kind(mode: int) -> str:
+    if stat.S_ISDIR(mode):
+        return "folder"
+    return "FIFO" if stat.S_ISFIFO(mode) else "special file"
+
+
 def write_record(path: Path, record: BaseModel) -> None:
     """Serialise a record as sorted, indented JSON, atomically."""
     data = record.model_dump(mode="json")
@@ -110,8 +139,16 @@ def write_record(path: Path, record: BaseModel) -> None:
 
 
 def read_record(path: Path, model: type[M], current: int) -> M:
-    """Read a record, refusing one from a newer schema with a clear message."""
-    data = json.loads(path.read_text(encoding="utf-8"))
+    """Read a record, refusing one from a newer schema with a clear message.
+
+    Raises:
+        FutureSchemaError: the record comes from a newer assay.
+        ValueError: not a record (not JSON, not a JSON object, or not valid for the model): damaged.
+        OSError: it cannot be read (missing, a directory, no permission).
+    """
+    data = json.loads(read_file(path)[0].decode("utf-8"))
+    if not isinstance(data, dict):
+        raise ValueError(f"{path}: not a record (a JSON object is expected, found {type(data).__name__})")
     version = data.get("schema_version", 0)
     if isinstance(version, int) and version > current:
         raise FutureSchemaError(

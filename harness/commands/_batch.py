@@ -14,10 +14,11 @@ from compiler.contract import Job, RoundsPlan
 from harness import batch
 from harness.artifacts import index, lock
 from harness.batch import versions
-from harness.batch.executor.task import IO_ERROR, io_detail
+from harness.batch.executor.task import IO_ERROR
 from harness.batch.select import from_files, matrix_settings, select
 from harness.commands import _rounds
-from harness.errors import TreeBusy, TreeUnwritable, UsageError
+from harness.commands._generated import refuse_stale
+from harness.errors import TreeBusy, TreeUnwritable, UsageError, io_detail
 from harness.sandbox import isolation, scenario
 
 
@@ -267,6 +268,7 @@ def select_and_run(args: argparse.Namespace, *, matrix: str | None, job_ids: lis
     """`assay run` and `assay matrix`: the jobs the arguments select (from generated/, or job
     files), run with their matrix's seed, parallelism and fail-fast unless the flags say otherwise."""
     project = Path(args.project).resolve()
+    refuse_stale(project)  # grading after each trial reads generated/ too, job files or not
     if args.job_file:
         selected = from_files(args.job_file)
         if args.trials is not None:

@@ -1,7 +1,8 @@
 """`assay grade <run-dir|tree> [--regrade]`: grade runs from their preserved artifacts only.
 
 Exit codes: 0 every graded run passed; 1 a run failed, failed to run, or is ungradeable;
-2 usage error; 3 no run found.
+2 usage error (a generated/ that is damaged or older than the specs included); 3 no run found;
+74 the tree cannot be written (full disk, read-only); 130 interrupted.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ from collections import Counter
 from pathlib import Path
 
 HELP = "grade stored runs (no agent is started; --regrade after a grader or check change)"
+INTERRUPTED = "the grades written before it are kept (each is written whole); rerun to grade the rest"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -57,13 +59,11 @@ def execute(args: argparse.Namespace) -> int:
         note = f" ({g.error})" if g.error else ""
         print(f"[{n}/{total}] {entry.action:8} {verdict:13} {entry.run_dir}{note}", file=sys.stderr)
 
-    from harness.grade.project import stale_inputs
+    from harness.commands._generated import damaged, refuse_stale, unwritable
+    from harness.grade.project import DamagedCompile
 
     project = _project(args.project)
-    stale = stale_inputs(project)
-    if stale:
-        shown = ", ".join(stale[:3]) + (f" (+{len(stale) - 3} more)" if len(stale) > 3 else "")
-        raise UsageError(f"generated/ is older than the specs ({shown} changed): run `assay compile` first")
+    refuse_stale(project)
     judges = None
     if args.judges is not None:
         import yaml
@@ -78,16 +78,19 @@ def execute(args: argparse.Namespace) -> int:
         except (OSError, yaml.YAMLError, JudgeConfigError) as exc:
             raise UsageError(f"{args.judges}: {exc}") from None
     try:
-        entries = grade_tree(
-            target,
-            project=project,
-            regrade=args.regrade,
-            parallel=args.parallel,
-            judge=judges,
-            progress=progress,
-        )
+        with unwritable(target, "the grades written before it are kept; rerun to grade the rest"):
+            entries = grade_tree(
+                target,
+                project=project,
+                regrade=args.regrade,
+                parallel=args.parallel,
+                judge=judges,
+                progress=progress,
+            )
     except FutureSchemaError as exc:
         raise UsageError(str(exc)) from None
+    except DamagedCompile as exc:
+        raise UsageError(damaged(exc)) from None
     if not entries:
         raise NothingSelected(f"no run (a folder with run.json) under {target}")
     actions = Counter(e.action for e in entries)

@@ -8,6 +8,7 @@ from pathlib import Path
 from harness.commands._batch import add_options, select_and_run
 
 HELP = "run every trial of a matrix (resumable: finished trials are skipped)"
+INTERRUPTED = "running trials were recorded as interrupted, rerun to resume"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -102,31 +102,13 @@ def execute(args: argparse.Namespace) -> int:
 
 
 def _execute(args: argparse.Namespace, formats: tuple[str, ...], check: Alongside | None) -> int:
-    from harness.report.build import build_rendered
-    from harness.report.runlist import Report
-    from harness.report.summary import read_summary
+    from harness.commands._generated import unwritable
 
     tree: Path = args.tree
+    out = args.out or tree
     try:
-        if tree.is_file() and tree.suffix == ".json":
-            report = Report.of(read_summary(tree))
-            root = Path(report.summary.header.root)
-            staged = stage_reports(report, args.out or root, formats)
-        elif tree.is_dir() and args.regrade:
-            from harness.report.build import build_report
-
-            report = build_report(tree, regrade=True, project=Path(args.project), jobs=args.jobs)
-            staged = stage_reports(report, args.out or tree, formats)
-        elif tree.is_dir():
-            # Rendered while the tree is checked against its index, and again if it changed meanwhile.
-            report, staged = build_rendered(
-                tree,
-                lambda r: stage_reports(r, args.out or tree, formats),
-                project=Path(args.project),
-                check=check,
-            )
-        else:
-            raise UsageError(f"{tree}: no such run tree")
+        with unwritable(out, "no report file was replaced"):
+            report, staged = _render(args, formats, check)
     except FutureSchemaError as exc:
         raise UsageError(str(exc)) from exc
     summary = report.summary
@@ -134,7 +116,8 @@ def _execute(args: argparse.Namespace, formats: tuple[str, ...], check: Alongsid
         staged.discard()
         raise NothingSelected(f"{tree}: no run directories (run.json) found")
     try:
-        written = staged.commit()
+        with unwritable(out, "some report files may be the old ones; rerun"):
+            written = staged.commit()
     finally:
         staged.discard()
     from harness.report.terminal import render_terminal
@@ -144,3 +127,32 @@ def _execute(args: argparse.Namespace, formats: tuple[str, ...], check: Alongsid
         print(f"  wrote {path}")
     sys.stdout.flush()
     return 0
+
+
+def _render(
+    args: argparse.Namespace, formats: tuple[str, ...], check: Alongside | None
+) -> tuple[Report, Staged]:
+    """The report of args.tree (a run tree, or a summary.json), rendered into staged files."""
+    from harness.report.build import build_rendered
+    from harness.report.runlist import Report
+    from harness.report.summary import read_summary
+
+    tree: Path = args.tree
+    if tree.is_file() and tree.suffix == ".json":
+        report = Report.of(read_summary(tree))
+        root = Path(report.summary.header.root)
+        return report, stage_reports(report, args.out or root, formats)
+    if tree.is_dir() and args.regrade:
+        from harness.report.build import build_report
+
+        report = build_report(tree, regrade=True, project=Path(args.project), jobs=args.jobs)
+        return report, stage_reports(report, args.out or tree, formats)
+    if tree.is_dir():
+        # Rendered while the tree is checked against its index, and again if it changed meanwhile.
+        return build_rendered(
+            tree,
+            lambda r: stage_reports(r, args.out or tree, formats),
+            project=Path(args.project),
+            check=check,
+        )
+    raise UsageError(f"{tree}: no such run tree")

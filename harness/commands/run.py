@@ -9,6 +9,7 @@ from harness.commands._batch import add_options, select_and_run
 from harness.errors import UsageError
 
 HELP = "run trials of one job, or of a scenario x cell x agent, from generated/"
+INTERRUPTED = "running trials were recorded as interrupted, rerun to resume"
 
 
 def configure(parser: argparse.ArgumentParser) -> None:

@@ -185,7 +185,10 @@ def grade_run(
         if existing is not None:
             return existing
     grade = _grade(run_dir, proj.as_project(project), judge, grading)
-    write_record(run_dir / GRADE_FILE, grade)
+    target = run_dir / GRADE_FILE
+    if target.is_dir() and not target.is_symlink():  # damage where the grader's own record goes
+        shutil.rmtree(target)
+    write_record(target, grade)
     index.record(run_dir)
     return grade
 
@@ -197,9 +200,12 @@ def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Gra
     except FutureSchemaError:
         raise
     except (OSError, ValueError) as exc:
-        return Grade(status=RunStatus.UNGRADEABLE, error=f"run.json unreadable: {exc}", graded_at=now)
+        return _no_verdict(
+            RunStatus.UNGRADEABLE, f"run.json unreadable: {exc}", {"graded_at": now, "grader_hash": ""}
+        )
     base: dict[str, Any] = {
         "graded_at": now,
+        "grader_hash": "",
         "invalid": record.invalid,
         "unsafe_edits": record.unsafe_edits,
         "infra_retries": record.infra_retries,
@@ -220,7 +226,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Gra
         base["unverified_runtime_claims"] = scenario.runtime_only
         why = failed_to_run(record)
         if why is not None:
-            return Grade(status=RunStatus.FAILED_TO_RUN, error=why, **base)
+            return _no_verdict(RunStatus.FAILED_TO_RUN, why, base)
         seed = proj.project_dir(project, scenario.seed)
         view = load_view(
             run_dir,
@@ -231,7 +237,7 @@ def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Gra
             seed=seed if seed is not None and seed.is_dir() else None,
         )
     except (MissingArtifacts, proj.UnknownScenario) as exc:
-        return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+        return _no_verdict(RunStatus.UNGRADEABLE, str(exc), base)
     plain = not needs_view(scenario) and scenario.environment is None and not scenario.env
     if plain and grader_dir is None and all(c.kind in READ_ONLY_KINDS for c in view.checks):
         # Nothing runs in the workspace and nothing hidden goes into it: no copy to make.
@@ -257,12 +263,17 @@ def _grade(run_dir: Path, project: Path | None, judge: Any, grading: session.Gra
             kept = grading if seen is None else None
             grade = _assess(view, workspace, judge, scenario.notable_exits, project, base, seen, kept)
         except (MissingArtifacts, CannotRunHere) as exc:
-            return Grade(status=RunStatus.UNGRADEABLE, error=str(exc), **base)
+            return _no_verdict(RunStatus.UNGRADEABLE, str(exc), base)
         if skipped:
             listed = [f"{s.path}: {s.why}" for s in skipped[:LISTED]]
             details = {**grade.details, "workspace_skipped": listed, "workspace_skipped_count": len(skipped)}
             grade = grade.model_copy(update={"details": details})
         return grade
+
+
+def _no_verdict(status: RunStatus, why: str, base: dict[str, Any]) -> Grade:
+    """The grade of a run that failed to run or cannot be graded: no check ran, nothing passed."""
+    return Grade(status=status, error=why, passed=False, usable=False, checks=(), **base)
 
 
 class _UnusableJudge:

@@ -10,17 +10,49 @@ from __future__ import annotations
 
 import hashlib
 import json
-from functools import cache
+from collections.abc import Callable
+from functools import cache, partial
 from pathlib import Path, PurePosixPath
+from typing import TypeVar
 
-from compiler.contract import MANIFEST_FILE, Job, Manifest, ScenarioJob, load_job_file, load_manifest
+from pydantic import ValidationError
+
+from compiler.contract import (
+    JOBS_DIR,
+    MANIFEST_FILE,
+    Job,
+    Manifest,
+    ScenarioJob,
+    load_job_file,
+    load_manifest,
+)
 
 GENERATED = Path("generated")
 _CODE = ("harness/grade", "harness/checks", "harness/artifacts")
+T = TypeVar("T")
 
 
 class UnknownScenario(Exception):
     """The project's compiled manifest does not know the run's scenario."""
+
+
+class DamagedCompile(ValueError):
+    """A file of generated/ cannot be read (damaged, half-written, of a newer assay): `assay compile`
+    rewrites it. The message names the file."""
+
+
+def _compiled(path: Path, load: Callable[[], T]) -> T:
+    """What load reads from generated/ (path), its failure a DamagedCompile that names the file."""
+    try:
+        return load()
+    except ValidationError as exc:  # the contract's models do not know the file they validate
+        raise DamagedCompile(f"{path}: not a file `assay compile` wrote ({_first(exc)})") from None
+    except ValueError as exc:  # the contract's loaders name the file
+        raise DamagedCompile(_first(exc)) from None
+
+
+def _first(exc: Exception) -> str:
+    return str(exc).splitlines()[0] if str(exc) else type(exc).__name__
 
 
 def as_project(path: Path | None) -> Path | None:
@@ -40,11 +72,15 @@ def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
 
     The run's own matrix is preferred; a scenario compiled only under another matrix is
     the same scenario (checks are per scenario). Nothing compiled: the run's job stands.
+
+    Raises:
+        UnknownScenario: the compiled manifest does not know the run's scenario.
+        DamagedCompile: the manifest or the scenario's job file cannot be read.
     """
     if project is None or not (project / GENERATED / MANIFEST_FILE).is_file():
         return job.scenario
     gen = project / GENERATED
-    manifest = _manifest(gen.resolve(), (gen / MANIFEST_FILE).stat().st_mtime_ns)
+    manifest = _compiled_manifest(gen)
     sid = job.scenario.id
     if sid not in manifest.scenarios:
         raise UnknownScenario(f"scenario {sid!r} is not in the project's compiled manifest")
@@ -52,7 +88,8 @@ def current_scenario(project: Path | None, job: Job) -> ScenarioJob:
     matrices += sorted(m for m in manifest.matrices if m != job.matrix)
     for mid in matrices:
         if sid in manifest.matrices[mid].files:
-            return load_job_file(gen, mid, sid).scenario
+            path = gen / JOBS_DIR / mid / f"{sid}.json"
+            return _compiled(path, partial(load_job_file, gen, mid, sid)).scenario
     return job.scenario
 
 
@@ -60,17 +97,25 @@ def stale_inputs(project: Path | None) -> list[str]:
     """Inputs of the compiled manifest that changed or vanished since it was compiled.
 
     Grading by a stale compile would regrade with the old checks; the CLI refuses instead.
+
+    Raises:
+        DamagedCompile: the manifest cannot be read.
     """
     if project is None or not (project / GENERATED / MANIFEST_FILE).is_file():
         return []
     gen = project / GENERATED
-    manifest = _manifest(gen.resolve(), (gen / MANIFEST_FILE).stat().st_mtime_ns)
+    manifest = _compiled_manifest(gen)
     changed = []
     for rel, digest in sorted(manifest.inputs.items()):
         path = project / rel
         if not path.is_file() or hashlib.sha256(path.read_bytes()).hexdigest() != digest:
             changed.append(rel)
     return changed
+
+
+def _compiled_manifest(gen: Path) -> Manifest:
+    path = gen / MANIFEST_FILE
+    return _compiled(path, lambda: _manifest(gen.resolve(), path.stat().st_mtime_ns))
 
 
 @cache

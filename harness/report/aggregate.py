@@ -10,7 +10,7 @@ from typing import NamedTuple
 
 from harness.artifacts.names import VERSIONS_FILE
 from harness.artifacts.rounds import RoundsRecord, read_rounds
-from harness.artifacts.store import FutureSchemaError
+from harness.artifacts.store import FutureSchemaError, read_file
 from harness.report.accumulate import GroupAcc, GroupBy
 from harness.report.collect import RunFacts, Unreadable
 from harness.report.diagnostics import DiagAcc, Evidence
@@ -84,11 +84,15 @@ def read_all_rounds(root: Path) -> list[RoundsRecord]:
 
 
 def read_versions(root: Path) -> tuple[str | None, str | None]:
-    """(baseline, candidate) from versions.json at the tree root, or (None, None)."""
+    """(baseline, candidate) from versions.json at the tree root, or (None, None) (a damaged one too:
+    the report names no version rather than stopping)."""
     path = root / VERSIONS_FILE
-    if not path.is_file():
+    try:
+        data = json.loads(read_file(path)[0])
+    except (OSError, ValueError):
         return None, None
-    data = json.loads(path.read_text(encoding="utf-8"))
+    if not isinstance(data, dict):
+        return None, None
     base, cand = data.get("baseline"), data.get("candidate")
     return (base if isinstance(base, str) else None, cand if isinstance(cand, str) else None)
 

@@ -33,7 +33,7 @@ from harness.report.collect import (
 )
 from harness.report.sections import SectionDigest, digest
 
-FACTS_VERSION = "6"
+FACTS_VERSION = "7"
 """Bumped whenever RunFacts or their derivation change: every cached row is derived again."""
 
 COLUMNS = ("dir", "facts", "run_json", "grade_json", "read_error", "family", "split", "files")
@@ -163,13 +163,17 @@ def load(rel: str, text: str) -> RunFacts | Unreadable:
 
 
 def _listed(index: Index) -> list[tuple[str, bool]]:
-    """Every run under the index's root in path order, and whether its folder held a grade.json.
+    """Every run under the index's root in path order, and whether its folder held a readable grade.json
+    (a damaged one is graded again, as a missing one is graded).
 
     From the small table of folder listings, not the records (most of the index's size, all read cold):
     a row's grade_json is None when grade.json was not in its folder (or vanished as it was read, which
     changed the folder's mtime: the next sync reads it again)."""
     listed = json.dumps(GRADE_FILE)
-    return [(rel, listed in files) for rel, files in index.rows("tree", ("files",))]
+    return [
+        (rel, listed in files and not (error or "").startswith(GRADE_FILE))
+        for rel, files, error in index.rows("tree", ("files", "read_error"))
+    ]
 
 
 def finished(listing: Listing) -> set[str]:

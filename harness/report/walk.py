@@ -33,7 +33,7 @@ def partition(root: Path, jobs: int | None) -> list[list[str]]:
     workers = jobs if jobs is not None else min(2, os.cpu_count() or 1)
     top = str(root)
     while True:
-        if os.path.exists(os.path.join(top, RUN_FILE)):
+        if os.path.lexists(os.path.join(top, RUN_FILE)):
             return [[top]]
         subs = _subdirs(top)
         if len(subs) != 1:

@@ -21,6 +21,18 @@ from harness.artifacts.store import write_atomic, write_record
 CONTROL = "none/none/off"
 
 
+def a_grade(status: RunStatus, **fields: Any) -> Grade:
+    """A grade with the fields every grade holds filled in (nothing passed, no checks) unless given."""
+    held: dict[str, Any] = {
+        "passed": False,
+        "usable": False,
+        "checks": (),
+        "grader_hash": "",
+        "graded_at": 0.0,
+    }
+    return Grade(status=status, **{**held, **fields})
+
+
 def levels_of(cell: str) -> dict[str, str]:
     tool, knowledge, network = cell.split("/")
     return {"tool": tool, "knowledge": knowledge, "network": network}
@@ -114,7 +126,7 @@ def add_run(
             checks=outcomes,
             failed_layers=tuple(sorted({c.layer for c in outcomes if c.outcome == "fail"})),
             details=details or {},
-            **(sections or {}),
+            **{"grader_hash": "", "graded_at": 0.0, **(sections or {})},
         )
         write_record(run_dir / "grade.json", g)
     return run_dir

@@ -89,7 +89,8 @@ def test_corrupt_records_are_counted_not_fatal(tmp_path: Path) -> None:
     bad_run = add_run(tmp_path, scenario="s", cell=CONTROL, trial=2)
     (bad_run / "run.json").write_text('{"job_id": ')
     bad_grade = add_run(tmp_path, scenario="s", cell=CONTROL, trial=3)
-    (bad_grade / "grade.json").write_text('{"status": "graded", "surprise": 1}')
+    grade = json.loads((bad_grade / "grade.json").read_text())
+    (bad_grade / "grade.json").write_text(json.dumps({**grade, "surprise": 1}))  # a key no assay writes
     for jobs in (1, 2):
         s = build_summary(tmp_path, jobs=jobs)
         assert (s.header.totals.runs, s.header.totals.unreadable, s.header.totals.ungradeable) == (3, 1, 1)

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from report_tree import CONTROL, add_run
+from report_tree import CONTROL, a_grade, add_run
 
-from harness.artifacts.records import CaseOutcome, CheckOutcome, Grade, RunStatus
+from harness.artifacts.records import CaseOutcome, CheckOutcome, RunStatus
 from harness.artifacts.store import write_record
 from harness.report import build_summary
 
@@ -18,7 +18,7 @@ def _graded(run_dir: Path, cases: dict[str, str]) -> None:
         id="tests", kind="pytest", layer="agent", outcome="pass" if passed else "fail", tests=tests
     )
     write_record(
-        run_dir / "grade.json", Grade(status=RunStatus.GRADED, passed=passed, usable=passed, checks=(check,))
+        run_dir / "grade.json", a_grade(RunStatus.GRADED, passed=passed, usable=passed, checks=(check,))
     )
 
 

@@ -12,12 +12,12 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from report_tree import BIN, CONTROL, add_run, build_tree
+from report_tree import BIN, CONTROL, a_grade, add_run, build_tree
 
 from harness.artifacts import index
 from harness.artifacts.index_rows import GRADE_COLUMNS, RUN_COLUMNS
 from harness.artifacts.names import INDEX_FILE
-from harness.artifacts.records import Grade, RunStatus, read_grade
+from harness.artifacts.records import RunStatus, read_grade
 from harness.artifacts.store import write_record
 from harness.report import build_summary
 from harness.report.aggregate import Aggregator
@@ -148,7 +148,7 @@ def test_the_grader_writes_its_grade_into_the_index(tmp_path: Path) -> None:
     build_tree(tmp_path)
     build_summary(tmp_path)
     run = tmp_path / "s1/scripted/bin/none/off/trial-01"
-    write_record(run / "grade.json", Grade(status=RunStatus.UNGRADEABLE, error="regraded elsewhere"))
+    write_record(run / "grade.json", a_grade(RunStatus.UNGRADEABLE, error="regraded elsewhere"))
     assert index.record(run) == 1
     idx = index.Index(tmp_path / INDEX_FILE, tmp_path, "")
     with idx:
@@ -179,7 +179,7 @@ def test_a_page_updates_the_listing_and_a_changed_record_the_whole_row(tmp_path:
     assert synced is not None and synced.read == 0  # current: nothing read again
 
     # a regrade the index never heard of, then a page: the row is written whole, not only its listing
-    write_record(run / "grade.json", Grade(status=RunStatus.UNGRADEABLE, error="regraded unseen"))
+    write_record(run / "grade.json", a_grade(RunStatus.UNGRADEABLE, error="regraded unseen"))
     (run / "view.html").unlink()
     assert index.record_listing(run) == 1
     mtime, files, error = row()
@@ -195,7 +195,10 @@ WRITER = textwrap.dedent(
     from harness.artifacts.store import write_record
     for n in range(int(sys.argv[2])):
         for run in sys.argv[3:]:
-            write_record(Path(run) / "grade.json", Grade(status=RunStatus.GRADED, passed=n % 2 == 0, grader_hash=sys.argv[1]))
+            grade = Grade(
+                status=RunStatus.GRADED, passed=n % 2 == 0, usable=False, checks=(), grader_hash=sys.argv[1], graded_at=0.0
+            )
+            write_record(Path(run) / "grade.json", grade)
             assert index.record(Path(run)) == 1
     """
 )
