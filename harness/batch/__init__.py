@@ -203,6 +203,16 @@ def execute(
     return outcomes
 
 
+NOT_RUN = ("skipped", "interrupted", IO_ERROR)
+"""Outcomes of trials that did not run to their end: dropped before they began, stopped, or
+unable to write their run directory."""
+
+
+def ran(outcomes: Sequence[TrialOutcome]) -> int:
+    """How many trials ran to their end, whatever their verdict: what a stopped batch did."""
+    return sum(1 for o in outcomes if o.status not in NOT_RUN)
+
+
 def summary(outcomes: Sequence[TrialOutcome]) -> dict[str, int]:
     """Counts by status."""
     return dict(sorted(Counter(o.status for o in outcomes).items()))

@@ -258,7 +258,7 @@ class Batch:
         io = [o for o in outcomes if o.status == IO_ERROR]
         if io:
             raise TreeUnwritable(
-                f"{io[0].detail}; the matrix stopped after {len(outcomes) - len(io)} trial(s); rerun to resume"
+                f"{io[0].detail}; the matrix stopped after {batch.ran(outcomes)} trial(s); rerun to resume"
             )
         self.errors += counts.get("error", 0)
         return not (fail_fast and (counts.get("error") or counts.get("failed")))

@@ -17,8 +17,10 @@ asked for a byte of it. A tmpfs is memory: its pages are charged to the writer's
 `TrialDisk.close` copies the folders out to the run directory's own disk (`fdtree.mirror_tree`: on
 directory descriptors, any depth and any name; FIFOs and sockets made anew and never opened;
 holes and hard links kept; devices never copied; never more bytes than the filesystem held) and
-unmounts. Every mount is named after the harness process (`assay-disk-p<pid>`), so the first
-trial of a later harness removes what a killed one left (`sweep`).
+unmounts, whatever the copy-out met. Every mount is named after the harness process that made it
+(`assay-disk-p<pid>`; in a forked worker `assay-disk-p<runner>w<worker>`,
+`harness.sandbox.identity.owner_tag`), so what a killed one left is removed by the first trial of
+a later harness, or by its runner once the worker is gone (`sweep`).
 
     disk = mount(run_dir, [run_dir / "workspace", ...], size_mb=1024, outbox=..., outbox_mb=256)
     ...                                   # the trial: its folders are real files on a tmpfs
@@ -37,10 +39,10 @@ from pathlib import Path
 
 from harness.artifacts.names import DISK_DIR
 from harness.sandbox import fdtree
-from harness.sandbox.identity import owner_gone, owner_pid
+from harness.sandbox.identity import owner_gone, owner_tag
 
 SOURCE = "assay-disk"
-"""Prefix of every mount's source name (`assay-disk-p<pid>`, as /proc/self/mountinfo shows it)."""
+"""Prefix of every mount's source name (`assay-disk-<owner tag>`, as /proc/self/mountinfo shows it)."""
 FULL = 0.95
 """A filesystem this full (or out of inodes) counts as its limit hit: the agent was refused, or
 nearly so (a write the kernel refused leaves no trace but a full filesystem)."""
@@ -85,7 +87,7 @@ def _umount(target: Path | bytes) -> bool:
 
 
 def _source() -> str:
-    return f"{SOURCE}-p{owner_pid()}"
+    return f"{SOURCE}-{owner_tag()}"
 
 
 def _unescape(field_: str) -> bytes:
@@ -178,32 +180,43 @@ class TrialDisk:
         return {name: path for name, path in found.items() if path is not None}
 
     def close(self) -> str | None:
-        """Copy the folders out to the run directory's disk, then unmount everything; returns what
-        went wrong on the host's side (entries not copied out), else None."""
-        if self.own is not None:
-            own_dev = os.stat(self.own).st_dev
-            left = [self.budget]
-            for folder in self.folders:
+        """Copy the folders out to the run directory's disk, then unmount everything (also when the
+        copy-out fails or is interrupted); returns what went wrong on the host's side (entries not
+        copied out), else None."""
+        try:
+            if self.own is not None:
+                self._copy_out(self.own)
+        finally:
+            for folder in self.folders:  # those the copy-out did not get to
                 _umount(folder)
+            self.folders = ()
+            if self.own is not None:
+                _umount(self.own)
                 with contextlib.suppress(OSError):
-                    if os.stat(folder).st_dev == own_dev:  # still the tmpfs: never copy a tree onto itself
-                        self.skipped.append(f"{folder.name}/ (could not be unmounted: left on the tmpfs)")
-                        continue
-                failures: list[str] = []
-                left_out = fdtree.mirror_tree(self.own / folder.name, folder, left, failures)
-                self.skipped += [f"{folder.name}/{s}" for s in left_out]
-                self.failed += len(failures)
-            _umount(self.own)
-            with contextlib.suppress(OSError):
-                self.own.rmdir()
-            self.own = None
-        if self.outbox is not None:
-            _umount(self.outbox)  # collected after every command: what is left was refused
-            self.outbox = None
+                    self.own.rmdir()
+                self.own = None
+            if self.outbox is not None:
+                _umount(self.outbox)  # collected after every command: what is left was refused
+                self.outbox = None
         if self.failed:
             first = next((s for s in self.skipped if not s.endswith(fdtree.AGENT_CAUSED)), "")
             return f"{self.failed} entries could not be copied out of the trial's size-limited filesystem (first: {first})"
         return None
+
+    def _copy_out(self, own: Path) -> None:
+        own_dev = os.stat(own).st_dev
+        left = [self.budget]
+        while self.folders:
+            folder, self.folders = self.folders[0], self.folders[1:]
+            _umount(folder)
+            with contextlib.suppress(OSError):
+                if os.stat(folder).st_dev == own_dev:  # still the tmpfs: never copy a tree onto itself
+                    self.skipped.append(f"{folder.name}/ (could not be unmounted: left on the tmpfs)")
+                    continue
+            failures: list[str] = []
+            left_out = fdtree.mirror_tree(own / folder.name, folder, left, failures)
+            self.skipped += [f"{folder.name}/{s}" for s in left_out]
+            self.failed += len(failures)
 
 
 def limit_scratch(folder: Path, size_mb: int | None) -> Callable[[], None]:
@@ -257,6 +270,9 @@ def mount(
     except OSError as exc:
         disk.close()
         raise DiskUnavailable(f"no size-limited filesystem could be mounted: {exc.strerror or exc}") from exc
+    except BaseException:  # nothing half-made outlives the call
+        disk.close()
+        raise
     return disk
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import functools
 import os
 import pwd
+import re
 import stat
 from dataclasses import dataclass
 from pathlib import Path
@@ -67,23 +68,31 @@ def sandbox_ids() -> SandboxIds:
 _OWNER: list[int] = []
 """The runner that forked this process as a worker (`harness.batch.executor.procs`), once adopted."""
 
+_TAG = re.compile(r"-p(\d+)(?:w(\d+))?$")
+"""The end of a name `owner_tag` gave: `-p<runner>`, or `-p<runner>w<worker>`."""
 
-def owner_pid() -> int:
-    """The runner process that owns the mounts and cgroups this process makes: they are named after
-    it, and a later runner sweeps what a runner no longer alive left. That is this process, or in a
-    worker the runner that forked it (a worker that dies with its runner may linger a moment as a
-    zombie, which would keep what it made from ever looking abandoned)."""
-    return _OWNER[0] if _OWNER else os.getpid()
+
+def owner_tag() -> str:
+    """What the mounts and cgroups this process makes are named after (`...-<tag>`), so that a
+    later sweep removes them once their maker is gone: `p<pid>` in a runner; in a worker the
+    runner that forked it and the worker itself, `p<runner>w<worker>`. Either one gone makes them
+    abandoned: a worker killed on its own leaves its trials behind while its runner lives on, and a
+    worker that dies with its runner may linger a moment as a zombie."""
+    return f"p{_OWNER[0]}w{os.getpid()}" if _OWNER else f"p{os.getpid()}"
 
 
 def owner_gone(name: str) -> bool:
-    """Whether the runner a mount or cgroup is named after (`...-p<pid>`, `owner_pid`) no longer
-    exists: what it left is then abandoned. False for a name no runner gave."""
-    tail = name.rsplit("-p", 1)
-    if len(tail) != 2 or not tail[1].isdigit():
+    """Whether a process a mount or cgroup is named after (`owner_tag`) no longer exists: what it
+    left is then abandoned. False for a name no harness gave."""
+    found = _TAG.search(name)
+    if found is None:
         return False
+    return any(_gone(int(pid)) for pid in found.groups() if pid is not None)
+
+
+def _gone(pid: int) -> bool:
     try:
-        os.kill(int(tail[1]), 0)
+        os.kill(pid, 0)
     except ProcessLookupError:
         return True
     except OSError:
@@ -92,7 +101,7 @@ def owner_gone(name: str) -> bool:
 
 
 def adopt(runner: int) -> None:
-    """In a worker the runner forked: what this process makes belongs to `runner`."""
+    """In a worker the runner forked: what this process makes belongs to `runner` as well."""
     _OWNER[:] = [runner]
 
 

@@ -145,7 +145,11 @@ def _pump(
     cap: int,
     state: dict[str, int],
     gate: Gate | None = None,
+    failed: list[OSError] | None = None,
 ) -> None:
+    """Read the command's output to its end: into the log and memory, up to the cap. A log that
+    cannot be written (its disk full) goes into `failed` and is written no more; the output is
+    still read, so the command never blocks on it before the caller ends it."""
     while True:
         chunk = src.read1(CHUNK) if hasattr(src, "read1") else src.read(CHUNK)
         if not chunk:
@@ -159,8 +163,12 @@ def _pump(
         if room > 0:
             part = chunk[:room]
             if sink is not None:
-                sink.write(part)
-                sink.flush()
+                try:
+                    sink.write(part)
+                    sink.flush()
+                except OSError as exc:
+                    (failed if failed is not None else []).append(exc)
+                    sink = None
             if keep is not None:
                 keep.extend(part)
             state["written"] += len(part)
@@ -281,6 +289,9 @@ def run(
         gate: argv is `gate.wrap(phase, command)`: the phase runs first, its output is the gate's;
             stdin, the timeout, the output cap and the duration are the command's, from the gate
             on (`harness.sandbox.gate`).
+
+    Raises:
+        OSError: the log could not be written (its disk full, say); the command was ended.
     """
     full, mode = launcher_argv(argv, network=network, ro_binds=ro_binds, namespaces=namespaces)
     cap = sys.maxsize if output_cap is None else output_cap
@@ -290,8 +301,9 @@ def run(
     sink = log.open("ab") if log is not None else None
     keep = bytearray() if capture else None
     state = {"written": 0, "seen": 0}
+    failed: list[OSError] = []  # what writing the log met, in the reader: raised once the tree is gone
     start = time.monotonic()
-    timed_out = capped = cancelled = False
+    timed_out = capped = cancelled = broken = False
     if gate is not None:
         gate.began = start
     try:
@@ -312,7 +324,9 @@ def run(
             if in_r is not None:
                 os.close(in_r)
         stdout = os.fdopen(out_r, "rb")
-        reader = threading.Thread(target=_pump, args=(stdout, sink, keep, cap, state, gate), daemon=True)
+        reader = threading.Thread(
+            target=_pump, args=(stdout, sink, keep, cap, state, gate, failed), daemon=True
+        )
         reader.start()
         if in_w is not None:
             feed = os.fdopen(in_w, "wb")
@@ -336,7 +350,9 @@ def run(
                 capped = True
             elif cancel is not None and cancel.is_set():
                 cancelled = True
-            if timed_out or capped or cancelled:
+            elif failed:  # the log cannot be written: the run is the harness's failure, not worth going on
+                broken = True
+            if timed_out or capped or cancelled or broken:
                 exited.close()
                 if gate is not None:
                     gate.close()  # what the phase prints while it is ended opens nothing
@@ -353,9 +369,14 @@ def run(
             stdout.close()
     finally:
         if sink is not None:
-            sink.close()
+            try:
+                sink.close()
+            except OSError as exc:  # what the reader could not write either
+                failed.append(exc)
         if gate is not None:
             gate.close()
+    if failed:
+        raise OSError(failed[0].errno, failed[0].strerror, str(log)) from failed[0]
     ended_by_us = timed_out or capped or cancelled
     return ProcResult(
         exit_code=None if ended_by_us else proc.returncode,

@@ -63,21 +63,31 @@ def new_trial(job: Job, *, project: Path, run_dir: Path, limit_disk: bool = Fals
     """The trial's paths and its workspace, a copy of the seed (read-only links left out).
 
     With `limit_disk`, the agent's folders go on size-limited filesystems first, where the harness
-    may mount; the caller then owns `Trial.disk` and closes it when the trial ends.
+    may mount; the caller then owns `Trial.disk` and closes it when the trial ends. Until this
+    returns they are its own: whatever ends it early (any exception) unmounts them.
     """
     paths = trial_paths(job, run_dir, project)
     made, note = _disk(job, paths) if limit_disk else (None, None)
     try:
-        ws = workspace.create(project / job.scenario.seed, run_dir, exclude=tuple(job.cell.provisions.links))
-    except OSError as exc:
+        ws = _seed_copy(job, project, run_dir, limited=made is not None)
+    except BaseException:  # nothing of the trial may stay mounted once it has failed to prepare
         if made is not None:
             made.close()
-        if exc.errno == errno.ENOSPC and made is not None:
+        raise
+    return Trial(job=job, project=project, paths=paths, ws=ws, disk=made, disk_note=note)
+
+
+def _seed_copy(job: Job, project: Path, run_dir: Path, *, limited: bool) -> workspace.Workspace:
+    try:
+        return workspace.create(
+            project / job.scenario.seed, run_dir, exclude=tuple(job.cell.provisions.links)
+        )
+    except OSError as exc:
+        if exc.errno == errno.ENOSPC and limited:
             raise workspace.WorkspaceError(
                 f"the seed {job.scenario.seed} does not fit the workspace limit of {job.limits.workspace_mb} MB"
             ) from exc
         raise
-    return Trial(job=job, project=project, paths=paths, ws=ws, disk=made, disk_note=note)
 
 
 def _disk(job: Job, paths: TrialPaths) -> tuple[disk.TrialDisk | None, str | None]:

@@ -81,13 +81,19 @@ class Outcome:
         self._carved += seconds
 
     def close(self, run_dir: Path) -> None:
-        """End what the trial started (the gateway, the collector), keeping the gateway's usage
-        totals and writing trace.jsonl from the collector's rows."""
-        if self.tracer is not None:
-            self.tracer.write(run_dir / TRACE_FILE)
-            self.fields["trace_channel"] = self.tracer.report()
-        self.gateway_summary = self.gateway.summary() if self.gateway else None
-        self.closing.close()
+        """End what the trial started (the gateway, the collector, then its size-limited
+        filesystems), keeping the gateway's usage totals and writing trace.jsonl from the
+        collector's rows. Each is ended even when something before it failed (a full disk under
+        trace.jsonl, say); the failure is raised after."""
+        with contextlib.ExitStack() as ending:
+            ending.callback(self._close_disk)
+            ending.enter_context(self.closing)
+            if self.tracer is not None:
+                self.tracer.write(run_dir / TRACE_FILE)
+                self.fields["trace_channel"] = self.tracer.report()
+            self.gateway_summary = self.gateway.summary() if self.gateway else None
+
+    def _close_disk(self) -> None:
         problem = self.disk.close() if self.disk is not None else None
         if problem and not self.fields.get("error"):  # the preserved workspace is incomplete: not gradeable
             self.fields["error"] = problem

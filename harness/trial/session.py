@@ -355,6 +355,8 @@ class Session:
             if gate is not None and gate.at is None and not done.cancelled:
                 raise agent.AdapterCannotStart(never_started(gate, done))
             return done
+        if done.cancelled and first.gate.at is None:
+            return done  # stopped before the canaries ended: an interruption, never their verdict
         first.finish("timed out" if done.timed_out else f"launch exit {done.exit_code}")
         if first.gate.failed is not None:
             raise first.gate.failed

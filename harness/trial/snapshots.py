@@ -6,10 +6,10 @@ each in `snapshots/index.jsonl` (t, file, snapshot, bytes, sha256; `deleted` whe
 
 A version is taken only once it is settled, never while it is being written: `open(…, "w")`
 empties a file before the new text lands, and a look in between would take a half-written
-(often empty) file as a version of its own. A look reads a file under a read lease
-(`F_SETLEASE`), which the kernel grants only while no process has the file open for writing
-and which holds a writer's open back until the read is done: what is read is a file nobody is
-writing. Where leases do not work (another filesystem, another owner without CAP_LEASE) a look
+(often empty) file as a version of its own. A look (`harness.trial.looks`) reads a file under a
+read lease (`F_SETLEASE`), which the kernel grants only while no process has the file open for
+writing and which holds a writer's open back until the read is done: what is read is a file nobody
+is writing. Where leases do not work (another filesystem, another owner without CAP_LEASE) a look
 is kept only when no write to the file was reported while it was read (inotify: narrows the
 window, does not close it, since the kernel reports a write just after it lands), or when two
 looks in a row agree (polling).
@@ -18,7 +18,8 @@ With inotify (Linux) a file is looked at when a write to it ends (closed after w
 renamed into place); the folders on the way to each file are watched, so a file in a folder
 created later is seen too. Without it the watcher polls. Either way the last look, after the
 agent's process tree is gone, takes the files as they ended. Versions that follow each other
-faster than the watcher looks show as one.
+faster than the watcher looks show as one. What the watcher thread cannot write (its disk full)
+stops it, and is raised when the watch ends: the trial's error, never a traceback of the thread.
 
 `t` is when the write happened, not when the watcher noticed it: the ctime of the version read
 (stated through its descriptor: the path may hold a later write by then), never the mtime, which
@@ -33,24 +34,18 @@ the check after the last write" flip with machine load.
 from __future__ import annotations
 
 import contextlib
-import errno
-import fcntl
 import hashlib
 import json
 import os
 import select
-import signal
-import stat
 import threading
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path, PurePosixPath
-from typing import NamedTuple
 
 from harness.artifacts.names import SNAPSHOT_INDEX
 from harness.artifacts.readers import SNAPSHOT_MAX
-from harness.sandbox.pathsafe import PathEscape, open_inside
-from harness.trial import inotify
+from harness.trial import inotify, looks
 from harness.trial.inotify import Inotify
 
 KEPT_MAX = 256 << 20
@@ -62,27 +57,6 @@ RETRY_MS = 10
 _ENDED = inotify.CLOSE_WRITE | inotify.MOVED_TO | inotify.MOVED_FROM | inotify.DELETE | inotify.ATTRIB
 """Events after which a file is looked at: a write ended, it was renamed in or out, removed."""
 _GONE = inotify.DELETE_SELF | inotify.MOVE_SELF | inotify.IGNORED
-
-
-class _Look(NamedTuple):
-    data: bytes | None
-    """The file's bytes; None when it is gone (or not a regular file)."""
-    proven: bool = False
-    """True when a read lease proved that nobody was writing it."""
-    busy: bool = False
-    """True when a process holds the file open for writing (nothing was read)."""
-    changed: float | None = None
-    """The inode change time (ctime) of the version read (not of whatever the file holds later)."""
-    large: str | None = None
-    """A version over `SNAPSHOT_MAX`, not read: its size, change time and inode (data is None)."""
-
-    @property
-    def there(self) -> bool:
-        """The file exists (read, or too large to read)."""
-        return self.data is not None or self.large is not None
-
-
-_BUSY = _Look(None, busy=True)
 
 
 class Watcher:
@@ -131,6 +105,7 @@ class Watcher:
         self._due: set[str] = set()
         self._wake = os.pipe()
         os.set_blocking(self._wake[1], False)
+        self._failed: OSError | None = None  # what the watcher thread could not write: raised on exit
         self._thread = threading.Thread(target=self._loop, name="snapshots", daemon=True)
 
     def __enter__(self) -> Watcher:
@@ -140,7 +115,7 @@ class Watcher:
                 self._watch_folders()
         now = time.time()
         for name in self._files:
-            look = _read(self._ws, name, lease=False)
+            look = looks.read(self._ws, name, lease=False)
             self._seen[name] = self._digest(look)
             self._quiet[name] = now
             if look.there:
@@ -154,13 +129,14 @@ class Watcher:
             self._thread.start()
         return self
 
-    def __exit__(self, *exc: object) -> None:
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None, tb: object) -> None:
+        """Takes the files as they ended; raises what the watcher could not write (a full disk)."""
         self._stop.set()
         self._nudge()
         if self._thread.is_alive():
             self._thread.join()
         try:
-            if self._files:
+            if self._files and self._failed is None:
                 with self._lock:  # nothing writes any more: the files as they ended
                     self._look(self._files, settled=True)
         finally:
@@ -168,6 +144,8 @@ class Watcher:
                 self._notify.close()
             for fd in self._wake:
                 os.close(fd)
+        if self._failed is not None and exc is None:
+            raise self._failed
 
     @property
     def count(self) -> int:
@@ -175,6 +153,12 @@ class Watcher:
         return self._count
 
     def _loop(self) -> None:
+        try:
+            self._follow()
+        except OSError as exc:  # in this thread it would only be printed: the trial raises it on exit
+            self._failed = exc
+
+    def _follow(self) -> None:
         if self._notify is None:
             while not self._stop.wait(self._interval):
                 self.poll()
@@ -201,19 +185,19 @@ class Watcher:
             ready = sorted(self._due - self._writing)
             self._due.difference_update(ready)
             looked = time.time()
-            looks = {name: _read(self._ws, name, lease=self._leases) for name in ready}
-            self._drain(looking=looks)  # no lease: a write that began as we read made it half-written
+            found = {name: looks.read(self._ws, name, lease=self._leases) for name in ready}
+            self._drain(looking=found)  # no lease: a write that began as we read made it half-written
             # Busy: still open for writing. The kernel reports a write's end (close) a moment before
             # it drops the writer's count, so a look woken by that report can find the file busy, and
             # no later event will come: it stays due and is looked at again.
-            busy = [name for name, look in looks.items() if look.busy]
+            busy = [name for name, look in found.items() if look.busy]
             self._due.update(busy)
             if busy and threading.current_thread() is not self._thread:
                 self._nudge()  # the thread may be waiting for events with no timeout
             self._record(
                 {
                     name: look
-                    for name, look in looks.items()
+                    for name, look in found.items()
                     if not look.busy and (look.proven or name not in self._writing)
                 },
                 looked=looked,
@@ -293,7 +277,7 @@ class Watcher:
     # -- looking and recording -------------------------------------------------------------
 
     @staticmethod
-    def _digest(look: _Look) -> str | None:
+    def _digest(look: looks.Look) -> str | None:
         if look.large is not None:
             return f"large:{look.large}"
         return None if look.data is None else hashlib.sha256(look.data).hexdigest()
@@ -301,9 +285,9 @@ class Watcher:
     def _look(self, names: Iterable[str], *, settled: bool) -> None:
         """Look at files now: a new version is kept when settled, leased, or seen twice in a row."""
         now = time.time()
-        kept: dict[str, _Look] = {}
+        kept: dict[str, looks.Look] = {}
         for name in names:
-            look = _read(self._ws, name, lease=self._leases and not settled)
+            look = looks.read(self._ws, name, lease=self._leases and not settled)
             if look.busy:
                 continue
             digest = self._digest(look)
@@ -316,7 +300,7 @@ class Watcher:
                 self._candidate[name] = digest
         self._record(kept, looked=now)
 
-    def _record(self, versions: dict[str, _Look], *, looked: float) -> None:
+    def _record(self, versions: dict[str, looks.Look], *, looked: float) -> None:
         """Keep the new versions read at `looked` (the time before the reads began)."""
         now = time.time()
         for name, look in versions.items():
@@ -354,47 +338,8 @@ class Watcher:
             if wd is not None and wd not in self._folders:
                 self._watched_files[wd] = name
 
-    def _written(self, name: str, look: _Look, now: float) -> float:
+    def _written(self, name: str, look: looks.Look, now: float) -> float:
         since = self._quiet.get(name, now)
         if look.changed is None:
             return now  # deleted: it went some time in the window; say when it was seen gone
         return min(max(look.changed, since), now)
-
-
-def _read(workspace: Path, name: str, *, lease: bool = True) -> _Look:
-    """The file as it is now, under a read lease (`lease`) where there can be one."""
-    try:  # never through a symlink: one to the reference would copy it into the run's artifacts
-        fd = open_inside(workspace, name)
-    except (OSError, PathEscape):
-        return _Look(None)
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            return _Look(None)
-        leased = False
-        try:
-            if lease:
-                # A broken lease signals its holder with SIGIO, which would end the harness; SIGURG is ignored.
-                fcntl.fcntl(fd, fcntl.F_SETSIG, signal.SIGURG)
-                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_RDLCK)
-                leased = True
-        except OSError as exc:
-            if exc.errno in (errno.EAGAIN, errno.EBUSY):
-                return _BUSY
-            # no leases here (filesystem, owner): the caller settles another way
-        try:
-            st, data = os.fstat(fd), b""
-            if st.st_size <= SNAPSHOT_MAX:  # a larger one is never read: its identity tells versions apart
-                with os.fdopen(fd, "rb", closefd=False) as fh:
-                    data = fh.read(SNAPSHOT_MAX + 1)  # no further, should it grow as it is read
-            if max(st.st_size, len(data)) > SNAPSHOT_MAX:
-                large = f"{max(st.st_size, len(data))}:{st.st_ctime_ns}:{st.st_ino}"
-                return _Look(None, proven=leased, changed=st.st_ctime, large=large)
-            # the version read, stated through its descriptor: a path may hold a later one by now
-            return _Look(data, proven=leased, changed=os.fstat(fd).st_ctime)
-        finally:
-            if leased:
-                fcntl.fcntl(fd, fcntl.F_SETLEASE, fcntl.F_UNLCK)
-    except OSError:
-        return _Look(None)
-    finally:
-        os.close(fd)

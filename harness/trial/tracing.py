@@ -66,6 +66,7 @@ class Collector:
         self._open = 0
         self._cond = threading.Condition()
         self._server: _Server | None = None
+        self._failed: OSError | None = None  # what the mirror could not take: raised by `write`
         self.stats = {"launches": 0, "registered": 0, "unguarded": 0, "refused": 0, "rows": 0, "late": 0}
 
     @property
@@ -155,15 +156,23 @@ class Collector:
                 ack = row.pop("ack", None)
                 with self._cond:
                     self._rows.append(row)
-                    with self.mirror.open("a", encoding="utf-8") as fh:
-                        fh.write(json.dumps(row, sort_keys=True) + "\n")
+                    self._mirror(row)
                 if ack is not None:  # the runner answers its caller only once the row is here
                     wfile.write(b"ACK\n")
                     wfile.flush()
+        except OSError:  # the runner hung up (its sandbox was ended): the rows it sent are kept
+            pass
         finally:
             with self._cond:
                 self._open -= 1
                 self._cond.notify_all()
+
+    def _mirror(self, row: dict[str, Any]) -> None:
+        try:
+            with self.mirror.open("a", encoding="utf-8") as fh:
+                fh.write(json.dumps(row, sort_keys=True) + "\n")
+        except OSError as exc:  # in a server thread it would only be printed: `write` raises it
+            self._failed = self._failed or exc
 
     def take(self) -> list[dict[str, Any]]:
         """The rows so far, removed (setup and canaries ran the tool too: not the agent's use)."""
@@ -173,7 +182,13 @@ class Collector:
         return rows
 
     def write(self, path: Path) -> None:
-        """trace.jsonl: the rows received since the last `take`, nothing else (none: no file)."""
+        """trace.jsonl: the rows received since the last `take`, nothing else (none: no file).
+
+        Raises:
+            OSError: trace.jsonl, or the mirror the sandbox reads, could not be written.
+        """
+        if self._failed is not None:
+            raise self._failed
         rows = self.take()
         self.stats["rows"] += len(rows)
         if rows:

@@ -17,7 +17,9 @@ cancel; running trials record themselves as interrupted and come back, trials no
 dropped. The workers themselves ignore those signals (their own children start with the default
 actions), die with the runner (`PR_SET_PDEATHSIG`), and never return into the runner's code (they
 leave with `os._exit`). A worker that dies leaves its running trials unfinished (rerun on resume)
-and reported as errors.
+and reported as errors; what those trials had mounted and the cgroups they had made are named after
+the worker too (`harness.sandbox.identity.owner_tag`), so the runner removes them as soon as it
+hears of the death, and once more when the batch ends (`_sweep`).
 """
 
 from __future__ import annotations
@@ -39,6 +41,7 @@ from dataclasses import asdict, dataclass, field
 
 from harness.batch.executor.task import TrialOutcome, TrialTask, execute, grader_available, graders
 from harness.sandbox import disk, identity
+from harness.sandbox.isolation import cgroups
 
 PR_SET_PDEATHSIG = 1
 CANCEL = "cancel"
@@ -140,6 +143,7 @@ def run(
             with contextlib.suppress(OSError):
                 os.close(worker.hear)
         selector.close()
+        _sweep()  # a worker that died late, or whose strays were still leaving at the first sweep
     return outcomes
 
 
@@ -183,6 +187,7 @@ def _hear(
     if not chunk:  # the worker died: what it ran is left unfinished (rerun on resume)
         selector.unregister(worker.hear)
         status = _reap(worker.pid)
+        _sweep()  # its trials' mounts and cgroups: nothing of it will remove them
         for index in sorted(worker.running):
             task = tasks[index]
             outcome = TrialOutcome(
@@ -201,6 +206,14 @@ def _hear(
         outcome = TrialOutcome(**data)
         outcomes.append(outcome)
         on_outcome(outcome)
+
+
+def _sweep() -> None:
+    """Remove what harness processes that are gone left mounted or made (a dead worker's trials):
+    only theirs, so the trials of the live workers go on untouched."""
+    if os.geteuid() == 0:
+        disk.sweep()
+        cgroups.sweep()
 
 
 def _reap(pid: int) -> str:
@@ -255,7 +268,7 @@ def _settle(parent: int) -> None:
         libc.prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
     if os.getppid() != parent:  # the runner died before the line above took effect
         os._exit(1)
-    identity.adopt(parent)  # the mounts and cgroups this worker makes are the runner's to sweep
+    identity.adopt(parent)  # what this worker mounts or makes is swept once it or the runner is gone
 
 
 def _serve(

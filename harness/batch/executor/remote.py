@@ -43,6 +43,7 @@ from harness.batch.executor.proctree import kill_tree
 from harness.batch.executor.task import TrialOutcome, TrialTask
 from harness.batch.transport import Bundle, materialise, pack_run, remove_tree
 from harness.sandbox import disk
+from harness.sandbox.isolation import cgroups
 
 GRACE_S = 10.0
 """How long an interrupted trial may take to record itself before its tree is killed."""
@@ -266,8 +267,10 @@ def _in_process(
     proc = _spawn(scratch / "task.json", scratch / "outcome.json", scratch / "trial.log")
     why = _supervise(proc, watch, started + deadline_s)
     # A trial process killed (or crashed) mid-trial leaves its size-limited filesystems mounted in
-    # its run directory, which could then be neither recorded as failed nor removed (EBUSY).
+    # its run directory, which could then be neither recorded as failed nor removed (EBUSY), and
+    # its cgroups made.
     disk.sweep()
+    cgroups.sweep()
     if why == "deadline":
         return _deadline_failure(task, job, deadline_s, worker)
     if (scratch / "outcome.json").is_file():

@@ -7,7 +7,6 @@ holds plain data), which is what a remote worker receives.
 
 from __future__ import annotations
 
-import errno
 import importlib.util
 import threading
 import time
@@ -18,6 +17,7 @@ from typing import Any, Protocol
 
 from compiler.contract import Job
 from harness.artifacts.records import RunRecord, read_run
+from harness.errors import IO_ERRNOS, io_detail
 from harness.sandbox import proc
 from harness.sandbox.isolation import select
 from harness.trial import faults, run_trial
@@ -112,13 +112,6 @@ def warm(isolation: str) -> None:
 
 IO_ERROR = "io-error"
 """A trial that could not be prepared or recorded because the run tree cannot be written."""
-IO_ERRNOS = frozenset({errno.ENOSPC, errno.EROFS, errno.EIO, errno.EDQUOT, errno.EACCES, errno.EPERM})
-
-
-def io_detail(exc: OSError, where: Path | None = None) -> str:
-    """`<path>: <reason>`, the one line a full or read-only disk gets."""
-    path = exc.filename if exc.filename is not None else where or "the run tree"
-    return f"cannot write {path}: {exc.strerror or exc}"
 
 
 def execute(

@@ -2,8 +2,9 @@
 
 `make_cgroup` makes `/sys/fs/cgroup/<controller>/assay/<name>` with its settings, or returns None
 where cgroups cannot be made (not root, no v1 controller). A cgroup is named after the harness
-process that made it (`...-p<pid>`), so the first one a later harness makes under a parent first
-removes those of harness processes that are gone (killed before they could clean up).
+process that made it (`...-<owner tag>`, `harness.sandbox.identity.owner_tag`), so before the first
+one a later harness process makes, it removes under every controller those of harness processes
+that are gone (killed before they could clean up); a runner removes a dead worker's with `sweep`.
 `harness.sandbox.isolation.limits` decides what goes in them and removes them after the command.
 """
 
@@ -11,11 +12,14 @@ from __future__ import annotations
 
 import contextlib
 import os
+import time
 from pathlib import Path
 
 from harness.sandbox.identity import owner_gone
 
 CGROUP_V1 = Path("/sys/fs/cgroup")
+CONTROLLERS = ("memory", "pids", "cpu")
+"""The controllers `harness.sandbox.isolation.limits` makes cgroups under."""
 
 
 def _cgroup_root(controller: str) -> Path | None:
@@ -29,22 +33,45 @@ def _cgroup_root(controller: str) -> Path | None:
     return root
 
 
-_SWEPT: set[Path] = set()
-"""The cgroup parents this process has swept (once each: orphans come from processes killed before
-this one started)."""
+_SWEPT: list[bool] = []
+"""Whether this process has swept (once: orphans come from processes killed before it started)."""
+
+SETTLE_S = 1.0
+"""How long `sweep` waits, in all, for the last processes of an abandoned cgroup to leave (killed
+with their harness process, by the parent-death signal, they take milliseconds)."""
 
 
-def _sweep(parent: Path) -> None:
+def sweep(*, settle_s: float = SETTLE_S) -> None:
+    """Remove now, under every controller, the cgroups of harness processes that are gone (a
+    runner's, after one of its workers died), waiting up to settle_s for those still emptying."""
+    until = time.monotonic() + settle_s
+    for controller in CONTROLLERS:
+        root = _cgroup_root(controller)
+        if root is not None:
+            _remove_abandoned(root / "assay", until=until)
+
+
+def _remove_abandoned(parent: Path, *, until: float = 0.0) -> None:
     """Remove the cgroups a killed harness process left behind (its pid is gone). A cgroup that
-    still holds a process cannot be removed (EBUSY), so nothing running is touched."""
-    if parent in _SWEPT:
-        return
-    _SWEPT.add(parent)
+    still holds a process cannot be removed (EBUSY), so nothing running is touched; one is tried
+    again until `until` (time.monotonic())."""
     with contextlib.suppress(OSError):
         for child in parent.iterdir():
             if child.is_dir() and owner_gone(child.name):
-                with contextlib.suppress(OSError):
-                    child.rmdir()
+                _rmdir(child, until)
+
+
+def _rmdir(path: Path, until: float) -> None:
+    while True:
+        try:
+            path.rmdir()
+            return
+        except FileNotFoundError:
+            return
+        except OSError:  # EBUSY: a process is still leaving it
+            if time.monotonic() >= until:
+                return
+            time.sleep(0.005)
 
 
 def make_cgroup(
@@ -53,7 +80,9 @@ def make_cgroup(
     root = _cgroup_root(controller)
     if root is None:
         return None
-    _sweep(root / "assay")
+    if not _SWEPT:  # every controller's: a command that makes no pids cgroup still finds those
+        _SWEPT.append(True)
+        sweep(settle_s=0)
     path = root / "assay" / name
     try:
         path.mkdir(parents=True)

@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from harness.sandbox import disk
-from harness.sandbox.identity import owner_pid
+from harness.sandbox.identity import owner_tag
 from harness.sandbox.isolation.base import Isolation, SandboxLimits, SandboxSpec
 from harness.sandbox.isolation.cgroups import make_cgroup
 from harness.sandbox.neutralise import TreeChanged, walk_tree
@@ -263,9 +263,33 @@ def confine(
             watcher does not walk them.
     """
     limits = spec.limits
+    box = Confinement(
+        argv=[],
+        limits=limits,
+        cgroups={},
+        watch=tuple(watch),
+        outbox=tuple(outbox),
+        on_exceed=on_exceed,
+        disks={
+            name: path for name, path in (disks or {}).items() if getattr(limits, f"{name}_mb") is not None
+        },
+    )
+    try:  # from the first cgroup made: whatever happens, close() removes them
+        _make_cgroups(box, label)
+        box.argv = _prefix(limits, box.cgroups, box.enforced, isolation.wrap(spec))
+        box.enforced.update({name: "watch" for name, _paths, _limit in box._sizes()})
+        box.enforced.update(dict.fromkeys(box.disks, KERNEL_FS))
+        box.start()
+        yield box
+    finally:
+        box.close()
+
+
+def _make_cgroups(box: Confinement, label: str) -> None:
+    """The command's cgroups, into `box.cgroups` as each is made, and how they enforce its limits."""
+    limits, cgroups = box.limits, box.cgroups
     # Named after this process too: a later harness removes what a killed one left (cgroups).
-    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-p{owner_pid()}"
-    cgroups: dict[str, Path] = {}
+    name = f"{_sanitize(label)}-{uuid.uuid4().hex[:8]}-{owner_tag()}"
     # A memory cgroup even without a memory limit: kill() then finds strays of any isolation.
     mem_bytes = str(limits.memory_mb * MIB) if limits.memory_mb is not None else "-1"
     memory = make_cgroup(
@@ -283,33 +307,12 @@ def confine(
         cpu = make_cgroup("cpu", name, {"cpu.cfs_period_us": str(period), "cpu.cfs_quota_us": str(quota)}, {})
         if cpu is not None:
             cgroups["cpu"] = cpu
-    enforced: dict[str, str] = {}
     if "cpu" in cgroups:
-        enforced["cpus"] = "cgroup"
+        box.enforced["cpus"] = "cgroup"
     if memory is not None and limits.memory_mb is not None:
-        enforced["memory"] = "cgroup"
+        box.enforced["memory"] = "cgroup"
     if "pids" in cgroups:
-        enforced["pids"] = "cgroup"
-    box = Confinement(
-        argv=[],
-        limits=limits,
-        cgroups=cgroups,
-        watch=tuple(watch),
-        outbox=tuple(outbox),
-        on_exceed=on_exceed,
-        disks={
-            name: path for name, path in (disks or {}).items() if getattr(limits, f"{name}_mb") is not None
-        },
-        enforced=enforced,
-    )
-    try:
-        box.argv = _prefix(limits, cgroups, box.enforced, isolation.wrap(spec))
-        box.enforced.update({name: "watch" for name, _paths, _limit in box._sizes()})
-        box.enforced.update(dict.fromkeys(box.disks, KERNEL_FS))
-        box.start()
-        yield box
-    finally:
-        box.close()
+        box.enforced["pids"] = "cgroup"
 
 
 _FIELDS = {
