@@ -265,13 +265,15 @@ def _plan(c: Collector, v: Validated, m: MatrixIn, all_cells: dict[str, Cell]) -
 
 
 def _selects_nothing(c: Collector, m: MatrixIn, scenarios: list[str], excluded: int) -> None:
-    """A matrix without a single trial: an error at the key that emptied it (E283)."""
+    """A matrix without a single trial: an error at the key that emptied it (E283). Not when no
+    scenario matches yet: a project being built (a tag no scenario carries before an import or
+    `assay new scenario`) compiles, and `assay compile` says that matrix has nothing to run."""
     spec, doc = m.spec, m.doc
     if not scenarios:
-        where: tuple[str, ...] = ("scenarios",) if spec.scenarios not in (None, "all") else ()
-        why = "no scenario matches `scenarios:`" if where else "the project has no scenario"
-    elif excluded:
-        where, why = ("exclude",), "`exclude:` removes every combination"
+        return
+    if excluded:
+        where: tuple[str, ...] = ("exclude",)
+        why = "`exclude:` removes every combination"
     else:
         where, why = ("factors",) if spec.factors else (), "a constraint prunes every combination"
     c.add(doc.loc(where, key=True), ".".join(where), "E283", f"the matrix selects no trial: {why}")

@@ -56,6 +56,9 @@ def execute(args: argparse.Namespace) -> int:
         if result.plan is not None:
             for mid, mp in result.plan.matrices.items():
                 mark = " (default)" if (mp.matrix or mid) == result.plan.default else ""
+                if not mp.jobs:
+                    print(f"  {mid}{mark}: 0 trials: no scenario matches its `scenarios:` (yet)")
+                    continue
                 print(
                     f"  {mid}{mark}: {mp.jobs} trials ({len(mp.runs)} scenarios, {len(mp.cells)} cells,"
                     f" {len(mp.agents)} agents, {mp.trials} per variant)"

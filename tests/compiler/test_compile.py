@@ -260,3 +260,18 @@ def test_the_isolation_names_are_the_harness_registrys() -> None:
     from harness.sandbox.isolation import ISOLATIONS as PLUGINS
 
     assert sorted(ISOLATIONS) == PLUGINS.names()
+
+
+def test_a_matrix_no_scenario_matches_yet_compiles_and_says_so(valid_project: Path, tmp_path: Path) -> None:
+    """A tag no scenario carries yet (a project being built) is no error; compile names the matrix
+    that has nothing to run, and running it selects nothing (exit 3)."""
+    proj = tmp_path / "p"
+    shutil.copytree(valid_project, proj)
+    (proj / "specs/matrices/later.yaml").write_text(
+        "kind: matrix\nid: later\nagents: [scripted-good]\nscenarios: { tags: [not-yet] }\n"
+    )
+    cli = assay("--project", proj, "compile")
+    assert cli.returncode == 0, cli.stderr
+    assert "  later: 0 trials: no scenario matches its `scenarios:` (yet)" in cli.stdout.splitlines()
+    ran = assay("--project", proj, "matrix", "later", "--runs", tmp_path / "runs")
+    assert ran.returncode == 3, ran.stderr
