@@ -16,6 +16,7 @@ import argparse
 import contextlib
 import importlib
 import keyword
+import os
 import signal
 import sys
 import threading
@@ -131,6 +132,12 @@ def main(argv: Sequence[str] | None = None) -> int:
     except AssayError as exc:
         _say(f"assay: error: {exc}")
         return exc.exit_code
+    except BrokenPipeError:
+        # Whoever read the output stopped (`assay compile | head`): end quietly, as a program killed
+        # by SIGPIPE would, and let nothing more be written to the closed pipe on the way out.
+        with contextlib.suppress(OSError, ValueError):
+            os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 128 + signal.SIGPIPE
     except OSError as exc:
         if exc.errno not in IO_ERRNOS:
             raise  # a bug, or a file the command should have told apart itself

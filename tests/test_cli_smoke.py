@@ -6,6 +6,7 @@ Every other CLI test calls `tests.helpers.assay`, which runs `harness.cli.main` 
 from __future__ import annotations
 
 import os
+import signal
 import subprocess
 import sys
 from pathlib import Path
@@ -83,3 +84,31 @@ def test_a_command_loads_its_own_module_alone() -> None:
         [sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, timeout=60, check=True
     )
     assert done.stdout.split("\n")[:2] == ["[]", "report"], done.stderr
+
+
+def test_a_reader_that_stops_reading_ends_assay_quietly() -> None:
+    """`assay compile | head`: the pipe is closed before assay writes, so every write fails (EPIPE);
+    assay ends with SIGPIPE's status and no traceback."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)
+    try:
+        done = subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "harness",
+                "--project",
+                str(FIXTURES / "specs" / "valid"),
+                "compile",
+                "--check",
+            ],
+            cwd=ROOT,
+            stdout=write_end,
+            stderr=subprocess.PIPE,
+            text=True,
+            check=False,
+        )
+    finally:
+        os.close(write_end)
+    assert done.returncode == 128 + signal.SIGPIPE, done.stderr
+    assert "Traceback" not in done.stderr and "BrokenPipe" not in done.stderr
