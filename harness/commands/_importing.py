@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -65,15 +66,33 @@ class Importer:
         return READERS[self.fmt]
 
     def read(self) -> list[Task]:
+        """Every task of the dataset, read; a task whose files cannot be read, one with a link out
+        of its folder, or two whose names come to one scenario id, carry their refusals."""
         folders = self.reader.dataset_tasks(self.source)
         single = len(folders) == 1 and folders[0] == self.source
-        tasks = []
+        tasks: dict[str, Task] = {}
         for folder in folders:
             tid = task_id(folder, "" if single else self.name)
-            task = self.reader.read(folder, task_id=tid)
-            self.outcomes[tid] = Outcome(task=str(folder.relative_to(self.source.parent)), scenario=tid)
-            tasks.append(task)
-        return tasks
+            where = str(folder.relative_to(self.source.parent))
+            if tid in tasks:  # `a b` and `a-b`: neither is imported under the other's name
+                tasks[tid].refuse(f"{where} comes to the same scenario id {tid}")
+                self.outcomes[tid].reasons.append(f"also the id of {where}, which is not imported")
+                continue
+            task = self._read_one(folder, tid)
+            for link in links_out(folder):
+                task.refuse(f"{link} links outside the task: its target is never read")
+            self.outcomes[tid] = Outcome(task=where, scenario=tid)
+            tasks[tid] = task
+        return list(tasks.values())
+
+    def _read_one(self, folder: Path, tid: str) -> Task:
+        """One task; files of a shape the reader does not expect are a refusal, never a crash."""
+        try:
+            task: Task = self.reader.read(folder, task_id=tid)
+        except (TypeError, AttributeError, KeyError, ValueError, RecursionError, OSError) as exc:
+            task = Task(format=self.fmt, name=folder.name, id=tid, root=folder, context=folder)
+            task.refuse(f"its task files cannot be read ({type(exc).__name__}: {str(exc)[:200]})")
+        return task
 
     def refuse(self, sid: str, reason: str) -> None:
         outcome = self.outcomes[sid]
@@ -172,6 +191,32 @@ class Importer:
             shutil.rmtree(ref.workspace.parent, ignore_errors=True)
 
 
+def links_out(folder: Path) -> list[str]:
+    """Links under `folder` whose target is outside it (a host file, another scenario), relative."""
+    inside = folder.resolve()
+    found = []
+    for dirpath, dirnames, filenames in os.walk(folder):
+        for name in [*dirnames, *filenames]:
+            path = Path(dirpath) / name
+            if path.is_symlink() and not path.resolve().is_relative_to(inside):
+                found.append(path.relative_to(folder).as_posix())
+    return sorted(found)
+
+
+IMPORT_HEADER = "# Written by `assay import`"
+"""The first line of a matrix the import wrote: only such a matrix is ever replaced."""
+
+
+def own_matrix(project: Path, name: str) -> Path | None:
+    """The project's own matrix file an import of `name` would write over, if there is one."""
+    matrix = project / "specs" / "matrices" / f"{name}.yaml"
+    try:
+        first = matrix.read_text(encoding="utf-8").split("\n", 1)[0]
+    except (OSError, UnicodeDecodeError):
+        return matrix if matrix.exists() or matrix.is_symlink() else None
+    return None if first.startswith(IMPORT_HEADER) else matrix
+
+
 def spec_docs(project: Path) -> list[dict[str, Any]]:
     """The project's spec documents, read leniently (the compiler reports what does not parse)."""
     docs = []
@@ -227,15 +272,16 @@ def write_specs(project: Path, name: str, control: str, timeout_s: float) -> Pat
         "limits": {"timeout_s": timeout_s},
     }
     matrix.write_text(
-        "# Written by `assay import`; edit freely (a later import of the same dataset replaces it).\n"
+        f"{IMPORT_HEADER}; edit freely (a later import of the same dataset replaces it).\n"
         + yaml.safe_dump(doc, sort_keys=False),
         encoding="utf-8",
     )
     return matrix
 
 
-def report(imp: Importer, started: float) -> dict[str, Any]:
-    """The import report as JSON (also written as imports/<name>.json and .md)."""
+def report(imp: Importer, started: float, *, write: bool = True) -> dict[str, Any]:
+    """The import report as JSON (also written as imports/<name>.json and .md, unless `write` is
+    False: an import that brought nothing in leaves an earlier import's report as it was)."""
     outs = sorted(imp.outcomes.values(), key=lambda o: o.scenario)
     data: dict[str, Any] = {
         "format": imp.fmt,
@@ -250,6 +296,8 @@ def report(imp: Importer, started: float) -> dict[str, Any]:
         "notes": {o.scenario: o.notes for o in outs if o.notes and o.imported},
         "seconds": round(time.time() - started, 1),
     }
+    if not write:
+        return data
     folder = imp.project / REPORTS
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{imp.name}.json").write_text(

@@ -71,8 +71,10 @@ def execute(args: argparse.Namespace) -> int:
     """Import, then print the report's summary."""
     from compiler.errors import SpecErrors, render
     from harness.commands._importing import (
+        REPORTS,
         Importer,
         default_name,
+        own_matrix,
         parallel,
         report,
         stderr,
@@ -93,6 +95,14 @@ def execute(args: argparse.Namespace) -> int:
             f"{project} holds no specs/: import into an assay project (assay --project DIR import ...)"
         )
     name = slug(args.name) if args.name else default_name(args.format, source)
+    theirs = own_matrix(project, name)
+    if theirs is not None:
+        raise UsageError(
+            f"{theirs.relative_to(project)} is the project's own matrix, not one an import wrote: "
+            "import under another --name"
+        )
+    earlier = project / "specs" / "matrices" / f"{name}.yaml"
+    before = earlier.read_bytes() if earlier.is_file() else None  # an import bringing nothing puts it back
     started = time.time()
     imp = Importer(project, args.format, source, name, force=args.force, jobs=args.jobs)
     tasks = imp.read()
@@ -134,9 +144,14 @@ def execute(args: argparse.Namespace) -> int:
             print(render(exc.errors), file=sys.stderr)
             stderr("assay: the project does not compile (the errors above are not in imported scenarios)")
             return 2
-    data = report(imp, started)
+    reports = project / REPORTS / f"{name}.json"
+    brought = any(o.imported for o in imp.outcomes.values())
+    data = report(imp, started, write=brought or not reports.exists())
     if not data["imported"]:
-        matrix.unlink(missing_ok=True)
+        if before is not None:
+            matrix.write_bytes(before)  # an earlier import's matrix still runs its scenarios
+        else:
+            matrix.unlink(missing_ok=True)
     stderr(
         f"assay: imported {len(data['imported'])} of {data['tasks']} task(s) into scenarios/ "
         f"(matrix {name}); refused {len(data['refused'])}: see imports/{name}.md"

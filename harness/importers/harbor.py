@@ -23,7 +23,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, finish, memory_mb, take_solution, take_tests
+from harness.importers.task import Task, finish, memory_mb, seconds, take_solution, take_tests
 
 FORMAT = "harbor"
 MARKER = "task.toml"
@@ -115,10 +115,10 @@ def read(folder: Path, *, task_id: str) -> Task:
         k: v for k, v in spec.items() if k in ("task", "metadata", "source", "version", "schema_version")
     }
     agent, verifier = spec.get("agent") or {}, spec.get("verifier") or {}
-    if isinstance(agent.get("timeout_sec"), int | float):
-        task.timeout_s = float(agent["timeout_sec"])
-    if isinstance(verifier.get("timeout_sec"), int | float):
-        task.check_timeout_s = float(verifier["timeout_sec"])
+    task.timeout_s = seconds(task, agent.get("timeout_sec"), "[agent] timeout_sec") or task.timeout_s
+    task.check_timeout_s = (
+        seconds(task, verifier.get("timeout_sec"), "[verifier] timeout_sec") or task.check_timeout_s
+    )
     task.check_env = _env(verifier.get("env"), "verifier variable", task)
     task.solution_env = _env((spec.get("solution") or {}).get("env"), "solution variable", task)
     _environment(task, spec.get("environment") or {})

@@ -242,6 +242,17 @@ def run_solution(
     box = _sandbox(
         scenario, project, shown, environment=environment, extra_env=extra_env, isolation=isolation
     )
+    try:
+        return _solve(box, scenario, project, solution, timeout_s)
+    except BaseException:  # a refused solution leaves no copy of the task behind in the temp folder
+        shutil.rmtree(box.scratch, ignore_errors=True)
+        raise
+
+
+def _solve(
+    box: Sandboxed, scenario: ScenarioJob, project: Path, solution: Path, timeout_s: float
+) -> Reference:
+    """The solution run in `box`; its reference overlays, or SolutionFailed with the reason."""
     scratch, ws = box.scratch, box.workspace
     log = scratch / "solution.log"
     script = SOLUTION_DIR / solution.name if solution.is_file() else SOLUTION_DIR / "solve.sh"

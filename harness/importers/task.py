@@ -9,6 +9,7 @@ install into one environment. A task with `refusals` is never written.
 from __future__ import annotations
 
 import glob
+import math
 import posixpath
 import re
 import tomllib
@@ -125,6 +126,17 @@ def requirements(task: Task) -> list[str]:
     if "pytest" not in seen:
         out.append("pytest")
     return out
+
+
+def seconds(task: Task, value: object, field_name: str) -> float | None:
+    """A time limit of the task's: a finite number of seconds above 0; anything else (`.inf`, -5,
+    true) is a refusal naming the field, never a trial that cannot time out. None when unset."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int | float) or not 0 < value < math.inf:
+        task.refuse(f"{field_name} is {value!r}: a time limit is a finite number of seconds above 0")
+        return None
+    return float(value)
 
 
 def finish(task: Task) -> None:

@@ -17,7 +17,7 @@ import yaml
 
 from harness.importers import dockerfile
 from harness.importers.scripts import TEST_DIR
-from harness.importers.task import Task, finish, memory_mb, take_solution, take_tests
+from harness.importers.task import Task, finish, memory_mb, seconds, take_solution, take_tests
 
 FORMAT = "terminal-bench"
 MARKER = "task.yaml"
@@ -113,8 +113,9 @@ def read(folder: Path, *, task_id: str) -> Task:
         task.refuse(f"the test output parser is {parser!r}: only pytest suites are imported")
     task.meta = {k: v for k, v in spec.items() if k not in ("instruction", "descriptions")}
     for key, attr in (("max_agent_timeout_sec", "timeout_s"), ("max_test_timeout_sec", "check_timeout_s")):
-        if isinstance(spec.get(key), int | float):
-            setattr(task, attr, float(spec[key]))
+        limit = seconds(task, spec.get(key), key)
+        if limit is not None:
+            setattr(task, attr, limit)
     docker = folder / "Dockerfile"
     if docker.is_file():
         task.build = dockerfile.read(docker.read_text(encoding="utf-8", errors="replace"))

@@ -226,3 +226,18 @@ def test_an_import_into_the_example_project_leaves_its_matrices_alone(
         [control],
         2,
     )
+
+
+def test_a_failed_solution_leaves_no_temporary_copy(
+    project: Path, dataset: Callable[[str], Path], tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    require_sandbox()
+    prebuild(project, Environment(python=VERSION, pip=("pytest",)))
+    temp = tmp_path / "temp"
+    temp.mkdir()
+    monkeypatch.setattr("tempfile.tempdir", str(temp))
+    task = dataset("terminal-bench") / "csv-summary"
+    (task / "solution.sh").write_text("#!/bin/bash\nexit 3\n")
+    done = assay("--project", project, "import", "terminal-bench", task)
+    assert done.returncode == 1 and "the solution failed here (exit 3" in done.stderr, done.stderr
+    assert sorted(p.name for p in temp.iterdir() if p.name.startswith("assay-import-")) == []
