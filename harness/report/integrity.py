@@ -17,6 +17,7 @@ condition then shows no USD at all (a mean over the priced runs alone could be s
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 
 from harness.report.collect import RunFacts
 from harness.report.diagnostics import Evidence
@@ -40,6 +41,16 @@ ENDED = {
     "blocked": "left a tree the next session could not start in",
 }
 """`AgentEnd.cause` -> how the report says it."""
+
+
+def _ordered(conds: Iterable[Cond]) -> list[Cond]:
+    """Conditions in reading order: version, agent, condition."""
+    return sorted(conds, key=lambda c: (str(c[0]), c[1], c[2]))
+
+
+def _listed(reasons: Counter[str]) -> str:
+    """`reason (n); other (m)`, alphabetical."""
+    return "; ".join(f"{reason} ({n})" for reason, n in sorted(reasons.items()))
 
 
 def _name(cond: Cond) -> str:
@@ -125,9 +136,9 @@ class Integrity:
         control's; usage reports that disagree with the gateway. Agents in `skip` (sanity bounds) are
         never compared."""
         out: list[Diagnostic] = []
-        for cond in sorted(self.excluded, key=lambda c: (str(c[0]), c[1], c[2])):
+        for cond in _ordered(self.excluded):
             reasons = self.excluded[cond]
-            listed = "; ".join(f"{reason} ({n})" for reason, n in sorted(reasons.items()))
+            listed = _listed(reasons)
             out.append(
                 Diagnostic(
                     kind="excluded",
@@ -136,9 +147,9 @@ class Integrity:
                     evidence=self.evidence[cond].listing(),
                 )
             )
-        for cond in sorted(self.ended, key=lambda c: (str(c[0]), c[1], c[2])):
+        for cond in _ordered(self.ended):
             causes = self.ended[cond]
-            listed = "; ".join(f"{cause} ({n})" for cause, n in sorted(causes.items()))
+            listed = _listed(causes)
             out.append(
                 Diagnostic(
                     kind="agent-ended",
@@ -150,7 +161,7 @@ class Integrity:
                     evidence=self.ended_evidence[cond].listing(),
                 )
             )
-        for cond in sorted(self.runs, key=lambda c: (str(c[0]), c[1], c[2])):
+        for cond in _ordered(self.runs):
             control = next((c for c in self.controls if c[:2] == cond[:2]), None)
             if cond in self.controls or control is None or cond[1] in skip:
                 continue
@@ -200,7 +211,7 @@ class Integrity:
                     evidence=ev.listing(),
                 )
             )
-        for cond in sorted(self.unsafe, key=lambda c: (str(c[0]), c[1], c[2])):
+        for cond in _ordered(self.unsafe):
             ev = self.unsafe[cond]
             out.append(
                 Diagnostic(
@@ -214,9 +225,9 @@ class Integrity:
                     evidence=ev.listing(),
                 )
             )
-        for cond in sorted(self.unpriced, key=lambda c: (str(c[0]), c[1], c[2])):
+        for cond in _ordered(self.unpriced):
             why = self.unpriced[cond]
-            listed = "; ".join(f"{reason} ({n})" for reason, n in sorted(why.items()))
+            listed = _listed(why)
             out.append(
                 Diagnostic(
                     kind="unpriced",
