@@ -1,0 +1,2 @@
+"""Left as it was written."""
+RATE=0.2
