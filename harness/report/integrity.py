@@ -17,7 +17,8 @@ condition then shows no USD at all (a mean over the priced runs alone could be s
 from __future__ import annotations
 
 from collections import Counter, defaultdict
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Literal
 
 from harness.report.collect import RunFacts
 from harness.report.diagnostics import Evidence
@@ -51,6 +52,25 @@ def _ordered(conds: Iterable[Cond]) -> list[Cond]:
 def _listed(reasons: Counter[str]) -> str:
     """`reason (n); other (m)`, alphabetical."""
     return "; ".join(f"{reason} ({n})" for reason, n in sorted(reasons.items()))
+
+
+def _by_reason(
+    kind: str,
+    severity: Literal["info", "warning"],
+    reasons: dict[Cond, Counter[str]],
+    evidence: dict[Cond, Evidence],
+    say: Callable[[Cond, int, str], str],
+) -> list[Diagnostic]:
+    """One diagnostic per condition with counted reasons: `say(cond, runs, "reason (n); ...")`."""
+    return [
+        Diagnostic(
+            kind=kind,
+            severity=severity,
+            message=say(cond, sum(reasons[cond].values()), _listed(reasons[cond])),
+            evidence=evidence[cond].listing(),
+        )
+        for cond in _ordered(reasons)
+    ]
 
 
 def _name(cond: Cond) -> str:
@@ -136,31 +156,25 @@ class Integrity:
         control's; usage reports that disagree with the gateway. Agents in `skip` (sanity bounds) are
         never compared."""
         out: list[Diagnostic] = []
-        for cond in _ordered(self.excluded):
-            reasons = self.excluded[cond]
-            listed = _listed(reasons)
-            out.append(
-                Diagnostic(
-                    kind="excluded",
-                    severity="info",
-                    message=f"{_name(cond)}: {self._share(cond)} runs excluded from its rates: {listed}",
-                    evidence=self.evidence[cond].listing(),
-                )
-            )
-        for cond in _ordered(self.ended):
-            causes = self.ended[cond]
-            listed = _listed(causes)
-            out.append(
-                Diagnostic(
-                    kind="agent-ended",
-                    severity="info",
-                    message=(
-                        f"{_name(cond)}: {sum(causes.values())}/{self.runs[cond]} runs ended by the agent's own "
-                        f"doing, graded on what they left (in its rates): {listed}"
-                    ),
-                    evidence=self.ended_evidence[cond].listing(),
-                )
-            )
+        out += _by_reason(
+            "excluded",
+            "info",
+            self.excluded,
+            self.evidence,
+            lambda cond, n, listed: (
+                f"{_name(cond)}: {n}/{self.runs[cond]} runs excluded from its rates: {listed}"
+            ),
+        )
+        out += _by_reason(
+            "agent-ended",
+            "info",
+            self.ended,
+            self.ended_evidence,
+            lambda cond, n, listed: (
+                f"{_name(cond)}: {n}/{self.runs[cond]} runs ended by the agent's own doing, graded on what "
+                f"they left (in its rates): {listed}"
+            ),
+        )
         for cond in _ordered(self.runs):
             control = next((c for c in self.controls if c[:2] == cond[:2]), None)
             if cond in self.controls or control is None or cond[1] in skip:
@@ -225,18 +239,14 @@ class Integrity:
                     evidence=ev.listing(),
                 )
             )
-        for cond in _ordered(self.unpriced):
-            why = self.unpriced[cond]
-            listed = _listed(why)
-            out.append(
-                Diagnostic(
-                    kind="unpriced",
-                    severity="warning",
-                    message=(
-                        f"{_name(cond)}: {sum(why.values())}/{self.runs[cond]} run(s) reported usage that "
-                        f"could not be priced ({listed}): no USD is given for it"
-                    ),
-                    evidence=self.unpriced_evidence[cond].listing(),
-                )
-            )
+        out += _by_reason(
+            "unpriced",
+            "warning",
+            self.unpriced,
+            self.unpriced_evidence,
+            lambda cond, n, listed: (
+                f"{_name(cond)}: {n}/{self.runs[cond]} run(s) reported usage that could not be priced "
+                f"({listed}): no USD is given for it"
+            ),
+        )
         return out
