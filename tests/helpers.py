@@ -15,6 +15,7 @@ from __future__ import annotations
 import contextlib
 import io
 import os
+import shutil
 import signal
 import subprocess
 import sys
@@ -186,3 +187,11 @@ def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
         str(runs),
         *args,
     ]
+
+
+def compiled_copy(dest: Path) -> Path:
+    """A compiled copy of the small valid project (tests/fixtures/specs/valid: matrix `smoke`) at dest."""
+    shutil.copytree(FIXTURES / "specs" / "valid", dest)
+    done = assay("--project", dest, "compile")
+    assert done.returncode == 0, done.stderr
+    return dest

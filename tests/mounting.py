@@ -41,18 +41,29 @@ def small_fs(root_mounts: Path) -> Iterator[Path]:
     """An empty 1 MiB tmpfs at a short path (a Unix socket's path may not pass 107 bytes), detached
     after the test with whatever is mounted under it."""
     folder = Path(tempfile.mkdtemp(prefix="assay-fs-", dir="/tmp"))
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(folder)], capture_output=True
-    )
-    if done.returncode != 0:
+    try:
+        tmpfs(folder, "1m")
+    except BaseException:  # pytest's skip too: the folder goes with it
         folder.rmdir()
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+        raise
     try:
         yield folder
     finally:
         for point in [*reversed(mounts_under(folder)), str(folder)]:
             subprocess.run(["umount", "-l", point], check=False, capture_output=True)
         folder.rmdir()
+
+
+def tmpfs(folder: Path, size: str) -> Path:
+    """An empty tmpfs of `size` (`4m`) mounted on folder (made if missing); the test is skipped with
+    the reason when that cannot be done. Under `root_mounts` it is detached after the test."""
+    folder.mkdir(parents=True, exist_ok=True)
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", f"size={size}", "tmpfs", str(folder)], capture_output=True
+    )
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
+    return folder
 
 
 def fill(folder: Path) -> None:

@@ -6,7 +6,6 @@ from __future__ import annotations
 import contextlib
 import shutil
 import subprocess
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -15,22 +14,13 @@ from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.records import read_grade
 from harness.artifacts.run_tree import find_runs
 from tests.helpers import assay, command_agent, make_job
+from tests.mounting import tmpfs
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 32 MiB tmpfs (room for a report page) mounted for the test (root only), unmounted after."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    done = subprocess.run(
-        ["mount", "-t", "tmpfs", "-o", "size=32m", "tmpfs", str(mount)], capture_output=True
-    )
-    if done.returncode != 0:
-        pytest.skip(f"mounting a small filesystem needs root: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def small_disk(root_mounts: Path) -> Path:
+    """A 32 MiB tmpfs (room for a report page) mounted for the test (root only), detached after it."""
+    return tmpfs(root_mounts / "disk", "32m")
 
 
 def _fill(disk: Path) -> Path:

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import assay
+from tests.helpers import assay, compiled_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = "smoke/none/none/off/scripted-good/sum-answer/t01"
@@ -22,10 +22,7 @@ JOB = "smoke/none/none/off/scripted-good/sum-answer/t01"
 @pytest.fixture
 def compiled(tmp_path: Path) -> Path:
     """A compiled copy of the small valid project (matrix `smoke`, scenario `sum-answer`), run once."""
-    dest = tmp_path / "compiled"
-    shutil.copytree(ROOT / "tests" / "fixtures" / "specs" / "valid", dest)
-    done = assay("--project", dest, "compile")
-    assert done.returncode == 0, done.stderr
+    dest = compiled_copy(tmp_path / "compiled")
     ran = assay("--project", dest, "matrix", "smoke", "--runs", dest / "runs")
     assert ran.returncode == 0, ran.stderr
     return dest

@@ -14,7 +14,6 @@ import os
 import signal
 import subprocess
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -23,6 +22,7 @@ from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from harness.trial.faults import STAGES
 from tests.helpers import command_agent, make_job, matrix_argv
+from tests.mounting import tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
 N = 4
@@ -143,19 +143,9 @@ def test_zz_print_the_fault_table() -> None:
 
 
 @pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[Path]:
-    """A 4 MiB tmpfs mounted for the test (root only), unmounted after."""
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    if os.geteuid() != 0:
-        pytest.skip("mounting a small filesystem needs root")
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=4m", "tmpfs", str(mount)], capture_output=True)
-    if done.returncode != 0:
-        pytest.skip(f"cannot mount a tmpfs here: {done.stderr.decode().strip()}")
-    try:
-        yield mount
-    finally:
-        subprocess.run(["umount", "-l", str(mount)], check=False)
+def small_disk(root_mounts: Path) -> Path:
+    """A 4 MiB tmpfs mounted for the test (root only), detached after it (`root_mounts`)."""
+    return tmpfs(root_mounts / "disk", "4m")
 
 
 def test_a_full_disk_stops_in_one_line_and_resume_finishes(

@@ -17,7 +17,7 @@ from harness.report.completeness import completeness
 from harness.report.render_html import render_html
 from harness.report.render_md import render_markdown
 from harness.report.terminal import render_terminal
-from tests.helpers import ROOT, assay
+from tests.helpers import assay, compiled_copy
 from tests.report.report_tree import CONTROL, add_run
 
 TREATMENT = "bin/none/off"
@@ -105,9 +105,7 @@ def test_a_matrix_run_in_rounds_is_reported(tmp_path: Path) -> None:
 
 
 def test_trials_the_rounds_skipped_are_not_missing(tmp_path: Path) -> None:
-    project = tmp_path / "compiled"
-    shutil.copytree(ROOT / "tests" / "fixtures" / "specs" / "valid", project)
-    assert assay("--project", project, "compile").returncode == 0
+    project = compiled_copy(tmp_path / "compiled")
     runs = tmp_path / "runs"
     ran = assay("--project", project, "matrix", "smoke", "--cell", CONTROL, "--runs", runs)
     assert ran.returncode == 0, ran.stderr
@@ -139,9 +137,7 @@ def test_trials_the_rounds_skipped_are_not_missing(tmp_path: Path) -> None:
 def test_planned_vs_done_through_the_index_is_what_the_records_say(tmp_path: Path) -> None:
     """The report reads which planned trials finished from the results index (never every run.json
     and grade.json of the matrix); the answer is the one the records on disk give."""
-    project = tmp_path / "compiled"
-    shutil.copytree(ROOT / "tests" / "fixtures" / "specs" / "valid", project)
-    assert assay("--project", project, "compile").returncode == 0
+    project = compiled_copy(tmp_path / "compiled")
     runs = tmp_path / "runs"
     ran = assay("--project", project, "matrix", "smoke", "--runs", runs)
     assert ran.returncode == 0, ran.stderr

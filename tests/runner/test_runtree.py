@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -19,7 +18,7 @@ from harness.artifacts import lock
 from harness.artifacts.names import GRADE_FILE, JOB_FILE, LOCK_FILE, RUN_FILE, SCRATCH_DIR
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs, read_job, run_dir_for
-from tests.helpers import assay, command_agent, make_job, matrix_argv
+from tests.helpers import assay, command_agent, compiled_copy, make_job, matrix_argv
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -27,11 +26,7 @@ ROOT = Path(__file__).resolve().parents[2]
 @pytest.fixture
 def compiled(tmp_path: Path) -> Path:
     """A compiled copy of the small valid project (matrix `smoke`)."""
-    dest = tmp_path / "compiled"
-    shutil.copytree(ROOT / "tests" / "fixtures" / "specs" / "valid", dest)
-    done = assay("--project", dest, "compile")
-    assert done.returncode == 0, done.stderr
-    return dest
+    return compiled_copy(tmp_path / "compiled")
 
 
 def _jobs(folder: Path, command: str = "exit 0", n: int = 3) -> list[Job]:
