@@ -9,11 +9,19 @@ write files of its own into the copy.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.helpers import FIXTURE
+from tests.helpers import FIXTURE, end_started
+
+
+@pytest.fixture(autouse=True)
+def _end_started() -> Iterator[None]:
+    """Children a test registered with `tests.helpers.started` end with the test, pass or fail."""
+    yield
+    end_started()
 
 
 @pytest.fixture

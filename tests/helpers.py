@@ -21,7 +21,7 @@ import subprocess
 import sys
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from typing import Any
+from typing import Any, AnyStr
 
 from compiler.contract import (
     AgentSpec,
@@ -187,6 +187,43 @@ def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
         str(runs),
         *args,
     ]
+
+
+_STARTED: list[subprocess.Popen[Any]] = []
+
+
+def started(proc: subprocess.Popen[AnyStr]) -> subprocess.Popen[AnyStr]:
+    """Registers a child a test leaves running while it polls: teardown ends it, pass or fail.
+
+    A test that fails mid-poll would otherwise leave its runner (and the runner's open pipes) to
+    the garbage collector, which warns inside whichever test happens to run next.
+    """
+    _STARTED.append(proc)
+    return proc
+
+
+def end_started() -> None:
+    """Kills every registered child still running, reaps it and closes its pipes."""
+    while _STARTED:
+        proc = _STARTED.pop()
+        if proc.poll() is None:
+            proc.kill()
+        try:
+            proc.communicate(timeout=30)
+        except subprocess.TimeoutExpired:  # a grandchild holds a pipe open: close ours regardless
+            proc.wait()
+        for pipe in (proc.stdin, proc.stdout, proc.stderr):
+            if pipe is not None:
+                pipe.close()
+
+
+def files_named(root: Path, name: str) -> list[Path]:
+    """Every file called `name` under root, walking a tree a live runner may be changing meanwhile.
+
+    `Path.rglob` raises when a folder it listed is removed before it descends (a trial's scratch
+    folder, a renamed trial folder); os.walk skips such a folder, which is what a poll wants.
+    """
+    return [Path(top, name) for top, _dirs, files in os.walk(root) if name in files]
 
 
 def compiled_copy(dest: Path) -> Path:

@@ -21,7 +21,7 @@ import pytest
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from harness.trial.faults import STAGES
-from tests.helpers import command_agent, make_job, matrix_argv
+from tests.helpers import command_agent, make_job, matrix_argv, started
 from tests.mounting import tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -53,13 +53,15 @@ def _write_jobs(folder: Path, command: str) -> None:
 
 def _matrix(project: Path, jobs: Path, runs: Path, env: dict[str, str]) -> subprocess.Popen[str]:
     argv = matrix_argv(project, "--parallel", "1", runs=runs, jobs=jobs)
-    return subprocess.Popen(
-        argv,
-        cwd=ROOT,
-        env={**os.environ, "PYTHONPATH": str(ROOT), **env},
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
+    return started(
+        subprocess.Popen(
+            argv,
+            cwd=ROOT,
+            env={**os.environ, "PYTHONPATH": str(ROOT), **env},
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
     )
 
 

@@ -14,7 +14,7 @@ import pytest
 
 from harness.artifacts.records import read_run
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import command_agent, make_job, matrix_argv, sigint_default
+from tests.helpers import command_agent, files_named, make_job, matrix_argv, sigint_default, started
 from tests.runner.test_proc import _wait_gone
 
 N = 8
@@ -36,8 +36,10 @@ def _matrix(
     root = Path(__file__).resolve().parents[2]
     argv = matrix_argv(project, "--parallel", "2", *extra, runs=runs, jobs=jobs)
     env = {**os.environ, "PYTHONPATH": str(root), **(env or {})}
-    return subprocess.Popen(
-        argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default
+    return started(
+        subprocess.Popen(
+            argv, cwd=root, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, preexec_fn=sigint_default
+        )
     )
 
 
@@ -95,7 +97,7 @@ def test_ctrl_c_records_interrupted_and_resume_finishes(project: Path, tmp_path:
     ids = _write_jobs(tmp_path / "jobs", "sleep 600", n=4)
     runs = tmp_path / "runs"
     first = _matrix(project, tmp_path / "jobs", runs)
-    _wait_for(lambda: len(list(runs.rglob("agent.log"))) >= 2)
+    _wait_for(lambda: len(files_named(runs, "agent.log")) >= 2)
     start = time.monotonic()
     first.send_signal(signal.SIGINT)
     try:

@@ -12,6 +12,7 @@ import pytest
 
 from harness.artifacts.records import read_grade, read_run
 from harness.batch.executor import procs
+from tests.helpers import files_named
 from tests.runner.test_matrix import _finished, _matrix, _wait_for, _write_jobs
 from tests.runner.test_proc import _wait_gone
 
@@ -33,7 +34,7 @@ def _workers(runner: int) -> list[int]:
 
 
 def _agents_started(runs: Path, n: int) -> bool:
-    return runs.exists() and len(list(runs.rglob("agent.log"))) >= n
+    return len(files_named(runs, "agent.log")) >= n
 
 
 def test_the_pool_is_used_only_where_it_can_help(monkeypatch: pytest.MonkeyPatch) -> None:
