@@ -14,6 +14,7 @@ from typing import Any
 from pydantic import BaseModel, Field, create_model
 
 from compiler.contract import CheckSpec
+from compiler.declared import Declared
 from compiler.errors import Collector, did_you_mean
 from compiler.rawcheck import check, model_of
 from compiler.render import render_field
@@ -87,12 +88,16 @@ def resolve_check(
     raw: Any,
     kinds: dict[str, CheckKindDoc],
     ctx: dict[str, Any],
-    kind_docs: dict[str, Doc] | None = None,
+    kind_docs: dict[str, Doc],
+    names: Declared,
 ) -> CheckSpec | None:
     """One check entry, validated against its kind, as a built-in-kind CheckSpec (None on errors).
 
-    A user kind's `run` that fails to render is reported at the kind's own file (`kind_docs`),
-    once however many checks use it; the check itself is then left out."""
+    A check of a project kind that failed validation (`names` declares it, `kinds` has it not) is
+    left out unchecked: the kind's errors are reported at its file. A check of a kind with other
+    errors of its own (its result reader, a default, its authority, its `run` template, which may
+    fail to render only with a check's values) has its parameters checked, then is left out: those
+    errors are reported at the kind's file (`kind_docs`), once however many checks use it."""
     path: Path_ = ("checks", i)
     if not isinstance(raw, dict):
         c.add(doc.loc(path), dotted(path), "E103", "a check must be a map with id and kind")
@@ -103,6 +108,8 @@ def resolve_check(
         # `builtin:pytest` names the built-in even where the project has a kind of that name
         forced, kind = True, kind[len(BUILTIN_PREFIX) :]
         raw = {**raw, "kind": kind}
+    elif names.broken("check-kind", kind, kinds):
+        return None  # the project's kind, which would win over a built-in of its name, has errors
     if not isinstance(kind, str) or (kind not in BUILTIN and kind not in kinds):
         c.add(
             doc.loc((*path, "kind")),
@@ -174,9 +181,11 @@ def resolve_check(
         )
     if len(c.errors) > before:
         return None  # the template would only repeat the missing-parameter errors
-    kdoc = (kind_docs or {}).get(kind)
-    if kdoc is not None and any(e.file == kdoc.file and e.code == "E301" for e in c.errors):
-        return None  # the kind's template is already reported broken at the kind (rules.check_kind)
+    kdoc = kind_docs.get(kind)
+    if kdoc is not None and any(e.file == kdoc.file for e in c.errors):
+        # The kind has errors of its own (rules.check_kind, or its template failed to render for an
+        # earlier check), reported at the kind, once: its parameters are checked, the rest is not.
+        return None
     before = len(c.errors)
     run = (
         render_field(c, kdoc, ("run",), user.run, {**ctx, **values, "params": values})

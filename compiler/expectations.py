@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from compiler.declared import Declared
 from compiler.errors import Collector, did_you_mean
 from compiler.ids import check_slug
 from compiler.rawcheck import model_of
@@ -79,7 +80,12 @@ def library(c: Collector, docs: dict[str, Doc], levels: Levels) -> dict[str, dic
 
 
 def entries(
-    c: Collector, doc: Doc, raw: list[Any], lib: dict[str, dict[str, Any]], levels: Levels, broken: set[str]
+    c: Collector,
+    doc: Doc,
+    raw: list[Any],
+    lib: dict[str, dict[str, Any]],
+    levels: Levels,
+    names: Declared,
 ) -> tuple[dict[str, Any], ...]:
     """A scenario's `expectations:` in job form: a name (or `ref:`) replaced by its library spec."""
     out: list[dict[str, Any]] = []
@@ -97,7 +103,7 @@ def entries(
             out.append(own)
             continue
         if name not in lib:
-            if name not in broken:  # a library spec with errors of its own is not reported twice
+            if names.unknown("expectation", name, lib):  # one with errors of its own is reported at its file
                 c.add(
                     doc.loc(path if isinstance(item, str) else (*path, "ref" if entry.ref else "name")),
                     dotted(path),

@@ -84,7 +84,8 @@ class Sources:
     docs: list[Doc] = field(default_factory=list)
     errors: list[SpecError] = field(default_factory=list)
     unparsed: list[str] = field(default_factory=list)
-    """Likely ids of files that did not parse at all."""
+    """Spec files that did not parse at all, and scenario folders without a readable scenario file:
+    they exist, and `compiler.declared` names them from their paths."""
     adapters: tuple[str, ...] | None = None
     """The built-in adapters' short names (`builtin_adapters`); None: names are not checked."""
 
@@ -225,7 +226,7 @@ def parse_sources(inputs: Inputs) -> Sources:
     for rel, target in sorted(inputs.outside.items()):
         if rel.startswith(f"{SCENARIO_DIR}/") and (rel.count("/") == 1 or rel.endswith(SCENARIO_FILES)):
             src.errors.append(_link_out(rel, target))
-            src.unparsed.append(rel.split("/")[1])  # it exists: references to it are not errors again
+            src.unparsed.append(rel)  # it exists: references to it are not errors again
     for d in inputs.scenario_dirs:
         present = [f"{d}/{name}" for name in SCENARIO_FILES if f"{d}/{name}" in inputs.data]
         if not present and any(f"{d}/{name}" in inputs.outside for name in SCENARIO_FILES):
@@ -240,6 +241,7 @@ def parse_sources(inputs: Inputs) -> Sources:
                     "add scenario.yaml (or seed 000's scenario.json), or run `assay new scenario`",
                 )
             )
+            src.unparsed.append(d)  # a scenario folder: references to it are not errors again
             continue
         files.append(present[0])
     for rel in files:
@@ -247,16 +249,12 @@ def parse_sources(inputs: Inputs) -> Sources:
             text = inputs.data[rel].decode("utf-8")
         except UnicodeDecodeError as exc:
             src.errors.append(not_utf8(rel, inputs.data[rel], exc))
+            src.unparsed.append(rel)
             continue
         doc, errors = parse(rel, text)
         src.errors.extend(errors)
         if doc.data is None:
-            # Its id is unknown; the file name is the best guess (references to it are not re-reported).
-            src.unparsed.append(
-                rel.split("/")[-2]
-                if rel.startswith(f"{SCENARIO_DIR}/")
-                else rel.rsplit("/", 1)[-1].split(".")[0]
-            )
+            src.unparsed.append(rel)  # its id is unknown: references to it are not re-reported
             continue
         if rel.endswith(".json") and isinstance(doc.data, dict):
             doc.data.setdefault("kind", "scenario")

@@ -7,6 +7,7 @@ from typing import Any
 
 from compiler.agentargs import Script
 from compiler.contract import AgentSpec, Limits, Options, ScenarioJob
+from compiler.declared import Declared
 from compiler.specs import CheckKindDoc, MatrixDoc, ProjectDoc
 from compiler.yamlio import Doc
 
@@ -52,8 +53,9 @@ class Validated:
     matrices: dict[str, MatrixIn]
     scenarios: dict[str, ScenarioIn]
     fingerprint: str
-    broken: frozenset[str] = frozenset()
-    """Ids of specs that exist but have errors of their own: references to them are not errors again."""
+    declared: Declared = field(default_factory=Declared)
+    """Every name a spec file declares, valid or not: a reference to one that is not valid (it has
+    errors of its own) is not an error again."""
     input_hashes: dict[str, str] = field(default_factory=dict)
     input_folders: dict[str, list[str]] = field(default_factory=dict)
     scripts: dict[str, Script] = field(default_factory=dict)

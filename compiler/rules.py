@@ -134,8 +134,8 @@ def _value_ok(c: Collector, doc: Doc, path: Path_, key: str, value: Any, v: Vali
             choices, what = v.scenarios, "scenario"
         else:
             continue
-        if isinstance(one, str) and one in v.broken and one not in choices:
-            continue  # it exists but has errors of its own, already reported
+        if key not in v.levels and v.declared.broken(key, one, choices):
+            continue  # an agent or scenario that exists but has errors of its own, reported at its file
         if not isinstance(one, str) or one not in choices:
             c.add(
                 doc.loc(p),
@@ -258,8 +258,8 @@ def _matrix(c: Collector, m: MatrixIn, v: Validated) -> None:
             "a matrix needs at least one agent id in `agents:`",
         )
     for i, a in enumerate(m.spec.agents or []):
-        if a not in v.agents and a in v.broken:
-            continue  # the agent exists but has errors of its own, already reported
+        if v.declared.broken("agent", a, v.agents):
+            continue  # the agent exists but has errors of its own, reported at its file
         if a not in v.agents:
             c.add(
                 doc.loc(("agents", i)),

@@ -8,6 +8,7 @@ from typing import Any
 from compiler import sandbox
 from compiler.checks import resolve_check
 from compiler.contract import CheckSpec, Negative, ScenarioJob, Step
+from compiler.declared import Declared
 from compiler.errors import Collector, did_you_mean
 from compiler.expectations import Levels
 from compiler.expectations import entries as expectation_entries
@@ -100,14 +101,15 @@ def _checks(
     kinds: dict[str, CheckKindDoc],
     ctx: dict[str, Any],
     project: ProjectDoc,
-    kind_docs: dict[str, Doc] | None = None,
+    kind_docs: dict[str, Doc],
+    names: Declared,
 ) -> tuple[list[CheckSpec], list[Path_], dict[str, int]]:
     """Checks resolved to built-in kinds, their key paths, and check id -> index."""
     checks: list[CheckSpec] = []
     paths: list[Path_] = []
     seen: dict[str, int] = {}
     for i, check_raw in enumerate(spec.checks or []):
-        chk = resolve_check(c, doc, i, check_raw, kinds, ctx, kind_docs)
+        chk = resolve_check(c, doc, i, check_raw, kinds, ctx, kind_docs, names)
         if chk is None or not check_slug(c, doc, ("checks", i, "id"), chk.id, "check id"):
             continue
         if chk.id in seen:
@@ -247,10 +249,10 @@ def build(
     src: Sources,
     project: ProjectDoc,
     kinds: dict[str, CheckKindDoc],
-    expectations: dict[str, dict[str, Any]] | None = None,
-    levels: Levels | None = None,
-    broken: set[str] | None = None,
-    kind_docs: dict[str, Doc] | None = None,
+    expectations: dict[str, dict[str, Any]],
+    levels: Levels,
+    names: Declared,
+    kind_docs: dict[str, Doc],
 ) -> ScenarioIn | None:
     """One scenario in its job form; None when it has errors (collected in `c`)."""
     spec: ScenarioDoc | None = model_of(c, doc, ScenarioDoc)
@@ -320,7 +322,7 @@ def build(
         for j, v in enumerate(values):
             ws_path(c, doc, (key,) if key == "entry" and isinstance(spec.entry, str) else (key, j), v)
     box = sandbox.resolve(c, doc, spec, src)
-    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project, kind_docs)
+    checks, paths, seen = _checks(c, doc, spec, kinds, ctx, project, kind_docs, names)
     sandbox.check_paths(c, doc, paths, checks, spec)
     negatives = _negatives(c, doc, spec, src, folder, own, seen, {k.id: k.kind for k in checks})
     job = ScenarioJob(
@@ -343,9 +345,7 @@ def build(
         prompt=prompt,
         steps=tuple(steps),
         checks=tuple(checks),
-        expectations=expectation_entries(
-            c, doc, list(spec.expectations or ()), expectations or {}, levels or {}, broken or set()
-        ),
+        expectations=expectation_entries(c, doc, list(spec.expectations or ()), expectations, levels, names),
         notable_exits=tuple(spec.notable_exits) if spec.notable_exits is not None else (3, 4),
         forbid_words=tuple(sorted({*(spec.forbid_words or ()), *project.forbid_words})),
         state_setup=tuple(spec.state_setup or ()),
@@ -370,13 +370,13 @@ def build_all(
     kinds: dict[str, CheckKindDoc],
     expectations: dict[str, dict[str, Any]],
     levels: Levels,
-    broken: set[str],
+    names: Declared,
     kind_docs: dict[str, Doc],
 ) -> dict[str, ScenarioIn]:
     """Every scenario that has no errors of its own, by id."""
     out: dict[str, ScenarioIn] = {}
     for ident in sorted(docs):
-        built = build(c, docs[ident], src, project, kinds, expectations, levels, broken, kind_docs)
+        built = build(c, docs[ident], src, project, kinds, expectations, levels, names, kind_docs)
         if built is not None:
             out[ident] = built
     return out

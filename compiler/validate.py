@@ -11,6 +11,7 @@ from typing import Any
 
 from compiler import agentargs, rawcheck, rules, scenarios
 from compiler.contract import ISOLATIONS, LIMITS_OFF, AgentSpec, Limits, Options
+from compiler.declared import Declared, declared
 from compiler.errors import Collector, Loc, did_you_mean
 from compiler.expectations import library as expectation_library
 from compiler.hostfiles import named_host_files
@@ -22,7 +23,6 @@ from compiler.resolved import MatrixIn, Validated
 from compiler.specs import KINDS, AgentDoc, CheckKindDoc, MatrixDoc, PricesDoc, ProjectDoc
 from compiler.yamlio import Doc, dotted
 
-INHERITABLE = ("agent", "matrix", "scenario")
 PROJECT_FILE = "specs/project.yaml"
 PRICES_FILE = "specs/prices.yaml"
 """The price table (harness/artifacts/prices.py reads it from there)."""
@@ -52,8 +52,9 @@ def _by_id(c: Collector, docs: list[Doc], kind: str) -> dict[str, Doc]:
     return out
 
 
-def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str, Doc]:
-    """Merge each document over its `extends:` chain (cycles and unknown parents are errors)."""
+def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str, names: Declared) -> dict[str, Doc]:
+    """Merge each document over its `extends:` chain (cycles and unknown parents are errors; a
+    child of a parent with errors of its own is left out, as the parent is)."""
     done: dict[str, Doc] = {}
 
     def resolve(ident: str, seen: tuple[str, ...]) -> Doc | None:
@@ -65,6 +66,8 @@ def _resolve_extends(c: Collector, docs: dict[str, Doc], kind: str) -> dict[str,
             done[ident] = doc
             return doc
         if not isinstance(parent, str) or parent not in docs:
+            if names.broken(kind, parent, docs):
+                return None
             c.add(
                 doc.loc(("extends",)),
                 "extends",
@@ -212,13 +215,11 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     c = Collector()
     c.extend(src.errors)
     by_kind: dict[str, list[Doc]] = {k: [] for k in KINDS}
-    kindless: set[str] = set()  # ids of documents without a valid kind: they exist, with errors of their own
     for doc in src.docs:
         kind = _kind_of(c, doc)
         if kind is not None:
             by_kind[kind].append(doc)
-        elif isinstance(doc.data, dict) and isinstance(doc.data.get("id"), str):
-            kindless.add(doc.data["id"])
+    names = declared(src, KINDS)
 
     projects = by_kind["project"]
     if not projects:
@@ -264,18 +265,13 @@ def validate(src: Sources, fingerprint: str) -> Validated:
             kinds[ident] = spec
             kind_docs[ident] = doc
             rules.check_kind(c, doc, spec, project)
-
-    broken: set[str] = set(src.unparsed) | kindless
-    for kind in INHERITABLE:
-        broken |= {d.data["id"] for d in by_kind[kind] if isinstance(d.data.get("id"), str)}
     agents: dict[str, AgentSpec] = {}
     agent_docs: dict[str, Doc] = {}
     flags: dict[str, tuple[bool, str]] = {}
     scripts: dict[str, agentargs.Script] = {}
-    for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent").items():
+    for ident, doc in _resolve_extends(c, _by_id(c, by_kind["agent"], "agent"), "agent", names).items():
         spec = model_of(c, doc, AgentDoc)
         if spec is None:
-            broken.add(ident)
             continue
         if spec.adapter is None:
             c.add(doc.loc(()), "adapter", "E102", "missing required key 'adapter'")
@@ -324,7 +320,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
 
     defaults = _defaults_doc(pdoc, project)
     matrices: dict[str, MatrixIn] = {}
-    for ident, doc in _resolve_extends(c, _by_id(c, by_kind["matrix"], "matrix"), "matrix").items():
+    for ident, doc in _resolve_extends(c, _by_id(c, by_kind["matrix"], "matrix"), "matrix", names).items():
         merged = overlay(defaults, doc)
         spec = model_of(c, merged, MatrixDoc)
         if spec is None:
@@ -343,16 +339,15 @@ def validate(src: Sources, fingerprint: str) -> Validated:
     scen_docs = _by_id(c, by_kind["scenario"], "scenario")
     scen = scenarios.build_all(
         c,
-        _resolve_extends(c, scen_docs, "scenario"),
+        _resolve_extends(c, scen_docs, "scenario", names),
         src,
         project,
         kinds,
         expectations,
         levels,
-        set(exp_docs) - set(expectations),
+        names,
         kind_docs,
     )
-    broken -= set(agents) | set(scen) | set(matrices)  # what remains exists but did not validate
 
     result = Validated(
         project=project,
@@ -366,7 +361,7 @@ def validate(src: Sources, fingerprint: str) -> Validated:
         matrices=matrices,
         scenarios=scen,
         fingerprint=fingerprint,
-        broken=frozenset(broken),
+        declared=names,
         input_hashes=dict(src.inputs.hashes),
         input_folders=src.inputs.folders,
         scripts=scripts,
