@@ -5,9 +5,11 @@
 
 A task is refused, with its reason in the import report, whenever a step fails: its environment
 cannot be reproduced, its solution fails offline, the compiler or `assay validate` rejects the
-result. Nothing half-imported stays: a refused task's folder is removed. The import writes its
-own matrix (the oracle and the no-op agent in the control cell, the imported scenarios by tag)
-and never edits another spec; agents named `oracle` / `noop` are written only when missing.
+result. Nothing half-imported stays: a refused task's folder is removed, and an import that does
+not finish (Ctrl-C, SIGTERM, a full disk, a bug) takes back every path it claimed in its `Undo`
+journal (`harness.importers.undo`). The import writes its own matrix (the oracle and the no-op
+agent in the control cell, the imported scenarios by tag) and never edits another spec; agents
+named `oracle` / `noop` are written only when missing.
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ import os
 import shutil
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
@@ -31,6 +34,7 @@ import yaml
 from harness.importers import harbor, terminal_bench, write
 from harness.importers.reference import run_build, run_solution
 from harness.importers.task import Task, slug, task_id
+from harness.importers.undo import Undo
 from harness.sandbox.scenario import environment_of
 
 READERS: dict[str, ModuleType] = {"terminal-bench": terminal_bench, "harbor": harbor}
@@ -60,10 +64,22 @@ class Importer:
     force: bool = False
     jobs: int = 2
     outcomes: dict[str, Outcome] = field(default_factory=dict)
+    stop: threading.Event = field(default_factory=threading.Event)
+    """Set when the import is stopping: running solutions and build steps end early."""
+    undo: Undo = field(init=False)
+    """Every path the import writes in the project, claimed first: put back unless it finishes."""
+
+    def __post_init__(self) -> None:
+        self.undo = Undo(self.project, self.project / STAGING / f"{self.name}.undo")
 
     @property
     def reader(self) -> ModuleType:
         return READERS[self.fmt]
+
+    @property
+    def staging(self) -> Path:
+        """Where tasks are written and reproduced before they move into scenarios/."""
+        return self.project / STAGING / self.name
 
     def read(self) -> list[Task]:
         """Every task of the dataset, read; a task whose files cannot be read, one with a link out
@@ -171,7 +187,12 @@ class Importer:
         env = environment_of(scenario, self.project)
         if task.build.steps:
             run_build(
-                scenario, self.project, task.build.steps, environment=env, timeout_s=task.timeout_s or 600.0
+                scenario,
+                self.project,
+                task.build.steps,
+                environment=env,
+                timeout_s=task.timeout_s or 600.0,
+                cancel=self.stop,
             )
         ref = run_solution(
             scenario,
@@ -180,6 +201,7 @@ class Importer:
             environment=env,
             extra_env=task.solution_env,
             timeout_s=task.timeout_s or 600.0,
+            cancel=self.stop,
         )
         try:
             shutil.move(str(ref.workspace), folder / "reference")
@@ -246,20 +268,23 @@ def pytest_kind(project: Path) -> str:
     return "builtin:pytest" if "pytest" in own else "pytest"
 
 
-def write_specs(project: Path, name: str, control: str, timeout_s: float) -> Path:
-    """The import's matrix (and the oracle / no-op agents if the project has none); returns the matrix file."""
+def write_specs(
+    project: Path, name: str, control: str, timeout_s: float, *, claim: Callable[[Path], Path]
+) -> Path:
+    """The import's matrix (and the oracle / no-op agents if the project has none); returns the
+    matrix file. Each file is `claim`ed before it is written (`Undo.claim`)."""
     agents = agent_ids(project)
     for adapter in ("oracle", "noop"):
         if adapter not in agents:
             path = project / "specs" / "agents" / f"{adapter}.yaml"
-            path.parent.mkdir(parents=True, exist_ok=True)
             if not path.exists():
+                claim(path).parent.mkdir(parents=True, exist_ok=True)
                 sanity = "pass" if adapter == "oracle" else "fail"
                 path.write_text(
                     f"kind: agent\nid: {adapter}\nadapter: {adapter}\nsanity: {sanity}\n", encoding="utf-8"
                 )
             agents[adapter] = adapter
-    matrix = project / "specs" / "matrices" / f"{name}.yaml"
+    matrix = claim(project / "specs" / "matrices" / f"{name}.yaml")
     matrix.parent.mkdir(parents=True, exist_ok=True)
     doc = {
         "kind": "matrix",
@@ -299,6 +324,8 @@ def report(imp: Importer, started: float, *, write: bool = True) -> dict[str, An
     if not write:
         return data
     folder = imp.project / REPORTS
+    imp.undo.claim(folder / f"{imp.name}.json")
+    imp.undo.claim(folder / f"{imp.name}.md")
     folder.mkdir(parents=True, exist_ok=True)
     (folder / f"{imp.name}.json").write_text(
         json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8"
@@ -338,9 +365,15 @@ def report(imp: Importer, started: float, *, write: bool = True) -> dict[str, An
     return data
 
 
-def parallel(items: list[Any], fn: Callable[[Any], None], jobs: int) -> None:
+def parallel(items: list[Any], fn: Callable[[Any], None], jobs: int, *, stop: threading.Event) -> None:
+    """fn over items, `jobs` at once. When one raises or the import is interrupted, items not
+    started are dropped and `stop` is set, so that running ones end early instead of running on."""
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
-        list(pool.map(fn, items))
+        try:
+            list(pool.map(fn, items))
+        except BaseException:
+            stop.set()
+            raise
 
 
 def default_name(fmt: str, source: Path) -> str:

@@ -3,7 +3,9 @@
 Each task becomes a scenario (see docs/importing.md); a task that cannot be reproduced here is
 refused with its reason. Writes `scenarios/<id>/`, `specs/matrices/<name>.yaml`, and the import
 report `imports/<name>.md` / `.json`. Exit 0 when at least one task was imported, 1 when every
-task was refused, 2 on a usage error, 3 when the folder holds no task of the format.
+task was refused, 2 on a usage error, 3 when the folder holds no task of the format, 130 when
+interrupted (Ctrl-C, SIGTERM, SIGHUP). An import that does not finish, whatever stopped it, takes
+back everything it wrote (`harness.importers.undo`): the project is as it was before it.
 """
 
 from __future__ import annotations
@@ -13,8 +15,11 @@ import shutil
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 HELP = "import Terminal-Bench or Harbor tasks as scenarios (refused tasks listed with reasons)"
+INTERRUPTED = "nothing of the import was kept: the project is as it was before it"
+"""What an import that did not finish left (harness.cli says it after `assay: interrupted`)."""
 
 
 def configure(parser: argparse.ArgumentParser) -> None:
@@ -68,23 +73,11 @@ def _compile_and_validate(imp: object, ids: list[str], jobs: int, matrix: Path) 
 
 
 def execute(args: argparse.Namespace) -> int:
-    """Import, then print the report's summary."""
+    """Import, then print the report's summary; an import that does not finish keeps nothing."""
     from compiler.errors import SpecErrors, render
-    from harness.commands._importing import (
-        REPORTS,
-        Importer,
-        default_name,
-        own_matrix,
-        parallel,
-        report,
-        stderr,
-        write_specs,
-    )
-    from harness.errors import NothingSelected, UsageError
-    from harness.importers.reference import SolutionFailed
+    from harness.commands._importing import Importer, default_name, own_matrix, stderr
+    from harness.errors import IO_ERRNOS, NothingSelected, TreeUnwritable, UsageError, io_detail
     from harness.importers.task import slug
-    from harness.importers.write import solution_job
-    from harness.sandbox.scenario_env import CannotRunHere
 
     project = Path(args.project).resolve()
     source = args.path.resolve()
@@ -101,15 +94,50 @@ def execute(args: argparse.Namespace) -> int:
             f"{theirs.relative_to(project)} is the project's own matrix, not one an import wrote: "
             "import under another --name"
         )
-    earlier = project / "specs" / "matrices" / f"{name}.yaml"
-    before = earlier.read_bytes() if earlier.is_file() else None  # an import bringing nothing puts it back
+    control = _control(project)
     started = time.time()
     imp = Importer(project, args.format, source, name, force=args.force, jobs=args.jobs)
+    if imp.undo.attic.exists() or imp.undo.attic.is_symlink():
+        raise UsageError(
+            f"{imp.undo.attic.relative_to(project)}/ holds what an import of {name} that did not "
+            "finish moved aside (the project's files as they were before it, at their paths): put "
+            "back what you need, remove the folder, then import again"
+        )
     tasks = imp.read()
     if not tasks:
         raise NothingSelected(f"no {args.format} task under {args.path}")
-    staging = project / ".cache" / "import" / name
-    shutil.rmtree(staging, ignore_errors=True)
+    try:
+        code = _bring_in(imp, tasks, control, started)
+        imp.undo.commit()
+    except SpecErrors as exc:  # errors of the project's own specs: the import cannot judge its tasks
+        imp.undo.rollback()
+        print(render(exc.errors), file=sys.stderr)
+        stderr(
+            "assay: the project does not compile (the errors above are not in imported scenarios); "
+            + INTERRUPTED
+        )
+        return 2
+    except BaseException as exc:  # Ctrl-C, SIGTERM (harness.cli), a full disk, a bug: nothing half-imported
+        imp.undo.rollback()
+        if isinstance(exc, OSError) and exc.errno in IO_ERRNOS:
+            raise TreeUnwritable(f"{io_detail(exc, project)}; {INTERRUPTED}") from exc
+        if not isinstance(exc, KeyboardInterrupt):  # harness.cli adds INTERRUPTED to that one
+            exc.add_note(f"assay import: {INTERRUPTED}")
+        raise
+    return code
+
+
+def _bring_in(imp: object, tasks: list[Any], control: str, started: float) -> int:
+    """Stage, reproduce, move into scenarios/, compile, validate, report; every path it writes is
+    claimed in `imp.undo` first. Returns the exit code."""
+    from harness.commands._importing import REPORTS, Importer, parallel, report, stderr, write_specs
+    from harness.importers.reference import SolutionFailed
+    from harness.importers.write import solution_job
+    from harness.sandbox.scenario_env import CannotRunHere
+
+    assert isinstance(imp, Importer)
+    project, name, undo = imp.project, imp.name, imp.undo
+    staging = undo.claim(imp.staging)
     staged = {t.id: (t, folder) for t in tasks if (folder := imp.stage(t, staging)) is not None}
     stderr(
         f"assay: {len(tasks)} task(s), {len(staged)} to reproduce, {len(tasks) - len(staged)} refused as read"
@@ -122,36 +150,25 @@ def execute(args: argparse.Namespace) -> int:
         except (SolutionFailed, CannotRunHere) as exc:
             imp.outcomes[sid].reasons.append(str(exc))
 
-    parallel(sorted(staged), reproduce, args.jobs)
+    parallel(sorted(staged), reproduce, imp.jobs, stop=imp.stop)
     kept = []
     for sid, (_task, folder) in sorted(staged.items()):
         if imp.outcomes[sid].reasons:
             continue
-        dest = project / "scenarios" / sid
-        if dest.exists():
-            shutil.rmtree(dest)
+        dest = undo.claim(project / "scenarios" / sid)  # --force: the folder there waits in the attic
         dest.parent.mkdir(parents=True, exist_ok=True)
-        shutil.move(str(folder), dest)
+        shutil.move(folder, dest)
         kept.append(sid)
     shutil.rmtree(staging, ignore_errors=True)
-    control = _control(project)
     timeout = max((t.timeout_s or 600.0) for t, _ in staged.values()) if staged else 600.0
-    matrix = write_specs(project, name, control, timeout)
+    matrix = write_specs(project, name, control, timeout, claim=undo.claim)
     if kept:
-        try:
-            _compile_and_validate(imp, kept, args.jobs, matrix)
-        except SpecErrors as exc:  # errors of the project's own specs: the import cannot judge its tasks
-            print(render(exc.errors), file=sys.stderr)
-            stderr("assay: the project does not compile (the errors above are not in imported scenarios)")
-            return 2
+        _compile_and_validate(imp, kept, imp.jobs, matrix)
     reports = project / REPORTS / f"{name}.json"
     brought = any(o.imported for o in imp.outcomes.values())
     data = report(imp, started, write=brought or not reports.exists())
     if not data["imported"]:
-        if before is not None:
-            matrix.write_bytes(before)  # an earlier import's matrix still runs its scenarios
-        else:
-            matrix.unlink(missing_ok=True)
+        undo.restore(matrix)  # an earlier import's matrix still runs its scenarios; no matrix without one
     stderr(
         f"assay: imported {len(data['imported'])} of {data['tasks']} task(s) into scenarios/ "
         f"(matrix {name}); refused {len(data['refused'])}: see imports/{name}.md"

@@ -18,6 +18,7 @@ import filecmp
 import shlex
 import shutil
 import tempfile
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 from typing import NamedTuple
@@ -34,6 +35,9 @@ from harness.trial.environment import SYSTEM_PATH
 SOLUTION_DIR = Path("/solution")
 BUILD_DIR = Path("/.assay-build")
 """Where a build run's script is shown (read-only)."""
+
+
+STOPPED = "stopped: the import is being interrupted"
 
 
 class SolutionFailed(Exception):
@@ -175,9 +179,11 @@ def run_build(
     environment: ScenarioEnv | None,
     timeout_s: float,
     isolation: str = "auto",
+    cancel: threading.Event | None = None,
 ) -> None:
     """Run the image's build steps on the scenario's seed and writable mounts, in place: what they
-    leave there is what the image has. Raises BuildFailed with the reason."""
+    leave there is what the image has. Raises BuildFailed with the reason (`cancel` set: ended
+    early, and a BuildFailed saying so)."""
     folder = Path(tempfile.mkdtemp(prefix="assay-build-"))
     folder.chmod(0o755)  # the sandbox's user reads the script
     lines = ["#!/bin/bash", SHIMS]
@@ -198,8 +204,10 @@ def run_build(
     try:
         log = box.scratch / "build.log"
         done = box.launcher.run(
-            ["bash", str(BUILD_DIR / "build.sh")], timeout_s=timeout_s, log=log, stdin=b""
+            ["bash", str(BUILD_DIR / "build.sh")], timeout_s=timeout_s, log=log, stdin=b"", cancel=cancel
         )
+        if done.cancelled:
+            raise BuildFailed(STOPPED)
         if done.timed_out:
             raise BuildFailed(
                 f"the image's build steps did not finish within {timeout_s:g} s offline: {_tail(log)}"
@@ -227,9 +235,11 @@ def run_solution(
     extra_env: dict[str, str],
     timeout_s: float,
     isolation: str = "auto",
+    cancel: threading.Event | None = None,
 ) -> Reference:
     """Run the solution on a copy of the seed; return the reference overlays (of the working
-    directory, and of each writable mount the solution changed).
+    directory, and of each writable mount the solution changed). `cancel` set: the solution is
+    ended early, and SolutionFailed says so.
 
     The caller moves them into place (they live in a temporary folder of their own).
     """
@@ -243,14 +253,19 @@ def run_solution(
         scenario, project, shown, environment=environment, extra_env=extra_env, isolation=isolation
     )
     try:
-        return _solve(box, scenario, project, solution, timeout_s)
+        return _solve(box, scenario, project, solution, timeout_s, cancel)
     except BaseException:  # a refused solution leaves no copy of the task behind in the temp folder
         shutil.rmtree(box.scratch, ignore_errors=True)
         raise
 
 
 def _solve(
-    box: Sandboxed, scenario: ScenarioJob, project: Path, solution: Path, timeout_s: float
+    box: Sandboxed,
+    scenario: ScenarioJob,
+    project: Path,
+    solution: Path,
+    timeout_s: float,
+    cancel: threading.Event | None,
 ) -> Reference:
     """The solution run in `box`; its reference overlays, or SolutionFailed with the reason."""
     scratch, ws = box.scratch, box.workspace
@@ -261,7 +276,10 @@ def _solve(
         timeout_s=timeout_s,
         log=log,
         stdin=b"",
+        cancel=cancel,
     )
+    if done.cancelled:
+        raise SolutionFailed(STOPPED)
     if done.timed_out:
         raise SolutionFailed(f"the solution did not finish within {timeout_s:g} s offline: {_tail(log)}")
     if done.exit_code != 0:

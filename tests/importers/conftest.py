@@ -15,6 +15,9 @@ import pytest
 from import_util import VERSION
 
 from tests.helpers import ROOT
+from tests.mounting import root_mounts
+
+__all__ = ["root_mounts"]
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "import"
 
