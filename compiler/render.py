@@ -1,23 +1,25 @@
-"""Jinja2 for template-typed fields only: sandboxed, StrictUndefined, at compile time.
+"""Jinja2 for template-typed fields only: sandboxed, StrictUndefined, at compile time, bounded.
 
 A template that fails is reported where its mistake is: at the template's own file and at
 Jinja's line within it (a prompt file's line; line k of a block scalar in YAML), so a user
 check kind's broken `run` is one error at the kind, not one per scenario that uses it.
+
+A template is untrusted input: it renders in `compiler.template_sandbox`, bounded in memory and
+in work; past a bound it is an error (E301) like any other.
 """
 
 from __future__ import annotations
 
-import math
 from collections.abc import Generator
-from functools import cache, lru_cache
 from types import TracebackType
 from typing import Any, cast
 
 import jinja2
 from jinja2 import meta, nodes
-from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from compiler.errors import Collector, Loc
+from compiler.template_meter import MAX_RENDERED, TooLarge
+from compiler.template_sandbox import environment, template
 from compiler.yamlio import Doc, Path_, dotted
 
 HINT = "compile-time templates see only `scenario`, `project` and the check's params"
@@ -31,70 +33,6 @@ RENDER_ERRORS = (
     MemoryError,
 )
 """What evaluating a user's template can raise (`{{ 1/0 }}`, `{{ 'a' + 1 }}`): its error, never a crash."""
-MAX_RENDERED = 4_000_000
-"""Characters one template may render to, and the longest text or list it may build on the way
-(a prompt is a few thousand): past it the template is an error, not a job file of gigabytes."""
-MAX_POWER_BITS = 100_000
-"""The largest integer `**` may build, in bits (`10 ** 10 ** 9` would compute for hours)."""
-_GROWING_FILTERS = ("center", "indent")
-"""Filters whose integer argument is the width of the text they return."""
-
-
-class _TooLarge(ValueError):
-    """A template builds or renders more than the caps allow."""
-
-    def __init__(
-        self, message: str = f"the template would render more than {MAX_RENDERED:,} characters"
-    ) -> None:
-        super().__init__(message)
-
-
-class _Sandbox(ImmutableSandboxedEnvironment):
-    """The sandbox, with the operations that build large values bounded before they run."""
-
-    intercepted_binops = frozenset({"*", "**"})
-
-    def call_binop(self, context: jinja2.runtime.Context, operator: str, left: Any, right: Any) -> Any:
-        if operator == "*":
-            _check_repeat(left, right)
-            _check_repeat(right, left)
-        elif _power_bits(left, right) > MAX_POWER_BITS:
-            raise _TooLarge(f"the template would build a number of more than {MAX_POWER_BITS:,} bits")
-        return super().call_binop(context, operator, left, right)
-
-    def call(__self, __context: jinja2.runtime.Context, __obj: Any, *args: Any, **kwargs: Any) -> Any:
-        if isinstance(getattr(__obj, "__self__", None), str):  # 'x'.ljust(n), 'x'.center(n), 'x'.zfill(n)
-            _check_widths(args, kwargs)
-        return super().call(__context, __obj, *args, **kwargs)
-
-
-def _power_bits(base: Any, exponent: Any) -> float:
-    """About how many bits `base ** exponent` takes (0 unless both are integers and it grows)."""
-    if isinstance(base, int) and isinstance(exponent, int) and abs(base) > 1 and exponent > 0:
-        return exponent * math.log2(abs(base))
-    return 0.0
-
-
-def _check_repeat(seq: Any, times: Any) -> None:
-    """`'x' * n` and `[x] * n` within the cap (an int times a text or a list)."""
-    if isinstance(seq, str | list | tuple) and isinstance(times, int) and len(seq) * times > MAX_RENDERED:
-        raise _TooLarge()
-
-
-def _check_widths(args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
-    """A width passed to a text method or filter within the cap."""
-    if any(isinstance(a, int) and a > MAX_RENDERED for a in (*args, *kwargs.values())):
-        raise _TooLarge()
-
-
-def _bounded(name: str, f: Any) -> Any:
-    def bounded(*args: Any, **kwargs: Any) -> Any:
-        _check_widths(args[1:], kwargs)
-        return f(*args, **kwargs)
-
-    bounded.__dict__.update(f.__dict__)  # Jinja's pass_* markers
-    bounded.__name__ = name
-    return bounded
 
 
 class TemplateError(Exception):
@@ -103,20 +41,6 @@ class TemplateError(Exception):
     def __init__(self, message: str, line: int = 1) -> None:
         super().__init__(message)
         self.line = line
-
-
-@cache
-def _env() -> ImmutableSandboxedEnvironment:
-    env = _Sandbox(undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False)
-    for name in _GROWING_FILTERS:
-        env.filters[name] = _bounded(name, env.filters[name])
-    return env
-
-
-@lru_cache(maxsize=4096)
-def _template(text: str) -> jinja2.Template:
-    # A user kind's run template is rendered once per check of that kind; compile it once.
-    return _env().from_string(text)
 
 
 def _template_line(tb: TracebackType | None) -> int:
@@ -137,11 +61,11 @@ def is_template(text: str) -> bool:
 def render(text: str, context: dict[str, Any]) -> str:
     """Render one template; values known only at run time are $ENV variables, never {{ }}."""
     if len(text) > MAX_RENDERED:
-        raise TemplateError(str(_TooLarge()))
+        raise TemplateError(str(TooLarge()))
     if not is_template(text):
         return text
     try:
-        return _bounded_render(_template(text), context)
+        return _bounded_render(template(text), context)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(str(exc.message or exc), exc.lineno) from exc
     except RENDER_ERRORS as exc:
@@ -158,7 +82,7 @@ def _bounded_render(template: jinja2.Template, context: dict[str, Any]) -> str:
         size += len(chunk)
         parts.append(chunk)
         if size > MAX_RENDERED:
-            chunks.throw(_TooLarge())
+            chunks.throw(TooLarge())
     return "".join(parts)
 
 
@@ -167,7 +91,7 @@ def undefined_names(text: str, known: set[str]) -> list[tuple[str, int]]:
     if not is_template(text):
         return []
     try:
-        ast = _env().parse(text)
+        ast = environment().parse(text)
     except jinja2.TemplateSyntaxError as exc:
         raise TemplateError(str(exc.message or exc), exc.lineno) from exc
     missing = meta.find_undeclared_variables(ast) - known
