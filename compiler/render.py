@@ -26,13 +26,15 @@ HINT = "compile-time templates see only `scenario`, `project` and the check's pa
 RENDER_ERRORS = (
     jinja2.TemplateError,
     ArithmeticError,
+    AttributeError,
     LookupError,
     TypeError,
     ValueError,
-    RecursionError,
+    RuntimeError,
     MemoryError,
 )
-"""What evaluating a user's template can raise (`{{ 1/0 }}`, `{{ 'a' + 1 }}`): its error, never a crash."""
+"""What evaluating a user's template can raise (`{{ 1/0 }}`, `{{ 'a' + 1 }}`, `{{ 5|wordwrap }}`,
+a recursion too deep): its error, never a crash."""
 
 
 class TemplateError(Exception):

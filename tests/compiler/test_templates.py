@@ -85,6 +85,19 @@ def test_a_template_that_renders_too_much_is_a_template_error(template: str, lin
     assert info.value.line == line
 
 
+@pytest.mark.parametrize(
+    ("template", "says"),
+    [
+        ("{{ 5|wordwrap }}", "no attribute 'splitlines'"),  # a filter given a value it cannot take
+        ("{% macro m() %}{{ m() }}{% endmacro %}{{ m() }}", "recursion"),  # too deep for the stack
+        ("{{ 1/0 }}", "division by zero"),
+    ],
+)
+def test_whatever_a_template_raises_is_its_error_not_a_crash(template: str, says: str) -> None:
+    with pytest.raises(TemplateError, match=says):
+        render(template, {})
+
+
 def test_the_size_cap_is_generous_and_covers_plain_text() -> None:
     assert (
         render("{{ 'ab' * 3 }} {{ 2 ** 64 }} {{ 'x' | center(5) }}", {})
