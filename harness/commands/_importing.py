@@ -111,10 +111,15 @@ class Importer:
         return task
 
     def refuse(self, sid: str, reason: str) -> None:
+        """The task's scenario goes; one it replaced (`--force`) comes back, as it was."""
         outcome = self.outcomes[sid]
         outcome.imported = False
         outcome.reasons.append(reason)
-        shutil.rmtree(self.project / "scenarios" / sid, ignore_errors=True)
+        folder = self.project / "scenarios" / sid
+        if self.undo.claimed(folder):
+            self.undo.restore(folder)
+        else:
+            shutil.rmtree(folder, ignore_errors=True)
 
     def stage(self, task: Task, staging: Path) -> Path | None:
         """Write the task's scenario folder into staging; None (and the reasons) when refused."""

@@ -53,6 +53,10 @@ class Undo:
             self._written.append(path)
         return path
 
+    def claimed(self, path: Path) -> bool:
+        """Whether `path` is the import's to put back."""
+        return path in self._written
+
     def restore(self, path: Path) -> None:
         """Put one claimed path back as it was before the import (the import keeps the rest)."""
         if path not in self._written:

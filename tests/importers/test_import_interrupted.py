@@ -256,3 +256,17 @@ def test_an_import_that_fails_after_staging_keeps_nothing(
     assert sorted(temp.iterdir()) == []
     assert proc.returncode == code, err
     assert said in err
+
+
+def test_a_forced_reimport_whose_task_is_refused_keeps_the_earlier_scenario(
+    imported: Path, tmp_path: Path
+) -> None:
+    """`--force` replaces a scenario with the task's new version only if that version is imported:
+    refused by `assay validate` (its tests fail on its own reference), the earlier scenario stays."""
+    project = _copy(imported, tmp_path)
+    before = _tree(project / "scenarios")
+    data = _dataset(tmp_path / "data", tests="def test_never():\n    assert False\n")
+    done = assay("--project", project, "import", "harbor", data, "--name", "early", "--force")
+    assert done.returncode == 1, done.stderr  # every task refused
+    assert "refused 1" in done.stderr, done.stderr
+    assert _tree(project / "scenarios") == before
