@@ -249,7 +249,7 @@ def test_the_meters_change_nothing_a_template_renders(template: str) -> None:
             "checks": [{"id": "a", "kind": "command"}, {"id": "b", "kind": "contains"}],
         },
         "code": "F401",
-        "text": "Hello <world> & 'friends'\n\tsecond line -- with-hyphens http://example.com/x?y=1",
+        "text": "Hello <world> & 'friends'\n\tsecond line -- with-hyphens http://127.0.0.1/x?y=1",
         "tree": [{"name": "a", "children": [{"name": "b", "children": []}, {"name": "c", "children": []}]}],
     }
     plain = ImmutableSandboxedEnvironment(undefined=jinja2.StrictUndefined, keep_trailing_newline=True)
