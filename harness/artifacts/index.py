@@ -2,16 +2,18 @@
 
 `<tree>/.assay-index.sqlite` (WAL) holds, per run directory, every scalar field of its run.json and
 grade.json as a column, both records verbatim, the scenario's family and split, the files at the
-run's top, and what it takes to tell the row is current: the run folder's mtime and each record's
-size, mtime and hash (what a row holds and how it is read: `harness.artifacts.index_rows`; the
-SQLite file's layout, connections and writes: `harness.artifacts.index_db`).
+run's top, and what it takes to tell the row is current: the run folder's ctime, its records' stamp
+(`harness.artifacts.index_scan`) and each record's size, mtime and hash (what a row holds and how
+it is read: `harness.artifacts.index_rows`; the SQLite file's layout, connections and writes:
+`harness.artifacts.index_db`).
 
 Writers: the grader after each grade.json (`record`, into every index above the run), the Dask
 client after installing a run, and `sync`. Readers call `sync` first, which never trusts the file
 blindly: a missing, corrupt or differently laid out index is rebuilt from the run directories; else
-every folder of the tree that is not a run is listed (new and removed runs) and every run folder is
-stat'ed — an atomic write of run.json or grade.json (write, then rename) changes that folder's mtime
-— and each run whose folder changed is read again. A regrade through the grader rewrites its row.
+every folder of the tree that is not a run is listed (new and removed runs) and every run folder and
+its records are stat'ed — an atomic write of run.json or grade.json (write, then rename) changes
+that folder's ctime, an edit in place the record's own — and each run whose stat changed is read
+again. A regrade through the grader rewrites its row.
 Concurrent writers (two grading workers, a report) are serialised by SQLite's lock (busy timeout).
 """
 
@@ -29,9 +31,9 @@ from typing import Any
 
 from harness.artifacts.index_db import LAYOUT, connect, create, quote, read_layout, touch, write
 from harness.artifacts.index_rows import Row, Scenarios, read_row
-from harness.artifacts.index_scan import known, scan
+from harness.artifacts.index_scan import Stat, known, scan, stat_of
 from harness.artifacts.index_scan import locate as locate  # where every writer and reader finds it
-from harness.artifacts.names import GRADE_FILE, INDEX_FILE, RUN_FILE
+from harness.artifacts.names import INDEX_FILE, RUN_FILE
 from harness.artifacts.store import FutureSchemaError
 
 BATCH = 5000
@@ -76,8 +78,8 @@ class Index:
         # dir >= prefix and dir < prefix + U+10FFFF: the rows under the prefix, by the primary key.
         return f" WHERE {column} >= ? AND {column} < ?", (self.prefix, self.prefix + "\U0010ffff")
 
-    def known(self) -> dict[str, int]:
-        """dir (relative to root) -> the run folder's mtime when its row was written."""
+    def known(self) -> dict[str, Stat]:
+        """dir (relative to root) -> the run folder's stat when its row was written."""
         return known(self.con, self.prefix)
 
     def rows(self, table: str, columns: tuple[str, ...]) -> Iterator[tuple[Any, ...]]:
@@ -160,9 +162,9 @@ class Index:
         known = {} if rebuilt else self.known()
         seen: set[str] = set()
         changed: list[tuple[str, str]] = []
-        for rel, mtime_ns in scan(str(self.root), known):
+        for rel, stat in scan(str(self.root), known):
             seen.add(rel)
-            if known.get(rel) != mtime_ns:
+            if known.get(rel) != stat:
                 changed.append((rel, os.path.join(str(self.root), rel) if rel else str(self.root)))
         gone = [d for d in known if d not in seen]
         scenarios = Scenarios()
@@ -303,20 +305,15 @@ def record(run_dir: Path) -> int:
 
 
 def record_listing(run_dir: Path) -> int:
-    """After a derived file (its page, view.html) appeared in run_dir: the folder's mtime and listing
-    in every index above it whose row still holds the run.json and grade.json on disk (same size
-    and mtime); elsewhere the whole row (`record`). How many indexes were written.
+    """After a derived file (its page, view.html) appeared in run_dir: the folder's ctime and listing
+    in every index above it whose row still holds the run.json and grade.json on disk (the same
+    records' stamp); elsewhere the whole row (`record`). How many indexes were written.
 
-    The records are not read again: a page costs its index a stat and an UPDATE, not a second
+    The records are not read again: a page costs its index a few stats and an UPDATE, not a second
     parse of both records (the grade that came just before wrote them)."""
     run_dir = run_dir.resolve()
     try:
-        now = {
-            name: (st.st_size, st.st_mtime_ns)
-            for name in (RUN_FILE, GRADE_FILE)
-            if (st := _stat(run_dir / name)) is not None
-        }
-        dir_st = os.stat(run_dir)
+        dir_ctime_ns, records_stamp = stat_of(str(run_dir))
         listing = json.dumps(sorted(n for n in os.listdir(run_dir) if not n.startswith(".")))
     except OSError:
         return 0
@@ -333,35 +330,16 @@ def record_listing(run_dir: Path) -> int:
             with writer.lock:
                 if read_layout(writer.con) != LAYOUT:
                     continue
-                held = writer.con.execute(
-                    "SELECT run_size, run_mtime_ns, grade_size, grade_mtime_ns FROM records WHERE dir = ?",
-                    (rel,),
-                ).fetchone()
-                stored = (
-                    {
-                        name: (size, mtime)
-                        for name, size, mtime in ((RUN_FILE, *held[:2]), (GRADE_FILE, *held[2:]))
-                        if size is not None
-                    }
-                    if held
-                    else None
-                )
-                if stored != now:
+                held = writer.con.execute("SELECT records_stamp FROM tree WHERE dir = ?", (rel,)).fetchone()
+                if held is None or held[0] != records_stamp:
                     break  # not current: the whole row, below
-                touch(writer.con, rel, dir_st.st_mtime_ns, listing)
+                touch(writer.con, rel, dir_ctime_ns, listing)
                 written += 1
         except sqlite3.Error:
             continue
     else:
         return written
     return record(run_dir)
-
-
-def _stat(path: Path) -> os.stat_result | None:
-    try:
-        return os.stat(path)
-    except FileNotFoundError:
-        return None
 
 
 def ensure(root: Path) -> None:

@@ -16,8 +16,9 @@ from pathlib import Path
 
 from harness.artifacts.index_rows import JSON_COLUMNS, TABLES, Row
 
-INDEX_SCHEMA = 3
-"""Bumped whenever what a row holds changes (3: read_error names incomplete and non-file records)."""
+INDEX_SCHEMA = 4
+"""Bumped whenever what a row holds changes (3: read_error names incomplete and non-file records;
+4: the folder's ctime, not its mtime, and the records' stamp)."""
 BUSY_TIMEOUT_S = 60.0
 LAYOUT = hashlib.sha256(json.dumps([INDEX_SCHEMA, TABLES, sorted(JSON_COLUMNS)]).encode()).hexdigest()[:16]
 """Changes whenever a record gains a field: an index of another layout is rebuilt, not misread."""
@@ -45,13 +46,13 @@ def write(con: sqlite3.Connection, rows: list[Row], gone: list[str]) -> None:
     con.execute("COMMIT")
 
 
-def touch(con: sqlite3.Connection, run_dir: str, dir_mtime_ns: int, files: str) -> None:
-    """A run folder's new mtime and listing (a derived file came or went; its records did not
-    change), in one transaction."""
+def touch(con: sqlite3.Connection, run_dir: str, dir_ctime_ns: int, files: str) -> None:
+    """A run folder's new ctime and listing (a derived file came or went; its records did not
+    change: the row's records' stamp holds), in one transaction."""
     con.execute("BEGIN IMMEDIATE")
     try:
         con.execute(
-            "UPDATE tree SET dir_mtime_ns = ?, files = ? WHERE dir = ?", (dir_mtime_ns, files, run_dir)
+            "UPDATE tree SET dir_ctime_ns = ?, files = ? WHERE dir = ?", (dir_ctime_ns, files, run_dir)
         )
         _stale(con, [run_dir])
     except BaseException:

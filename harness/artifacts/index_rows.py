@@ -2,8 +2,8 @@
 
 Every scalar field of run.json and grade.json is a column (nested sections flattened as
 `<section>_<field>`, lists and maps as JSON text); both records are kept verbatim beside them with
-each file's size, mtime and hash, and the run folder's mtime, listing, family and split (table
-`tree`, what a sync reads to tell a row is current). The SQLite side is `harness.artifacts.index`
+each file's size, mtime and hash, and the run folder's ctime and records' stamp, listing, family
+and split (table `tree`, what a sync reads to tell a row is current). The SQLite side is `harness.artifacts.index`
 (its file: `index_db`).
 """
 
@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 
 from pydantic import BaseModel
 
+from harness.artifacts.index_scan import stat_of
 from harness.artifacts.names import GRADE_FILE, JOB_FILE, RUN_FILE
 from harness.artifacts.records import GRADE_SCHEMA, RUN_SCHEMA, Grade, RunRecord
 from harness.artifacts.store import FutureSchemaError, read_file
@@ -64,8 +65,9 @@ def _columns(model: type[BaseModel], rename: dict[str, str], prefix: str) -> lis
 
 RUN_COLUMNS = _columns(RunRecord, {n: n for n in IDENTITY} | {"levels": "levels"}, "run_")
 GRADE_COLUMNS = _columns(Grade, {"schema_version": "grade_schema_version"}, "")
-TREE_COLUMNS = ("dir", "dir_mtime_ns", "files", "family", "split", "read_error")
-"""Table `tree`, small and read by every sync: what it takes to tell a row is current."""
+TREE_COLUMNS = ("dir", "dir_ctime_ns", "records_stamp", "files", "family", "split", "read_error")
+"""Table `tree`, small and read by every sync: what it takes to tell a row is current (its folder's
+`harness.artifacts.index_scan.Stat` when the row was read)."""
 RECORD_FILES = ("run_size", "run_mtime_ns", "run_hash", "grade_size", "grade_mtime_ns", "grade_hash")
 RECORDS_COLUMNS = ("dir", *RECORD_FILES, "run_json", "grade_json")
 """Table `records`: both records verbatim (compact), each with its file's size, mtime and hash."""
@@ -182,7 +184,8 @@ def read_row(run_dir: str, rel: str, scenarios: Scenarios | None = None) -> Row 
     A run.json or grade.json that cannot be read becomes `read_error` on the row (the report counts
     it), never an exception — except one written by a newer assay (FutureSchemaError).
     """
-    dir_st = os.stat(run_dir)
+    # Stat'ed before anything is read: whatever changes meanwhile is read again by the next sync.
+    dir_ctime_ns, records_stamp = stat_of(run_dir)
     files = frozenset(os.listdir(run_dir))
     errors: list[str] = []
     run = _read_bytes(os.path.join(run_dir, RUN_FILE), errors) if RUN_FILE in files else None
@@ -199,7 +202,7 @@ def read_row(run_dir: str, rel: str, scenarios: Scenarios | None = None) -> Row 
     listing = json.dumps(sorted(n for n in files if not n.startswith(".")))
     return Row(
         dir=rel,
-        tree=(rel, dir_st.st_mtime_ns, listing, family, split, "; ".join(errors) or None),
+        tree=(rel, dir_ctime_ns, records_stamp, listing, family, split, "; ".join(errors) or None),
         records=(
             rel,
             run.st.st_size,

@@ -16,6 +16,7 @@ from report_tree import BIN, CONTROL, a_grade, add_run, build_tree
 
 from harness.artifacts import index
 from harness.artifacts.index_rows import GRADE_COLUMNS, RUN_COLUMNS
+from harness.artifacts.index_scan import stat_of
 from harness.artifacts.names import INDEX_FILE
 from harness.artifacts.records import RunStatus, read_grade
 from harness.artifacts.store import write_record
@@ -154,7 +155,7 @@ def test_the_grader_writes_its_grade_into_the_index(tmp_path: Path) -> None:
     with idx:
         known = idx.known()
         rows = {r[0]: r[1:] for r in idx.rows("runs", ("status", "error"))}
-    assert known[str(run.relative_to(tmp_path))] == run.stat().st_mtime_ns  # current: no reread needed
+    assert known[str(run.relative_to(tmp_path))] == stat_of(str(run))  # current: no reread needed
     assert rows[str(run.relative_to(tmp_path))] == ("ungradeable", "regraded elsewhere")
 
 
@@ -166,7 +167,7 @@ def test_a_page_updates_the_listing_and_a_changed_record_the_whole_row(tmp_path:
 
     def row() -> tuple[int, list[str], str]:
         with index.Index(tmp_path / INDEX_FILE, tmp_path, "") as idx:
-            ((mtime, files),) = idx.con.execute("SELECT dir_mtime_ns, files FROM tree WHERE dir = ?", (rel,))
+            ((mtime, files),) = idx.con.execute("SELECT dir_ctime_ns, files FROM tree WHERE dir = ?", (rel,))
             ((error,),) = idx.con.execute("SELECT error FROM runs WHERE dir = ?", (rel,))
         return mtime, json.loads(files), error
 
