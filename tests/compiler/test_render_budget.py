@@ -139,7 +139,18 @@ def _project(valid_project: Path, tmp_path: Path, prompt: str) -> Path:
     return project
 
 
-@pytest.mark.parametrize(("template", "message"), list(CASES.values()), ids=list(CASES))
+FAST = ("nested-loops", "replace-filter", "join-method", "percent-width", "integer-squaring")
+"""The cases the fast suite runs, one of each kind of bound; the rest (each a second or so, most
+of it the million steps a refused template takes) run in the `slow` session."""
+
+
+@pytest.mark.parametrize(
+    ("template", "message"),
+    [
+        pytest.param(*case, id=name, marks=() if name in FAST else pytest.mark.slow)
+        for name, case in CASES.items()
+    ],
+)
 def test_a_template_past_the_bounds_is_an_error_at_its_line(
     valid_project: Path, tmp_path: Path, template: str, message: str
 ) -> None:
@@ -169,6 +180,7 @@ def test_the_error_names_the_line_that_runs_out(valid_project: Path, tmp_path: P
     )
 
 
+@pytest.mark.slow
 def test_a_template_of_too_many_parts_is_refused_before_it_is_compiled(
     valid_project: Path, tmp_path: Path
 ) -> None:
@@ -270,5 +282,5 @@ def test_each_render_counts_its_own_steps() -> None:
     """Renders in threads at once (the compiler may render in threads) share no meter: each of
     these takes most of the steps one render may take, and every one of them renders."""
     template = "{% for i in range(100000) %}{% for j in range(5) %}{% endfor %}{% endfor %}done"
-    with ThreadPoolExecutor(max_workers=4) as pool:
-        assert list(pool.map(lambda _: render(template, {}), range(8))) == ["done"] * 8
+    with ThreadPoolExecutor(max_workers=2) as pool:
+        assert list(pool.map(lambda _: render(template, {}), range(2))) == ["done"] * 2
