@@ -11,7 +11,7 @@ import math
 import pprint
 import re
 import string
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sized
 from typing import Any
 
 from jinja2.runtime import Context
@@ -96,9 +96,7 @@ def check_method(
         if isinstance(size, int) and len(text) + tabs * size > MAX_RENDERED:
             raise TooLarge()
     elif name == "join" and len(args) == 1:
-        items = list(args[0])
-        weight(context, items, MAX_RENDERED - max(len(items) - 1, 0) * len(text))
-        return (items,)
+        return (_joined_items(context, args[0], text),)
     elif name in ("format", "format_map") and isinstance(text, str):
         _check_format(context, text, args, kwargs)
     elif name == "translate" and isinstance(text, str) and args:  # a character may become a text
@@ -154,9 +152,15 @@ def _replace(context: Context, value: Any, args: tuple[Any, ...], kwargs: dict[s
 
 
 def _join(context: Context, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:
-    items = list(value)
-    weight(context, items, MAX_RENDERED - max(len(items) - 1, 0) * len(str(param(args, kwargs, 0, "d", ""))))
-    return items
+    return _joined_items(context, value, str(param(args, kwargs, 0, "d", "")))
+
+
+def _joined_items(context: Context, items: Iterable[Any], separator: Sized) -> list[Any]:
+    """The items a join (the filter, or a text's method) is to join, within the cap once the
+    separator stands between each two; a list, so that an iterator is read once."""
+    listed = list(items)
+    weight(context, listed, MAX_RENDERED - max(len(listed) - 1, 0) * len(separator))
+    return listed
 
 
 def _format(context: Context, value: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> Any:

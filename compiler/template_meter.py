@@ -125,14 +125,11 @@ def weight(context: Context, value: Any, limit: int = MAX_RENDERED, *, indent: i
         elif isinstance(item, SEQUENCES):
             total += len(item)
             stack.append(iter(item))
-        elif isinstance(item, dict):
+        elif isinstance(item, Mapping):  # a dict, or a mapping the template was given
             total += len(item)
             stack.append(x for pair in item.items() for x in pair)
         elif isinstance(item, int):
             total += item.bit_length() // 3 + 1
-        elif isinstance(item, Mapping):
-            total += len(item)
-            stack.append(x for pair in item.items() for x in pair)
         elif isinstance(item, KeysView | ValuesView | ItemsView):
             total += len(item)
             stack.append(iter(item))
