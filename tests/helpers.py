@@ -162,6 +162,15 @@ def make_job(
     )
 
 
+def write_jobs(folder: Path, command: str, *, n: int, matrix: str) -> list[Job]:
+    """n job files of one command agent (trials 1..n of `matrix`) written as folder/tNN.json."""
+    folder.mkdir(parents=True, exist_ok=True)
+    jobs = [make_job(agent=command_agent(command), trial=t, matrix=matrix) for t in range(1, n + 1)]
+    for job in jobs:
+        (folder / f"t{job.trial:02d}.json").write_text(job.model_dump_json())
+    return jobs
+
+
 def sigint_default() -> None:
     """A child's `preexec_fn`: Ctrl-C (SIGINT) back to its default action.
 
@@ -172,21 +181,14 @@ def sigint_default() -> None:
     signal.signal(signal.SIGINT, signal.SIG_DFL)
 
 
+def assay_argv(project: Path, *args: str | Path) -> list[str]:
+    """argv of the assay CLI as a process of its own (`python -m harness`) on `project`."""
+    return [sys.executable, "-m", "harness", "--project", str(project), *map(str, args)]
+
+
 def matrix_argv(project: Path, *args: str, runs: Path, jobs: Path) -> list[str]:
     """argv of the assay CLI (`python -m harness`) running the job files `jobs` of `project` into `runs`."""
-    return [
-        sys.executable,
-        "-m",
-        "harness",
-        "--project",
-        str(project),
-        "matrix",
-        "--job-file",
-        str(jobs),
-        "--runs",
-        str(runs),
-        *args,
-    ]
+    return assay_argv(project, "matrix", "--job-file", jobs, "--runs", runs, *args)
 
 
 _STARTED: list[subprocess.Popen[Any]] = []

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 
 from tests.compiler.corpus import materialise
-from tests.helpers import FIXTURES, ROOT, assay
+from tests.helpers import FIXTURES, ROOT, assay, assay_argv
 
 
 def _spawn(*args: str | Path) -> subprocess.CompletedProcess[str]:
@@ -93,15 +93,7 @@ def test_a_reader_that_stops_reading_ends_assay_quietly() -> None:
     os.close(read_end)
     try:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness",
-                "--project",
-                str(FIXTURES / "specs" / "valid"),
-                "compile",
-                "--check",
-            ],
+            assay_argv(FIXTURES / "specs" / "valid", "compile", "--check"),
             cwd=ROOT,
             stdout=write_end,
             stderr=subprocess.PIPE,

@@ -25,7 +25,7 @@ from adapters.schema import UsageRow
 from compiler.contract import AgentSpec, CheckSpec, Limits, Options
 from harness.modelserver import Script, ScriptedModelServer
 from tests.adapters.helpers import ROOT, agent_cache, require_cli
-from tests.helpers import FIXTURE, make_job
+from tests.helpers import FIXTURE, assay_argv, make_job
 
 pytestmark = pytest.mark.agents
 
@@ -118,18 +118,7 @@ def trial(
         runs = Path(tempfile.mkdtemp(prefix="ae", dir="/tmp"))
         env = {**os.environ, "PYTHONPATH": str(ROOT)}
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness",
-                "--project",
-                str(project),
-                "run",
-                "--runs",
-                str(runs),
-                "--job-file",
-                str(job_file),
-            ],
+            assay_argv(project, "run", "--runs", runs, "--job-file", job_file),
             capture_output=True,
             text=True,
             env=env,

@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,7 +13,7 @@ import pytest
 from compiler.contract import CheckSpec
 from harness.artifacts.names import GRADE_FILE
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import assay, command_agent, fix_scenario, make_job, sigint_default
+from tests.helpers import assay, assay_argv, command_agent, fix_scenario, make_job, sigint_default
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -39,7 +38,7 @@ def test_an_interrupted_grade_says_its_grades_are_kept_not_that_trials_were(
     before = (run_dir / GRADE_FILE).read_bytes()
     gate.touch()
     grading = subprocess.Popen(
-        [sys.executable, "-m", "harness", "--project", str(project), "grade", str(runs), "--regrade"],
+        assay_argv(project, "grade", runs, "--regrade"),
         cwd=ROOT,
         env={**os.environ, "PYTHONPATH": str(ROOT)},
         stdout=subprocess.PIPE,

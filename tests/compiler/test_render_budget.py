@@ -12,7 +12,6 @@ import json
 import resource
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -23,7 +22,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 
 from compiler.render import TemplateError, render
 from compiler.template_meter import MAX_NODES, MAX_POWER_BITS, MAX_RENDERED, MAX_STEPS
-from tests.helpers import ROOT
+from tests.helpers import ROOT, assay_argv
 
 GUARD_S = 60
 """How long one compile may take: a bounded template fails within seconds."""
@@ -107,17 +106,7 @@ def _compile_errors(project: Path) -> list[dict[str, Any]]:
     """`assay compile --check` of the project in a child process under the guards; its errors."""
     try:
         done = subprocess.run(
-            [
-                sys.executable,
-                "-m",
-                "harness",
-                "--project",
-                str(project),
-                "compile",
-                "--check",
-                "--format",
-                "json",
-            ],
+            assay_argv(project, "compile", "--check", "--format", "json"),
             cwd=ROOT,
             capture_output=True,
             text=True,

@@ -8,7 +8,6 @@ import json
 import re
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -17,7 +16,7 @@ from harness.artifacts.names import RUN_FILE
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from tests.dask.conftest import ROOT, Cluster, child_env, finished_runs, spawn, wait_for
-from tests.helpers import assay
+from tests.helpers import assay, assay_argv
 
 pytestmark = pytest.mark.dask
 
@@ -86,20 +85,7 @@ def demo(tmp_path: Path) -> Path:
 
 
 def _demo(project: Path, runs: Path, *args: str) -> list[str]:
-    return [
-        sys.executable,
-        "-m",
-        "harness",
-        "--project",
-        str(project),
-        "matrix",
-        "demo",
-        "--trials",
-        "1",
-        "--runs",
-        str(runs),
-        *args,
-    ]
+    return assay_argv(project, "matrix", "demo", "--trials", "1", "--runs", runs, *args)
 
 
 def test_demo_matrix_survives_a_killed_worker_and_client_then_resumes_every_trial_once(

@@ -21,7 +21,7 @@ import pytest
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs
 from harness.trial.faults import STAGES
-from tests.helpers import command_agent, make_job, matrix_argv, started
+from tests.helpers import matrix_argv, started, write_jobs
 from tests.mounting import tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -45,10 +45,7 @@ def _agent(ledger: Path, faults: Path, *, wait: bool = False) -> str:
 
 
 def _write_jobs(folder: Path, command: str) -> None:
-    folder.mkdir(parents=True, exist_ok=True)
-    for trial in range(1, N + 1):
-        job = make_job(agent=command_agent(command), trial=trial, matrix="faults")
-        (folder / f"t{trial:02d}.json").write_text(job.model_dump_json())
+    write_jobs(folder, command, n=N, matrix="faults")
 
 
 def _matrix(project: Path, jobs: Path, runs: Path, env: dict[str, str]) -> subprocess.Popen[str]:

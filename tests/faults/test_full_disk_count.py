@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.helpers import command_agent, make_job, matrix_argv
+from tests.helpers import matrix_argv, write_jobs
 from tests.mounting import tmpfs
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -21,15 +21,12 @@ pytestmark = [pytest.mark.slow, pytest.mark.faults]
 def test_the_stop_counts_the_trials_that_ran(project: Path, root_mounts: Path) -> None:
     disk, jobs, ledger = root_mounts / "disk", root_mounts / "jobs", root_mounts / "ledger"
     tmpfs(disk, "16m")
-    jobs.mkdir()
     # The second agent fills the disk (isolation none: it writes as the harness does); the first ran whole.
     agent = (
         f"echo x >> {ledger}; if [ $(wc -l < {ledger}) -ge 2 ]; then "
         f"dd if=/dev/zero of={disk}/filler bs=65536 2>/dev/null; fi; true"
     )
-    for trial in range(1, N + 1):
-        job = make_job(agent=command_agent(agent), trial=trial, matrix="faults")
-        (jobs / f"t{trial:02d}.json").write_text(job.model_dump_json())
+    write_jobs(jobs, agent, n=N, matrix="faults")
     argv = matrix_argv(project, "--parallel", "1", runs=disk / "runs", jobs=jobs)
     matrix = subprocess.run(
         argv,

@@ -21,7 +21,7 @@ import pytest
 
 from harness.artifacts.records import read_grade
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import command_agent, make_job, matrix_argv
+from tests.helpers import matrix_argv, write_jobs
 from tests.mounting import mounts_under
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -87,7 +87,6 @@ def test_a_killed_worker_leaves_nothing_once_its_runner_is_done(
     tmp_path = root_mounts
     faults, runs, jobs = tmp_path / "f", tmp_path / "runs", tmp_path / "jobs"
     faults.mkdir()
-    jobs.mkdir()
     # The first agent announces itself and waits to be killed with its worker; the others finish.
     # Its shell is named {faults}/waiting (spelt so that no other command line holds it): the
     # test finds it, and its worker, by that name.
@@ -95,9 +94,7 @@ def test_a_killed_worker_leaves_nothing_once_its_runner_is_done(
         f"if mkdir {faults}/claim 2>/dev/null; then "
         f"W=wait; exec sh -c 'touch \"$1\"; sleep 600' {faults}/${{W}}ing {faults}/agent; fi"
     )
-    for trial in range(1, N + 1):
-        job = make_job(agent=command_agent(agent), trial=trial, matrix="faults")
-        (jobs / f"t{trial:02d}.json").write_text(job.model_dump_json())
+    write_jobs(jobs, agent, n=N, matrix="faults")
     argv = matrix_argv(project, "--parallel", "2", runs=runs, jobs=jobs)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "ASSAY_LOCAL_PROCESSES": "2"}
     matrix = subprocess.Popen(

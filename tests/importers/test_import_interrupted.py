@@ -16,7 +16,6 @@ import os
 import shutil
 import signal
 import subprocess
-import sys
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +24,7 @@ import pytest
 from import_util import VERSION, prebuild, require_sandbox
 
 from compiler.contract import Environment
-from tests.helpers import ROOT, assay, files_named, sigint_default, started
+from tests.helpers import ROOT, assay, assay_argv, files_named, sigint_default, started
 from tests.mounting import fill, tmpfs
 
 pytestmark = [pytest.mark.isolation, pytest.mark.slow]
@@ -120,7 +119,7 @@ def _import(project: Path, data: Path, temp: Path, *args: str) -> subprocess.Pop
     """`assay import harbor DATA` as a process of its own, its temporary folders in `temp`."""
     temp.mkdir(exist_ok=True)
     env = {**os.environ, "PYTHONPATH": str(ROOT), "TMPDIR": str(temp)}
-    argv = [sys.executable, "-m", "harness", "--project", str(project), "import", "harbor", str(data), *args]
+    argv = assay_argv(project, "import", "harbor", data, *args)
     return started(
         subprocess.Popen(
             argv,

@@ -14,20 +14,14 @@ import pytest
 
 from harness.artifacts.records import read_run
 from harness.artifacts.run_tree import find_runs
-from tests.helpers import command_agent, files_named, make_job, matrix_argv, sigint_default, started
+from tests.helpers import files_named, make_job, matrix_argv, sigint_default, started, write_jobs
 from tests.runner.test_proc import _wait_gone
 
 N = 8
 
 
 def _write_jobs(folder: Path, agent_cmd: str, n: int = N) -> list[str]:
-    folder.mkdir(parents=True, exist_ok=True)
-    ids = []
-    for trial in range(1, n + 1):
-        job = make_job(agent=command_agent(agent_cmd), trial=trial, matrix="m")
-        (folder / f"t{trial:02d}.json").write_text(job.model_dump_json())
-        ids.append(job.id)
-    return ids
+    return [job.id for job in write_jobs(folder, agent_cmd, n=n, matrix="m")]
 
 
 def _matrix(

@@ -18,7 +18,7 @@ from harness.artifacts import lock
 from harness.artifacts.names import GRADE_FILE, JOB_FILE, LOCK_FILE, RUN_FILE, SCRATCH_DIR
 from harness.artifacts.records import read_grade, read_run
 from harness.artifacts.run_tree import find_runs, read_job, run_dir_for
-from tests.helpers import assay, command_agent, compiled_copy, make_job, matrix_argv
+from tests.helpers import assay, compiled_copy, matrix_argv, write_jobs
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -30,11 +30,7 @@ def compiled(tmp_path: Path) -> Path:
 
 
 def _jobs(folder: Path, command: str = "exit 0", n: int = 3) -> list[Job]:
-    folder.mkdir(parents=True, exist_ok=True)
-    jobs = [make_job(agent=command_agent(command), trial=t, matrix="m") for t in range(1, n + 1)]
-    for job in jobs:
-        (folder / f"t{job.trial:02d}.json").write_text(job.model_dump_json())
-    return jobs
+    return write_jobs(folder, command, n=n, matrix="m")
 
 
 def _matrix(project: Path, jobs: Path, runs: Path, *extra: str) -> subprocess.CompletedProcess[str]:

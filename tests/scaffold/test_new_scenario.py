@@ -5,14 +5,13 @@ from __future__ import annotations
 import os
 import pty
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
 from compiler.pipeline import build
-from tests.helpers import EXAMPLE_PARTS, ROOT, assay
+from tests.helpers import EXAMPLE_PARTS, ROOT, assay, assay_argv
 
 
 @pytest.fixture
@@ -91,7 +90,7 @@ def test_in_a_terminal_the_split_and_family_are_asked_for(project: Path) -> None
     """On a terminal `assay new scenario` asks for the split and the family."""
     leader, follower = pty.openpty()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "harness", "--project", str(project), "new", "scenario", "asked"],
+        assay_argv(project, "new", "scenario", "asked"),
         stdin=follower,
         stdout=follower,
         stderr=follower,
